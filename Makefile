@@ -1,0 +1,71 @@
+# Front door. `make test` and `make demo` work on a fresh Debian bookworm machine.
+SHELL := /bin/bash
+BUILD_DIR ?= build
+JOBS ?= $(shell nproc)
+CLUSTER_NAME ?= gvirtus
+DEB_PACKAGES := build-essential cmake ninja-build pkg-config clang-format \
+  libcpp-httplib-dev nlohmann-json3-dev libssl-dev libc-ares-dev libyaml-cpp-dev catch2 \
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc \
+  ca-certificates curl git iproute2 procps
+
+.PHONY: deps build test unit-test integration-test demo demo-down cluster-build cluster-up \
+  cluster-down format format-check clean
+
+# Installs the Debian packages the build needs; does nothing when they are all there.
+deps:
+	@missing=$$(dpkg-query -W -f='$${Package} $${Status}\n' $(DEB_PACKAGES) 2>/dev/null | \
+	  awk '$$NF!="installed"{print $$1}'; for p in $(DEB_PACKAGES); do \
+	  dpkg-query -W $$p >/dev/null 2>&1 || echo $$p; done | sort -u); \
+	if [ -z "$$missing" ]; then echo "[deps] all Debian packages present"; exit 0; fi; \
+	if [ "$$(id -u)" != 0 ]; then echo "[deps] run as root (or install: $$missing)" >&2; exit 1; fi; \
+	echo "[deps] installing:" $$missing; \
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	  --no-install-recommends $$missing >/dev/null
+
+build: deps
+	@start=$$SECONDS; \
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && \
+	cmake --build $(BUILD_DIR) -j $(JOBS) && \
+	echo "[build] done in $$((SECONDS - start))s"
+
+unit-test: build
+	@start=$$SECONDS; \
+	ctest --test-dir $(BUILD_DIR) -L unit --output-on-failure -j $(JOBS) && \
+	echo "[unit-test] done in $$((SECONDS - start))s"
+
+cluster-build:
+	@bash tests/cluster/build.sh >/dev/null
+
+cluster-up: cluster-build
+	@bash tests/cluster/up.sh $(CLUSTER_NAME)
+
+cluster-down:
+	@bash tests/cluster/down.sh $(CLUSTER_NAME)
+
+# Integration tests start their own cluster and always stop it.
+integration-test: build cluster-build
+	@start=$$SECONDS; \
+	bash tests/cluster/with-cluster.sh gvirtus-it \
+	  ctest --test-dir $(BUILD_DIR) -L integration --output-on-failure && \
+	echo "[integration-test] done in $$((SECONDS - start))s"
+
+test: unit-test integration-test format-check
+	@echo "[test] all suites passed"
+
+demo: build cluster-build
+	@bash tests/e2e/demo.sh
+
+demo-down:
+	@bash tests/cluster/down.sh gvirtus-demo
+
+format:
+	@git ls-files '*.cpp' '*.h' | xargs clang-format -i
+
+format-check:
+	@bad=$$(git ls-files '*.cpp' '*.h' | xargs clang-format --dry-run 2>&1 | grep -c warning); \
+	if [ "$$bad" != 0 ]; then echo "[format] clang-format would change files: run make format" >&2; \
+	  git ls-files '*.cpp' '*.h' | xargs clang-format --dry-run 2>&1 | grep warning | head; exit 1; fi; \
+	echo "[format] clean"
+
+clean:
+	rm -rf $(BUILD_DIR)

@@ -1,0 +1,119 @@
+#include "common/log.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <mutex>
+
+namespace gvirtus::log {
+namespace {
+
+std::atomic<Level> gLevel{Level::Info};
+std::atomic<Format> gFormat{Format::Text};
+std::mutex gWriteMutex;
+
+std::string_view levelName(Level level) {
+  switch (level) {
+    case Level::Debug:
+      return "debug";
+    case Level::Info:
+      return "info";
+    case Level::Warn:
+      return "warn";
+    case Level::Error:
+      return "error";
+  }
+  return "info";
+}
+
+// RFC 3339 UTC with milliseconds, as Kubernetes components log.
+std::string nowTimestamp() {
+  auto now = std::chrono::system_clock::now();
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()) % 1000;
+  std::time_t t = std::chrono::system_clock::to_time_t(now);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[40];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+  char out[48];
+  std::snprintf(out, sizeof(out), "%s.%03dZ", buf, static_cast<int>(ms.count()));
+  return out;
+}
+
+// Text values: strings unquoted unless they hold spaces or quotes; others as JSON.
+std::string textValue(const nlohmann::json& value) {
+  if (!value.is_string()) {
+    return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+  const auto& s = value.get_ref<const std::string&>();
+  if (!s.empty() && s.find_first_of(" \"=\n\t") == std::string::npos) {
+    return s;
+  }
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
+Result<Level> parseLevel(std::string_view text) {
+  if (text == "debug") return Level::Debug;
+  if (text == "info") return Level::Info;
+  if (text == "warn" || text == "warning") return Level::Warn;
+  if (text == "error") return Level::Error;
+  return fail("must be one of debug, info, warn, error; got \"" + std::string(text) + "\"");
+}
+
+Result<Format> parseFormat(std::string_view text) {
+  if (text == "text") return Format::Text;
+  if (text == "json") return Format::Json;
+  return fail("must be json or text; got \"" + std::string(text) + "\"");
+}
+
+void configure(Level level, Format format) {
+  gLevel = level;
+  gFormat = format;
+}
+
+bool enabled(Level level) { return level >= gLevel.load(); }
+
+std::string formatLine(Level level, Format format, std::string_view timestamp,
+                       std::string_view message, const nlohmann::json& fields) {
+  if (format == Format::Json) {
+    nlohmann::json line = {{"ts", timestamp}, {"level", levelName(level)}, {"msg", message}};
+    if (fields.is_object()) {
+      for (const auto& [key, value] : fields.items()) {
+        line[key] = value;
+      }
+    }
+    return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+  std::string line(timestamp);
+  line += ' ';
+  std::string level_text(levelName(level));
+  for (auto& c : level_text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  line += level_text;
+  line += ' ';
+  line += message;
+  if (fields.is_object()) {
+    for (const auto& [key, value] : fields.items()) {
+      line += ' ';
+      line += key;
+      line += '=';
+      line += textValue(value);
+    }
+  }
+  return line;
+}
+
+void write(Level level, std::string_view message, const nlohmann::json& fields) {
+  if (!enabled(level)) {
+    return;
+  }
+  std::string line = formatLine(level, gFormat.load(), nowTimestamp(), message, fields);
+  line += '\n';
+  std::lock_guard lock(gWriteMutex);
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  std::fflush(stderr);
+}
+
+}  // namespace gvirtus::log

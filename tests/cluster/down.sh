@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Stops the local control plane $1 and every process it started.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+source "$here/versions.sh"
+name=${1:?usage: down.sh NAME}
+export PATH=$CLUSTER_BIN:$PATH
+export KWOK_WORKDIR=${KWOK_WORKDIR:-$repo/build/cluster/kwok}
+if [ -d "$KWOK_WORKDIR/clusters/$name" ]; then
+  kwokctl --name "$name" delete cluster >/dev/null 2>&1 ||
+    echo "[cluster $name] kwokctl delete failed; killing leftovers" >&2
+fi
+# Belt and braces: nothing of this cluster may outlive it.
+pkill -f -- "$KWOK_WORKDIR/clusters/$name/" 2>/dev/null || true
+rm -rf "$KWOK_WORKDIR/clusters/$name"
+echo "[cluster $name] stopped" >&2

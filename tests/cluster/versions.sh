@@ -1,0 +1,9 @@
+# Versions of the local control plane; the cache folder is keyed by them.
+K8S_VERSION=v1.33.13
+K8S_STAGING_VERSION=v0.33.13
+ETCD_VERSION=v3.5.21
+KWOK_VERSION=v0.7.0
+# Go toolchain used when the machine has none (fetched as a module, see build.sh).
+GO_FALLBACK_VERSION=1.24.6
+CLUSTER_CACHE=${GVIRTUS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gvirtus}
+CLUSTER_BIN=$CLUSTER_CACHE/control-plane/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION/bin
