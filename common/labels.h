@@ -1,0 +1,32 @@
+#pragma once
+
+// Label, annotation and resource names of the public contract (DESIGN.md). Users type
+// them and acceptance checks call them: never change a value here.
+namespace gvirtus::names {
+
+// Node labels.
+inline constexpr const char* kFrontendAllowed = "gvirtus.io/frontend.allowed";
+inline constexpr const char* kBackendAllowed = "gvirtus.io/backend.allowed";
+inline constexpr const char* kGpuPresent = "gvirtus.io/gpu.present";
+inline constexpr const char* kNvidiaGpuPresent = "nvidia.com/gpu.present";
+inline constexpr const char* kZoneLabel = "topology.kubernetes.io/zone";
+
+// Pod label and annotations.
+inline constexpr const char* kEnabledLabel = "gvirtus.io/enabled";
+inline constexpr const char* kContainersAnnotation = "gvirtus.io/containers";
+inline constexpr const char* kGpuMemoryAnnotation = "gvirtus.io/gpu-memory";
+inline constexpr const char* kGpusAnnotation = "gvirtus.io/gpus";
+inline constexpr const char* kBackendPolicyAnnotation = "gvirtus.io/backend-policy";
+inline constexpr const char* kBackendAnnotation = "gvirtus.io/backend";
+inline constexpr const char* kBackendPodAnnotation = "gvirtus.io/backend-pod";
+inline constexpr const char* kPropertiesAnnotation = "gvirtus.io/properties";
+inline constexpr const char* kBackendStatusAnnotation = "gvirtus.io/backend-status";
+inline constexpr const char* kLoadAnnotation = "gvirtus.io/load";
+inline constexpr const char* kSchedulingGate = "gvirtus.io/backend";
+inline constexpr const char* kSchedulingMapAnnotation = "gpu-scheduling-map";
+
+// Resources.
+inline constexpr const char* kGpuResource = "nvidia.com/gpu";
+inline constexpr const char* kSystemNamespace = "gvirtus-system";
+
+}  // namespace gvirtus::names

@@ -1,0 +1,28 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/duration.h"
+#include "common/flags.h"
+
+namespace gvirtus::labeler {
+
+struct Options {
+  CommonOptions common;
+  std::string nodeName;  // default $NODE_NAME
+  bool allNodes = false;
+  bool once = false;
+  std::string defaultFrontend = "true";
+  std::string defaultBackend = "false";
+  std::vector<std::string> gpuProbePaths{"/proc/driver/nvidia/gpus", "/dev/nvidiactl"};
+  Duration gpuProbeInterval = std::chrono::seconds(30);
+  int64_t workers = 1;
+};
+
+// Parses argv into Options. Returns an exit code when the program must stop (help,
+// version: 0; a bad flag or configuration: 2 with a one-line reason on stderr).
+std::optional<int> parseOptions(int argc, const char* const* argv, Options& options);
+
+}  // namespace gvirtus::labeler

@@ -1,0 +1,87 @@
+#include "labeler/run.h"
+
+#include <exception>
+#include <thread>
+
+#include "common/health_server.h"
+#include "common/kube_client.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "common/signals.h"
+#include "labeler/node_labeler.h"
+#include "labeler/options.h"
+
+namespace gvirtus::labeler {
+namespace {
+
+int runLabeler(const Options& options) {
+  // First, before any thread starts: every thread inherits the blocked signals.
+  auto& shutdown = ShutdownSignal::install();
+  auto config = loadKubeConfig(options.common.kubeconfig);
+  if (!config) {
+    log::error("cannot load the Kubernetes configuration", {{"error", config.error().message}});
+    return kExitUsage;
+  }
+  KubeClientOptions clientOptions;
+  clientOptions.userAgent = "gvirtus-labeler/" GVIRTUS_VERSION;
+  if (options.allNodes) {
+    clientOptions.qps = 50;
+    clientOptions.burst = 100;
+  }
+  auto client = KubeClient::create(*config, clientOptions);
+  if (!client) {
+    log::error("cannot create the Kubernetes client", {{"error", client.error().message}});
+    return kExitUsage;
+  }
+  MetricsRegistry metrics;
+  metrics.registerProcessMetrics();
+  NodeLabeler labeler(**client, options, metrics);
+
+  if (options.once) {
+    if (auto done = labeler.reconcileOnce(); !done) {
+      log::error("reconcile failed", {{"node", options.nodeName}, {"error", done.error().message}});
+      return kExitFatal;
+    }
+    return kExitOk;
+  }
+
+  auto health = HealthServer::create(options.common.healthAddr, metrics);
+  if (!health) {
+    log::error("bad --health-addr", {{"error", health.error().message}});
+    return kExitUsage;
+  }
+  (*health)->setReadinessCheck([&labeler]() -> Result<void> {
+    if (!labeler.ready())
+      return fail("node not reconciled yet");
+    return {};
+  });
+  if (auto started = (*health)->start(); !started) {
+    log::error("cannot start the health listener", {{"error", started.error().message}});
+    return kExitFatal;
+  }
+  log::info("labeler started", {{"node", options.nodeName}, {"allNodes", options.allNodes}});
+  std::jthread loop([&labeler](std::stop_token stop) { labeler.run(stop); });
+  shutdown.wait();
+  log::info("shutting down", {{"signal", shutdown.signalNumber()}});
+  loop.request_stop();
+  loop.join();
+  (*health)->stop();
+  return kExitOk;
+}
+
+}  // namespace
+
+int run(int argc, const char* const* argv) {
+  Options options;
+  if (auto code = parseOptions(argc, argv, options)) {
+    return *code;
+  }
+  try {
+    return runLabeler(options);
+  } catch (const std::exception& e) {
+    log::error("fatal", {{"error", e.what()}});
+    return kExitFatal;
+  }
+}
+
+}  // namespace gvirtus::labeler
