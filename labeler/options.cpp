@@ -35,6 +35,10 @@ std::optional<int> parseOptions(int argc, const char* const* argv, Options& opti
                     "how often the GPU probe paths are checked again");
   flags.addInt("workers", &options.workers, "nodes reconciled in parallel (with --all-nodes)", 1,
                64);
+  flags.addInt("kube-api-qps", &options.kubeApiQps, "requests per second to the API server", 1,
+               10000);
+  flags.addInt("kube-api-burst", &options.kubeApiBurst, "request burst to the API server", 1,
+               10000);
   if (auto code = parseCommandLine(flags, options.common, argc, argv)) {
     return code;
   }

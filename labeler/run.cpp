@@ -24,10 +24,8 @@ int runLabeler(const Options& options) {
   }
   KubeClientOptions clientOptions;
   clientOptions.userAgent = "gvirtus-labeler/" GVIRTUS_VERSION;
-  if (options.allNodes) {
-    clientOptions.qps = 50;
-    clientOptions.burst = 100;
-  }
+  clientOptions.qps = static_cast<double>(options.kubeApiQps);
+  clientOptions.burst = static_cast<int>(options.kubeApiBurst);
   auto client = KubeClient::create(*config, clientOptions);
   if (!client) {
     log::error("cannot create the Kubernetes client", {{"error", client.error().message}});

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "support/child_process.h"
+#include "support/cluster_env.h"
 
 using gvirtus::labeler::Options;
 using gvirtus::labeler::parseOptions;

@@ -38,12 +38,16 @@ inline std::string clusterName() {
 inline std::string clusterBin() {
   return requireEnv("GVIRTUS_CLUSTER_BIN");
 }
+inline std::string envOr(const char* name, const char* fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? value : fallback;
+}
 inline std::string sourceDir() {
-  return requireEnv("GVIRTUS_SOURCE_DIR");
+  return envOr("GVIRTUS_SOURCE_DIR", GVIRTUS_TEST_SOURCE_DIR);
 }
 // build/bin, where the four binaries are.
 inline std::string binDir() {
-  return requireEnv("GVIRTUS_BIN_DIR");
+  return envOr("GVIRTUS_BIN_DIR", GVIRTUS_TEST_BIN_DIR);
 }
 
 inline std::unique_ptr<KubeClient> adminClient() {

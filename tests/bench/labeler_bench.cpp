@@ -1,0 +1,123 @@
+// Labeler scale benchmark (issue 4): 1,000 fake nodes created at once against the real
+// control plane, one gvirtus-labeler --all-nodes labelling them. Prints the time from a
+// node's creation to its labels (p50, p99), requests per node and the labeler's memory.
+//
+//   tests/cluster/with-cluster.sh bench build/tests/labeler_bench [NODES]
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "common/resource_cache.h"
+#include "support/cluster_env.h"
+
+using namespace gvirtus;
+using namespace gvirtus::testing;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double percentile(std::vector<double> values, double p) {
+  if (values.empty())
+    return 0;
+  std::sort(values.begin(), values.end());
+  const size_t index = std::min(values.size() - 1, static_cast<size_t>(p * values.size()));
+  return values[index];
+}
+
+bool labelled(const nlohmann::json& node) {
+  const auto labels = node["metadata"].value("labels", nlohmann::json::object());
+  return labels.contains("gvirtus.io/frontend.allowed") &&
+         labels.contains("gvirtus.io/backend.allowed");
+}
+
+}  // namespace
+
+TEST_CASE("labeler benchmark: 1,000 nodes created at once", "[bench]") {
+  const int nodes = std::getenv("BENCH_NODES") ? std::atoi(std::getenv("BENCH_NODES")) : 1000;
+  const std::string qps = std::getenv("BENCH_QPS") ? std::getenv("BENCH_QPS") : "200";
+  auto client = adminClient();
+  const int port = freePort();
+  ChildProcess labeler({binDir() + "/gvirtus-labeler", "--kubeconfig", kubeconfigPath(),
+                        "--all-nodes", "--workers", "4", "--kube-api-qps", qps, "--kube-api-burst",
+                        qps, "--health-addr", "127.0.0.1:" + std::to_string(port)});
+  REQUIRE(eventually([&] { return httpGet(port, "/readyz") == "ok\n"; }));
+  const std::string idleMetrics = httpGet(port, "/metrics");
+
+  std::mutex mutex;
+  std::map<std::string, Clock::time_point> created;
+  std::map<std::string, Clock::time_point> done;
+  ResourceCache watch(*client, resources::kNodes, "", "bench=labeler");
+  auto observe = [&](const nlohmann::json& node) {
+    if (!labelled(node))
+      return;
+    std::lock_guard lock(mutex);
+    done.emplace(node["metadata"]["name"].get<std::string>(), Clock::now());
+  };
+  watch.addHandlers(
+      {.onAdd = observe,
+       .onUpdate = [&](const nlohmann::json&, const nlohmann::json& now) { observe(now); },
+       .onDelete = {}});
+  watch.start();
+  REQUIRE(watch.waitForSync(std::chrono::seconds(30)));
+
+  const auto start = Clock::now();
+  std::atomic<int> next{0};
+  std::vector<std::jthread> creators;
+  for (int t = 0; t < 16; ++t) {
+    creators.emplace_back([&] {
+      for (int i = next++; i < nodes; i = next++) {
+        const std::string name = "bench-node-" + std::to_string(i);
+        nlohmann::json node = {{"apiVersion", "v1"},
+                               {"kind", "Node"},
+                               {"metadata", {{"name", name}, {"labels", {{"bench", "labeler"}}}}}};
+        const auto sent = Clock::now();
+        if (client->create(resources::kNodes, "", node)) {
+          std::lock_guard lock(mutex);
+          created.emplace(name, sent);
+        }
+      }
+    });
+  }
+  creators.clear();
+  const double createSeconds = std::chrono::duration<double>(Clock::now() - start).count();
+  REQUIRE(eventually(
+      [&] {
+        std::lock_guard lock(mutex);
+        return done.size() >= created.size();
+      },
+      std::chrono::minutes(5)));
+  const double totalSeconds = std::chrono::duration<double>(Clock::now() - start).count();
+
+  std::vector<double> latencies;
+  {
+    std::lock_guard lock(mutex);
+    for (const auto& [name, at] : created) {
+      latencies.push_back(std::chrono::duration<double, std::milli>(done[name] - at).count());
+    }
+  }
+  const std::string metrics = httpGet(port, "/metrics");
+  const double patches = metricValue(metrics, "gvirtus_labeler_patches_total");
+  const double reconciles = metricValue(metrics, "gvirtus_labeler_reconciles_total");
+  const double rss = metricValue(metrics, "process_resident_memory_bytes");
+  const double idleRss = metricValue(idleMetrics, "process_resident_memory_bytes");
+  std::printf(
+      "\nlabeler benchmark (%zu nodes created at once by 16 clients in %.1fs; labeler "
+      "--all-nodes --workers 4 --kube-api-qps %s)\n",
+      created.size(), createSeconds, qps.c_str());
+  std::printf("  creation to labelled: p50 %.0f ms, p99 %.0f ms, all done in %.1f s\n",
+              percentile(latencies, 0.50), percentile(latencies, 0.99), totalSeconds);
+  std::printf(
+      "  PATCH requests per node: %.3f; reconciles per node: %.2f "
+      "(plus 1 paged LIST and 1 WATCH for the whole run)\n",
+      patches / static_cast<double>(created.size()),
+      reconciles / static_cast<double>(created.size()));
+  std::printf("  labeler resident memory: %.1f MiB idle, %.1f MiB with %zu nodes cached\n",
+              idleRss / 1048576.0, rss / 1048576.0, created.size());
+  CHECK(patches == static_cast<double>(created.size()));
+  watch.stop();
+}
