@@ -1,5 +1,7 @@
 #include "common/duration.h"
 
+#include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -13,16 +15,17 @@ Result<Duration> parseDuration(std::string_view text) {
   double total_ms = 0;
   while (!text.empty()) {
     size_t i = 0;
-    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
+    while (i < text.size() &&
+           (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
       ++i;
     }
     if (i == 0) {
       return fail("invalid duration \"" + original + "\" (want e.g. 500ms, 2s, 1m)");
     }
     double value = 0;
-    try {
-      value = std::stod(std::string(text.substr(0, i)));
-    } catch (const std::exception&) {
+    const std::string_view number = text.substr(0, i);
+    auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+    if (ec != std::errc() || end != number.data() + number.size()) {
       return fail("invalid duration \"" + original + "\"");
     }
     text.remove_prefix(i);
@@ -68,8 +71,10 @@ std::string formatDuration(Duration d) {
   const int64_t hours = ms / 3'600'000;
   const int64_t minutes = (ms / 60'000) % 60;
   const int64_t millis = ms % 60'000;
-  if (hours > 0) out += std::to_string(hours) + "h";
-  if (minutes > 0) out += std::to_string(minutes) + "m";
+  if (hours > 0)
+    out += std::to_string(hours) + "h";
+  if (minutes > 0)
+    out += std::to_string(minutes) + "m";
   if (millis > 0) {
     if (millis % 1000 == 0) {
       out += std::to_string(millis / 1000) + "s";

@@ -1,6 +1,8 @@
 #include "common/log.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -47,7 +49,10 @@ std::string textValue(const nlohmann::json& value) {
     return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
   const auto& s = value.get_ref<const std::string&>();
-  if (!s.empty() && s.find_first_of(" \"=\n\t") == std::string::npos) {
+  const bool plain = std::none_of(s.begin(), s.end(), [](char c) {
+    return c == ' ' || c == '"' || c == '=' || std::iscntrl(static_cast<unsigned char>(c));
+  });
+  if (!s.empty() && plain) {
     return s;
   }
   return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -56,16 +61,22 @@ std::string textValue(const nlohmann::json& value) {
 }  // namespace
 
 Result<Level> parseLevel(std::string_view text) {
-  if (text == "debug") return Level::Debug;
-  if (text == "info") return Level::Info;
-  if (text == "warn" || text == "warning") return Level::Warn;
-  if (text == "error") return Level::Error;
+  if (text == "debug")
+    return Level::Debug;
+  if (text == "info")
+    return Level::Info;
+  if (text == "warn" || text == "warning")
+    return Level::Warn;
+  if (text == "error")
+    return Level::Error;
   return fail("must be one of debug, info, warn, error; got \"" + std::string(text) + "\"");
 }
 
 Result<Format> parseFormat(std::string_view text) {
-  if (text == "text") return Format::Text;
-  if (text == "json") return Format::Json;
+  if (text == "text")
+    return Format::Text;
+  if (text == "json")
+    return Format::Json;
   return fail("must be json or text; got \"" + std::string(text) + "\"");
 }
 
@@ -74,7 +85,9 @@ void configure(Level level, Format format) {
   gFormat = format;
 }
 
-bool enabled(Level level) { return level >= gLevel.load(); }
+bool enabled(Level level) {
+  return level >= gLevel.load();
+}
 
 std::string formatLine(Level level, Format format, std::string_view timestamp,
                        std::string_view message, const nlohmann::json& fields) {
@@ -82,6 +95,9 @@ std::string formatLine(Level level, Format format, std::string_view timestamp,
     nlohmann::json line = {{"ts", timestamp}, {"level", levelName(level)}, {"msg", message}};
     if (fields.is_object()) {
       for (const auto& [key, value] : fields.items()) {
+        if (key == "ts" || key == "level" || key == "msg") {
+          continue;  // a field never overwrites the line's own keys
+        }
         line[key] = value;
       }
     }
@@ -90,10 +106,13 @@ std::string formatLine(Level level, Format format, std::string_view timestamp,
   std::string line(timestamp);
   line += ' ';
   std::string level_text(levelName(level));
-  for (auto& c : level_text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (auto& c : level_text)
+    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   line += level_text;
   line += ' ';
-  line += message;
+  // A message never starts a forged second line.
+  const bool oneLine = message.find_first_of("\r\n") == std::string_view::npos;
+  line += oneLine ? std::string(message) : textValue(std::string(message));
   if (fields.is_object()) {
     for (const auto& [key, value] : fields.items()) {
       line += ' ';

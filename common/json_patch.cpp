@@ -1,0 +1,401 @@
+#include "common/json_patch.h"
+
+#include <charconv>
+#include <optional>
+#include <utility>
+
+namespace gvirtus {
+namespace {
+
+using nlohmann::json;
+
+// An array index as RFC 6901 writes it: "0", or digits without a leading zero.
+std::optional<std::size_t> parseIndex(std::string_view token) {
+  if (token.empty() || token.size() > 18 || (token.size() > 1 && token[0] == '0')) {
+    return std::nullopt;
+  }
+  std::size_t index = 0;
+  auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), index);
+  if (ec != std::errc() || end != token.data() + token.size()) {
+    return std::nullopt;
+  }
+  return index;
+}
+
+// The child of `node` named by `token`; nullptr when there is none. J is json or const json.
+template <typename J>
+J* child(J& node, const std::string& token) {
+  if (node.is_object()) {
+    auto it = node.find(token);
+    return it == node.end() ? nullptr : &*it;
+  }
+  if (node.is_array()) {
+    auto index = parseIndex(token);
+    return index && *index < node.size() ? &node[*index] : nullptr;
+  }
+  return nullptr;
+}
+
+// The value at the first `count` tokens; nullptr when it does not exist.
+template <typename J>
+J* locate(J& doc, const std::vector<std::string>& tokens, std::size_t count) {
+  J* node = &doc;
+  for (std::size_t i = 0; i < count && node != nullptr; ++i) {
+    node = child(*node, tokens[i]);
+  }
+  return node;
+}
+
+Result<void> addValue(json& doc, const std::vector<std::string>& tokens, json value) {
+  if (tokens.empty()) {
+    doc = std::move(value);
+    return {};
+  }
+  json* parent = locate(doc, tokens, tokens.size() - 1);
+  if (parent == nullptr) {
+    return fail("parent does not exist");
+  }
+  const std::string& last = tokens.back();
+  if (parent->is_object()) {
+    (*parent)[last] = std::move(value);
+    return {};
+  }
+  if (parent->is_array()) {
+    if (last == "-") {
+      parent->push_back(std::move(value));
+      return {};
+    }
+    auto index = parseIndex(last);
+    if (!index || *index > parent->size()) {
+      return fail("array index \"" + last + "\" is out of range");
+    }
+    parent->insert(parent->begin() + static_cast<std::ptrdiff_t>(*index), std::move(value));
+    return {};
+  }
+  return fail("parent is neither an object nor an array");
+}
+
+Result<json> removeValue(json& doc, const std::vector<std::string>& tokens) {
+  if (tokens.empty()) {
+    return fail("cannot remove the whole document");
+  }
+  json* parent = locate(doc, tokens, tokens.size() - 1);
+  const std::string& last = tokens.back();
+  if (parent != nullptr && parent->is_object()) {
+    auto it = parent->find(last);
+    if (it != parent->end()) {
+      json removed = std::move(*it);
+      parent->erase(it);
+      return removed;
+    }
+  } else if (parent != nullptr && parent->is_array()) {
+    auto index = parseIndex(last);
+    if (index && *index < parent->size()) {
+      json removed = std::move((*parent)[*index]);
+      parent->erase(parent->begin() + static_cast<std::ptrdiff_t>(*index));
+      return removed;
+    }
+  }
+  return fail("path does not exist");
+}
+
+Result<std::string> stringMember(const json& op, const char* name) {
+  auto it = op.find(name);
+  if (it == op.end() || !it->is_string()) {
+    return fail(std::string("needs a string \"") + name + "\"");
+  }
+  return it->get<std::string>();
+}
+
+Result<std::vector<std::string>> pointerMember(const json& op, const char* name) {
+  auto text = stringMember(op, name);
+  if (!text) {
+    return fail(text.error());
+  }
+  return parseJsonPointer(*text);
+}
+
+Result<const json*> valueMember(const json& op) {
+  auto it = op.find("value");
+  if (it == op.end()) {
+    return fail("needs a \"value\"");
+  }
+  return &*it;
+}
+
+bool isProperPrefix(const std::vector<std::string>& prefix, const std::vector<std::string>& of) {
+  if (prefix.size() >= of.size()) {
+    return false;
+  }
+  for (std::size_t i = 0; i < prefix.size(); ++i) {
+    if (prefix[i] != of[i])
+      return false;
+  }
+  return true;
+}
+
+Result<void> applyOperation(json& doc, const json& op) {
+  if (!op.is_object()) {
+    return fail("is not an object");
+  }
+  auto name = stringMember(op, "op");
+  if (!name) {
+    return fail(name.error());
+  }
+  auto path = pointerMember(op, "path");
+  if (!path) {
+    return fail(path.error());
+  }
+  if (*name == "add" || *name == "replace" || *name == "test") {
+    auto value = valueMember(op);
+    if (!value) {
+      return fail(value.error());
+    }
+    if (*name == "add") {
+      return addValue(doc, *path, **value);
+    }
+    json* target = locate(doc, *path, path->size());
+    if (target == nullptr) {
+      return fail("path does not exist");
+    }
+    if (*name == "replace") {
+      *target = **value;
+      return {};
+    }
+    if (*target != **value) {
+      return fail("test failed: the value is " +
+                  target->dump(-1, ' ', false, json::error_handler_t::replace));
+    }
+    return {};
+  }
+  if (*name == "remove") {
+    auto removed = removeValue(doc, *path);
+    if (!removed) {
+      return fail(removed.error());
+    }
+    return {};
+  }
+  if (*name == "move" || *name == "copy") {
+    auto from = pointerMember(op, "from");
+    if (!from) {
+      return fail(from.error());
+    }
+    if (*name == "copy") {
+      const json* source = locate(std::as_const(doc), *from, from->size());
+      if (source == nullptr) {
+        return fail("\"from\" does not exist");
+      }
+      return addValue(doc, *path, *source);
+    }
+    if (isProperPrefix(*from, *path)) {
+      return fail("cannot move a value into itself");
+    }
+    if (*from == *path) {
+      if (locate(doc, *from, from->size()) == nullptr) {
+        return fail("\"from\" does not exist");
+      }
+      return {};
+    }
+    auto moved = removeValue(doc, *from);
+    if (!moved) {
+      return fail(moved.error().context("\"from\""));
+    }
+    return addValue(doc, *path, std::move(*moved));
+  }
+  return fail("unknown op \"" + *name + "\"");
+}
+
+std::string describe(const json& op, std::size_t index) {
+  std::string out = "operation " + std::to_string(index);
+  if (op.is_object()) {
+    auto name = op.find("op");
+    auto path = op.find("path");
+    if (name != op.end() && name->is_string() && path != op.end() && path->is_string()) {
+      out += " (" + name->get<std::string>() + " " + path->get<std::string>() + ")";
+    }
+  }
+  return out;
+}
+
+std::string pointerOf(const std::vector<std::string>& tokens, std::size_t count,
+                      std::optional<std::string_view> last = std::nullopt) {
+  std::string out;
+  for (std::size_t i = 0; i < count; ++i) {
+    out += '/';
+    out += escapeJsonPointerToken(tokens[i]);
+  }
+  if (last) {
+    out += '/';
+    out += escapeJsonPointerToken(*last);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string escapeJsonPointerToken(std::string_view token) {
+  std::string out;
+  out.reserve(token.size());
+  for (char c : token) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string jsonPointer(std::initializer_list<std::string_view> tokens) {
+  std::string out;
+  for (std::string_view token : tokens) {
+    out += '/';
+    out += escapeJsonPointerToken(token);
+  }
+  return out;
+}
+
+std::string jsonPointer(const std::vector<std::string>& tokens) {
+  return pointerOf(tokens, tokens.size());
+}
+
+Result<std::vector<std::string>> parseJsonPointer(std::string_view pointer) {
+  std::vector<std::string> tokens;
+  if (pointer.empty()) {
+    return tokens;
+  }
+  if (pointer.front() != '/') {
+    return fail("JSON pointer \"" + std::string(pointer) + "\" does not start with '/'");
+  }
+  std::string token;
+  for (std::size_t i = 1; i < pointer.size(); ++i) {
+    const char c = pointer[i];
+    if (c == '/') {
+      tokens.push_back(std::move(token));
+      token.clear();
+    } else if (c == '~') {
+      const char next = i + 1 < pointer.size() ? pointer[i + 1] : '\0';
+      if (next != '0' && next != '1') {
+        return fail("JSON pointer \"" + std::string(pointer) +
+                    "\" has a '~' not followed by 0 or 1");
+      }
+      token += next == '0' ? '~' : '/';
+      ++i;
+    } else {
+      token += c;
+    }
+  }
+  tokens.push_back(std::move(token));
+  return tokens;
+}
+
+JsonPatch& JsonPatch::push(std::string_view op, std::string path, const nlohmann::json* value) {
+  json entry = json::object();
+  entry["op"] = op;
+  entry["path"] = std::move(path);
+  if (value != nullptr) {
+    entry["value"] = *value;
+  }
+  ops_.push_back(std::move(entry));
+  return *this;
+}
+
+JsonPatch& JsonPatch::add(std::string path, nlohmann::json value) {
+  return push("add", std::move(path), &value);
+}
+
+JsonPatch& JsonPatch::replace(std::string path, nlohmann::json value) {
+  return push("replace", std::move(path), &value);
+}
+
+JsonPatch& JsonPatch::remove(std::string path) {
+  return push("remove", std::move(path), nullptr);
+}
+
+JsonPatch& JsonPatch::test(std::string path, nlohmann::json value) {
+  return push("test", std::move(path), &value);
+}
+
+JsonPatch& JsonPatch::append(const JsonPatch& other) {
+  for (const auto& op : other.ops_) {
+    ops_.push_back(op);
+  }
+  return *this;
+}
+
+nlohmann::json JsonPatch::current(const nlohmann::json& doc) const {
+  if (ops_.empty()) {
+    return doc;
+  }
+  auto applied = applyJsonPatch(doc, ops_);
+  return applied ? std::move(*applied) : doc;
+}
+
+JsonPatch& JsonPatch::setMapEntry(const nlohmann::json& doc,
+                                  const std::vector<std::string>& mapPath, std::string_view key,
+                                  nlohmann::json value) {
+  const json now = current(doc);
+  // Walk down as far as the path exists: objects anywhere, arrays above the map only.
+  const json* node = &now;
+  std::size_t depth = 0;
+  for (; depth < mapPath.size(); ++depth) {
+    const json* next = child(*node, mapPath[depth]);
+    const bool isMap = depth + 1 == mapPath.size();
+    if (next == nullptr || !(next->is_object() || (!isMap && next->is_array()))) {
+      break;
+    }
+    node = next;
+  }
+  if (depth == mapPath.size() && node->is_object()) {
+    auto it = node->find(std::string(key));
+    if (it == node->end()) {
+      return add(pointerOf(mapPath, mapPath.size(), key), std::move(value));
+    }
+    if (*it != value) {
+      return replace(pointerOf(mapPath, mapPath.size(), key), std::move(value));
+    }
+    return *this;
+  }
+  // Missing from mapPath[depth] on (or not an object there): add it whole, nested.
+  json nested = json::object();
+  nested[std::string(key)] = std::move(value);
+  for (std::size_t i = mapPath.size(); i > depth + 1; --i) {
+    json outer = json::object();
+    outer[mapPath[i - 1]] = std::move(nested);
+    nested = std::move(outer);
+  }
+  const std::size_t count = depth == mapPath.size() ? depth : depth + 1;
+  return add(pointerOf(mapPath, count), std::move(nested));
+}
+
+JsonPatch& JsonPatch::removeMapEntry(const nlohmann::json& doc,
+                                     const std::vector<std::string>& mapPath,
+                                     std::string_view key) {
+  const json now = current(doc);
+  const json* map = locate(now, mapPath, mapPath.size());
+  if (map != nullptr && map->is_object() && map->contains(std::string(key))) {
+    remove(pointerOf(mapPath, mapPath.size(), key));
+  }
+  return *this;
+}
+
+std::string JsonPatch::dump() const {
+  return ops_.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+Result<nlohmann::json> applyJsonPatch(const nlohmann::json& doc, const nlohmann::json& patch) {
+  if (!patch.is_array()) {
+    return fail("JSON patch is not an array");
+  }
+  json result = doc;
+  for (std::size_t i = 0; i < patch.size(); ++i) {
+    if (auto ok = applyOperation(result, patch[i]); !ok) {
+      return fail(ok.error().context("JSON patch " + describe(patch[i], i)));
+    }
+  }
+  return result;
+}
+
+}  // namespace gvirtus

@@ -1,0 +1,68 @@
+#pragma once
+
+#include <cstddef>
+#include <initializer_list>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+
+// The one JSON patch (RFC 6902) builder and applier, with RFC 6901 pointers.
+namespace gvirtus {
+
+// Escapes one reference token: '~' -> "~0", '/' -> "~1".
+std::string escapeJsonPointerToken(std::string_view token);
+
+// Joins escaped tokens into a pointer:
+// jsonPointer({"metadata", "annotations", "gvirtus.io/backend"})
+//   == "/metadata/annotations/gvirtus.io~1backend". No tokens: "" (the whole document).
+std::string jsonPointer(std::initializer_list<std::string_view> tokens);
+std::string jsonPointer(const std::vector<std::string>& tokens);
+
+// Splits a pointer into its unescaped tokens; "" gives no tokens. Errors on a pointer
+// that does not start with '/' or holds a '~' not followed by 0 or 1.
+Result<std::vector<std::string>> parseJsonPointer(std::string_view pointer);
+
+// Builds a JSON patch, operation by operation. Paths are JSON pointers (jsonPointer()).
+class JsonPatch {
+ public:
+  JsonPatch& add(std::string path, nlohmann::json value);
+  JsonPatch& replace(std::string path, nlohmann::json value);
+  JsonPatch& remove(std::string path);
+  JsonPatch& test(std::string path, nlohmann::json value);
+  // Appends every operation of `other`, in order.
+  JsonPatch& append(const JsonPatch& other);
+
+  // "Ensure map key": makes the object at `mapPath` hold `key: value`, judged against
+  // `doc` with this patch's operations so far applied. Adds the map (and any missing
+  // objects above it) when it is missing or null, adds the key when it is missing,
+  // replaces it when it differs, and adds nothing when it already holds `value`, so a
+  // patch built from a document it was already applied to is empty. Tokens that step
+  // into an array must name an existing element (a container index taken from `doc`).
+  JsonPatch& setMapEntry(const nlohmann::json& doc, const std::vector<std::string>& mapPath,
+                         std::string_view key, nlohmann::json value);
+  // Removes `key` from the object at `mapPath` when it is there; nothing otherwise.
+  JsonPatch& removeMapEntry(const nlohmann::json& doc, const std::vector<std::string>& mapPath,
+                            std::string_view key);
+
+  bool empty() const { return ops_.empty(); }
+  std::size_t size() const { return ops_.size(); }
+  // The patch as a JSON array of operations.
+  nlohmann::json toJson() const { return ops_; }
+  std::string dump() const;
+
+ private:
+  JsonPatch& push(std::string_view op, std::string path, const nlohmann::json* value);
+  // `doc` with the operations so far applied (`doc` itself when they do not apply).
+  nlohmann::json current(const nlohmann::json& doc) const;
+
+  nlohmann::json ops_ = nlohmann::json::array();
+};
+
+// Applies an RFC 6902 patch (add, remove, replace, move, copy, test) to a copy of `doc`.
+// All or nothing: the error names the failing operation by index, op and path.
+Result<nlohmann::json> applyJsonPatch(const nlohmann::json& doc, const nlohmann::json& patch);
+
+}  // namespace gvirtus
