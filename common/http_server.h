@@ -1,0 +1,129 @@
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/certificates.h"
+#include "common/duration.h"
+#include "common/error.h"
+
+// An HTTP/1.1 server, plain or TLS, for the webhook and the health endpoints. The HTTP
+// library stays behind this header: handlers see plain structs.
+namespace gvirtus {
+
+struct HttpRequest {
+  std::string method;
+  // The path without the query string.
+  std::string path;
+  std::string body;
+  // As received (names keep their spelling; several may share a name).
+  std::vector<std::pair<std::string, std::string>> headers;
+  // Decoded query parameters, sorted by name.
+  std::vector<std::pair<std::string, std::string>> query;
+  std::string remoteAddr;
+  int remotePort = 0;
+
+  // The first header with this name, compared case-insensitively; empty when absent.
+  std::string header(std::string_view name) const;
+  bool hasHeader(std::string_view name) const;
+  // The first query parameter with this name; empty when absent.
+  std::string queryParam(std::string_view name) const;
+  bool hasQueryParam(std::string_view name) const;
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string body;
+  std::string contentType = "text/plain; charset=utf-8";
+  // Extra headers. Content-Length is computed; a Content-Type here overrides contentType.
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+// A handler that throws is answered with 500 (and the exception is logged); it never
+// reaches the server's threads.
+using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
+
+struct HttpServerOptions {
+  // "HOST:PORT", ":PORT" (every interface, IPv6 and IPv4 when the host has IPv6),
+  // "[::1]:PORT"; port 0 picks a free port (see HttpServer::port()).
+  std::string address = ":8080";
+
+  // TLS is on when a certificate comes from files or from memory (or `tls` is set, for a
+  // server whose certificate arrives later through setCertificate: until then every
+  // handshake fails). Files are PEM (certificate chain, leaf first; private key) and are
+  // re-read when they change, checked at most once a second by new handshakes; a pair
+  // that does not load keeps the previous one serving and is logged.
+  bool tls = false;
+  std::string certFile;
+  std::string keyFile;
+  std::optional<PemKeyPair> certificate;
+
+  // Larger request bodies are answered 413 without being read.
+  std::size_t maxBodyBytes = 1024 * 1024;
+  // Each connection is served by one of `workers` threads; up to `maxQueued` more
+  // connections wait for one. Beyond that a new connection is closed at once. An idle
+  // keep-alive connection gives its worker up as soon as another connection waits.
+  std::size_t workers = 16;
+  std::size_t maxQueued = 64;
+  // Per read or write; also the time a new connection has for its TLS handshake and the
+  // start of its first request.
+  Duration readTimeout = std::chrono::seconds(10);
+  Duration writeTimeout = std::chrono::seconds(10);
+  // How long an idle connection is kept between requests, and for how many requests.
+  Duration keepAliveTimeout = std::chrono::seconds(30);
+  std::size_t keepAliveMaxRequests = 1000;
+  // Names the server in log lines ("webhook", "health").
+  std::string name = "http";
+};
+
+class HttpServer {
+ public:
+  // Validates the options and loads the TLS material; binds nothing yet.
+  static Result<std::unique_ptr<HttpServer>> create(HttpServerOptions options);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Routes `method` (GET, POST, ...) on the exact `path`. GET handlers also answer HEAD.
+  // A known path with another method gets 405, an unknown path 404.
+  void handle(std::string method, std::string path, HttpHandler handler);
+
+  // Binds the address (an address in use is an error) and serves on a thread of its own.
+  Result<void> start();
+  // The bound port (useful with port 0); 0 before start().
+  int port() const;
+  // Stops accepting, closes open connections and joins every thread. Idempotent; the
+  // destructor calls it.
+  void stop();
+
+  bool tls() const;
+  // Replaces the serving certificate for new handshakes (TLS servers only). An invalid
+  // pair is an error and the previous one keeps serving. With certificate files, the next
+  // change of the files replaces it again.
+  Result<void> setCertificate(const PemKeyPair& pair);
+
+  // Connections closed at once because every worker was busy and the queue full.
+  std::size_t rejectedConnections() const;
+
+  struct Impl;
+  // Only create() can name the key.
+  class PassKey {
+    friend class HttpServer;
+    explicit PassKey() = default;
+  };
+  HttpServer(PassKey, std::unique_ptr<Impl> impl);
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// Splits "HOST:PORT", ":PORT" or "[V6]:PORT"; the host is empty for ":PORT".
+Result<std::pair<std::string, int>> parseListenAddress(std::string_view address);
+
+}  // namespace gvirtus
