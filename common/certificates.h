@@ -32,4 +32,10 @@ Result<PemKeyPair> generateClientCert(const PemKeyPair& ca, const std::string& c
 // The notAfter of the first certificate in `certPem`.
 Result<std::chrono::system_clock::time_point> certificateNotAfter(const std::string& certPem);
 
+// Checks that `pem` holds at least one PEM certificate and nothing unparsable; the error
+// is one line ("no PEM certificate found", "bad PEM certificate: ...").
+Result<void> validateCertificatePem(const std::string& pem);
+// Checks that `pem` holds a readable, unencrypted PEM private key.
+Result<void> validatePrivateKeyPem(const std::string& pem);
+
 }  // namespace gvirtus

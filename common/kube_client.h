@@ -63,7 +63,8 @@ struct WatchEvent {
 };
 
 // Requests sent, by verb (get, list, watch, create, update, patch, delete); for metrics and
-// for tests that assert a component makes the minimum number of writes.
+// for tests that assert a component makes the minimum number of writes. A call counts once,
+// however often it is retried; each page of listAll counts as a list.
 struct RequestCounts {
   std::map<std::string, int64_t> byVerb;
 };
@@ -94,8 +95,7 @@ class KubeClient {
   Result<nlohmann::json> patch(const KubeResource& resource, const std::string& ns,
                                const std::string& name, PatchType type, const std::string& body,
                                const WriteOptions& options = {});
-  Result<void> remove(const KubeResource& resource, const std::string& ns,
-                      const std::string& name);
+  Result<void> remove(const KubeResource& resource, const std::string& ns, const std::string& name);
 
   // Streams events to `onEvent` until it returns false, the server ends the watch
   // (timeoutSeconds), `stop` is requested, or an error. Returns success for a normal end;

@@ -1,0 +1,404 @@
+#include "common/kube_config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+#include "common/certificates.h"
+
+namespace gvirtus {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct FileCloser {
+  void operator()(std::FILE* f) const { std::fclose(f); }
+};
+
+// The whole file, or "PATH: reason" naming what the OS said.
+Result<std::string> readFile(const std::string& path) {
+  std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
+  if (!file) {
+    return fail(path + ": " + std::strerror(errno));
+  }
+  std::string data;
+  char buffer[16384];
+  while (true) {
+    size_t n = std::fread(buffer, 1, sizeof buffer, file.get());
+    data.append(buffer, n);
+    if (n < sizeof buffer) {
+      if (std::ferror(file.get()) != 0) {
+        return fail(path + ": " + std::strerror(errno));
+      }
+      break;
+    }
+  }
+  return data;
+}
+
+std::string trim(std::string text) {
+  const char* space = " \t\r\n";
+  auto first = text.find_first_not_of(space);
+  if (first == std::string::npos) {
+    return {};
+  }
+  auto last = text.find_last_not_of(space);
+  return text.substr(first, last - first + 1);
+}
+
+// Strict standard base64 (RFC 4648 with padding); line breaks and spaces are skipped, as
+// kubeconfig writers sometimes wrap long values.
+std::optional<std::string> decodeBase64(const std::string& text) {
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z')
+      return c - 'A';
+    if (c >= 'a' && c <= 'z')
+      return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+      return c - '0' + 52;
+    if (c == '+')
+      return 62;
+    if (c == '/')
+      return 63;
+    return -1;
+  };
+  std::string compact;
+  compact.reserve(text.size());
+  for (char c : text) {
+    if (c != ' ' && c != '\n' && c != '\r' && c != '\t') {
+      compact += c;
+    }
+  }
+  if (compact.size() % 4 != 0) {
+    return std::nullopt;
+  }
+  std::string out;
+  out.reserve(compact.size() / 4 * 3);
+  for (size_t i = 0; i < compact.size(); i += 4) {
+    const bool last = i + 4 == compact.size();
+    int v[4];
+    int padding = 0;
+    for (int j = 0; j < 4; ++j) {
+      char c = compact[i + static_cast<size_t>(j)];
+      if (c == '=' && last && j >= 2) {
+        ++padding;
+        v[j] = 0;
+        continue;
+      }
+      if (padding > 0) {
+        return std::nullopt;  // data after '='
+      }
+      v[j] = value(c);
+      if (v[j] < 0) {
+        return std::nullopt;
+      }
+    }
+    const unsigned bits = (static_cast<unsigned>(v[0]) << 18) |
+                          (static_cast<unsigned>(v[1]) << 12) | (static_cast<unsigned>(v[2]) << 6) |
+                          static_cast<unsigned>(v[3]);
+    out += static_cast<char>((bits >> 16) & 0xff);
+    if (padding < 2)
+      out += static_cast<char>((bits >> 8) & 0xff);
+    if (padding < 1)
+      out += static_cast<char>(bits & 0xff);
+  }
+  return out;
+}
+
+// A scalar field of a map; empty when absent or null.
+Result<std::string> scalar(const YAML::Node& map, const char* key) {
+  if (!map || !map.IsMap()) {
+    return std::string();
+  }
+  YAML::Node node = map[key];
+  if (!node || node.IsNull()) {
+    return std::string();
+  }
+  if (!node.IsScalar()) {
+    return fail(std::string(key) + ": not a string");
+  }
+  return node.as<std::string>();
+}
+
+// The `field` map of the entry named `name` in the list `listKey` (clusters, users, contexts).
+std::optional<YAML::Node> findNamed(const YAML::Node& root, const char* listKey, const char* field,
+                                    const std::string& name) {
+  YAML::Node list = root[listKey];
+  if (!list || !list.IsSequence()) {
+    return std::nullopt;
+  }
+  for (const auto& entry : list) {
+    if (!entry.IsMap()) {
+      continue;
+    }
+    YAML::Node entryName = entry["name"];
+    if (entryName && entryName.IsScalar() && entryName.as<std::string>() == name) {
+      YAML::Node value = entry[field];
+      return value ? value : YAML::Node(YAML::NodeType::Map);
+    }
+  }
+  return std::nullopt;
+}
+
+// PEM material from `key`-data (base64) or from the file `key` (relative to `dir`).
+Result<std::string> material(const YAML::Node& map, const std::string& key, const fs::path& dir) {
+  auto data = scalar(map, (key + "-data").c_str());
+  if (!data) {
+    return fail(data.error());
+  }
+  if (!data->empty()) {
+    auto decoded = decodeBase64(*data);
+    if (!decoded) {
+      return fail(key + "-data: bad base64");
+    }
+    return *decoded;
+  }
+  auto file = scalar(map, key.c_str());
+  if (!file) {
+    return fail(file.error());
+  }
+  if (file->empty()) {
+    return std::string();
+  }
+  fs::path path(*file);
+  if (path.is_relative()) {
+    path = dir / path;
+  }
+  auto contents = readFile(path.string());
+  if (!contents) {
+    return fail(contents.error().context(key));
+  }
+  return *contents;
+}
+
+Result<void> loadCluster(const YAML::Node& cluster, const fs::path& dir, KubeConfig& config) {
+  auto server = scalar(cluster, "server");
+  if (!server) {
+    return fail(server.error());
+  }
+  if (server->empty()) {
+    return fail("no server");
+  }
+  if (!server->starts_with("https://") && !server->starts_with("http://")) {
+    return fail("server \"" + *server + "\" is not an http(s) URL");
+  }
+  config.server = *server;
+  auto tlsServerName = scalar(cluster, "tls-server-name");
+  if (!tlsServerName) {
+    return fail(tlsServerName.error());
+  }
+  config.tlsServerName = *tlsServerName;
+  YAML::Node insecure = cluster["insecure-skip-tls-verify"];
+  if (insecure && !insecure.IsNull()) {
+    bool value = false;
+    if (!insecure.IsScalar() || !YAML::convert<bool>::decode(insecure, value)) {
+      return fail("insecure-skip-tls-verify: not a boolean");
+    }
+    config.insecureSkipTlsVerify = value;
+  }
+  auto ca = material(cluster, "certificate-authority", dir);
+  if (!ca) {
+    return fail(ca.error());
+  }
+  if (!ca->empty()) {
+    if (auto valid = validateCertificatePem(*ca); !valid) {
+      return fail(valid.error().context("certificate-authority"));
+    }
+  }
+  config.caPem = std::move(*ca);
+  return {};
+}
+
+Result<void> loadUser(const YAML::Node& user, const fs::path& dir, KubeConfig& config) {
+  if (user["exec"]) {
+    return fail("exec credential plugins are not supported");
+  }
+  if (user["auth-provider"]) {
+    return fail("auth-provider plugins are not supported");
+  }
+  auto cert = material(user, "client-certificate", dir);
+  if (!cert) {
+    return fail(cert.error());
+  }
+  auto key = material(user, "client-key", dir);
+  if (!key) {
+    return fail(key.error());
+  }
+  if (cert->empty() != key->empty()) {
+    return fail(cert->empty() ? "client-key without client-certificate"
+                              : "client-certificate without client-key");
+  }
+  if (!cert->empty()) {
+    if (auto valid = validateCertificatePem(*cert); !valid) {
+      return fail(valid.error().context("client-certificate"));
+    }
+    if (auto valid = validatePrivateKeyPem(*key); !valid) {
+      return fail(valid.error().context("client-key"));
+    }
+  }
+  config.clientCertPem = std::move(*cert);
+  config.clientKeyPem = std::move(*key);
+
+  auto token = scalar(user, "token");
+  if (!token) {
+    return fail(token.error());
+  }
+  config.token = trim(*token);
+  auto tokenFile = scalar(user, "tokenFile");
+  if (!tokenFile) {
+    return fail(tokenFile.error());
+  }
+  if (!tokenFile->empty()) {
+    fs::path path(*tokenFile);
+    if (path.is_relative()) {
+      path = dir / path;
+    }
+    // Read now so that a wrong path fails at start-up, not at the first request.
+    auto contents = readFile(path.string());
+    if (!contents) {
+      return fail(contents.error().context("tokenFile"));
+    }
+    config.tokenFile = path.string();
+  }
+  YAML::Node username = user["username"];
+  if (username && !username.IsNull() && config.token.empty() && config.tokenFile.empty() &&
+      config.clientCertPem.empty()) {
+    return fail("basic authentication (username/password) is not supported");
+  }
+  return {};
+}
+
+Result<KubeConfig> parseKubeconfig(const YAML::Node& root, const fs::path& dir,
+                                   const std::string& requestedContext) {
+  if (!root || !root.IsMap()) {
+    return fail("not a kubeconfig (expected a YAML map)");
+  }
+  std::string contextName = requestedContext;
+  if (contextName.empty()) {
+    auto current = scalar(root, "current-context");
+    if (!current) {
+      return fail(current.error());
+    }
+    if (current->empty()) {
+      return fail("no current-context set and no context given");
+    }
+    contextName = *current;
+  }
+  auto context = findNamed(root, "contexts", "context", contextName);
+  if (!context) {
+    return fail("context \"" + contextName + "\" not found");
+  }
+  auto clusterName = scalar(*context, "cluster");
+  auto userName = scalar(*context, "user");
+  if (!clusterName || !userName) {
+    return fail((!clusterName ? clusterName.error() : userName.error())
+                    .context("context \"" + contextName + "\""));
+  }
+  if (clusterName->empty()) {
+    return fail("context \"" + contextName + "\" names no cluster");
+  }
+  auto cluster = findNamed(root, "clusters", "cluster", *clusterName);
+  if (!cluster) {
+    return fail("context \"" + contextName + "\": cluster \"" + *clusterName + "\" not found");
+  }
+  KubeConfig config;
+  if (auto r = loadCluster(*cluster, dir, config); !r) {
+    return fail(r.error().context("cluster \"" + *clusterName + "\""));
+  }
+  if (!userName->empty()) {
+    auto user = findNamed(root, "users", "user", *userName);
+    if (!user) {
+      return fail("context \"" + contextName + "\": user \"" + *userName + "\" not found");
+    }
+    if (auto r = loadUser(*user, dir, config); !r) {
+      return fail(r.error().context("user \"" + *userName + "\""));
+    }
+  }
+  return config;
+}
+
+std::string oneLine(std::string text) {
+  for (char& c : text) {
+    if (c == '\n' || c == '\r') {
+      c = ' ';
+    }
+  }
+  return text;
+}
+
+}  // namespace
+
+Result<KubeConfig> loadKubeconfigFile(const std::string& path, const std::string& context) {
+  const std::string where = "kubeconfig " + path;
+  auto text = readFile(path);
+  if (!text) {
+    return fail("kubeconfig " + text.error().message);
+  }
+  try {
+    YAML::Node root = YAML::Load(*text);
+    auto config = parseKubeconfig(root, fs::path(path).parent_path(), context);
+    if (!config) {
+      return fail(Error{oneLine(config.error().message), 0, {}}.context(where));
+    }
+    return config;
+  } catch (const YAML::Exception& e) {
+    return fail(where + ": invalid YAML: " + oneLine(e.what()));
+  }
+}
+
+Result<KubeConfig> loadInClusterConfig(const std::string& accountDir) {
+  const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
+  const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
+  if (host == nullptr || port == nullptr || *host == '\0' || *port == '\0') {
+    return fail(
+        "not running in a Kubernetes pod: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT "
+        "are not set (use --kubeconfig)");
+  }
+  std::string portText = port;
+  if (portText.find_first_not_of("0123456789") != std::string::npos || portText.size() > 5) {
+    return fail("KUBERNETES_SERVICE_PORT \"" + portText + "\" is not a port number");
+  }
+  std::string hostText = host;
+  if (hostText.find(':') != std::string::npos && !hostText.starts_with("[")) {
+    hostText = "[" + hostText + "]";  // an IPv6 address
+  }
+  KubeConfig config;
+  config.server = "https://" + hostText + ":" + portText;
+
+  const std::string tokenPath = (fs::path(accountDir) / "token").string();
+  auto token = readFile(tokenPath);
+  if (!token) {
+    return fail(token.error().context("service account token"));
+  }
+  config.token = trim(*token);
+  if (config.token.empty()) {
+    return fail("service account token " + tokenPath + ": empty");
+  }
+  config.tokenFile = tokenPath;
+
+  const std::string caPath = (fs::path(accountDir) / "ca.crt").string();
+  auto ca = readFile(caPath);
+  if (!ca) {
+    return fail(ca.error().context("service account CA"));
+  }
+  if (auto valid = validateCertificatePem(*ca); !valid) {
+    return fail(valid.error().context("service account CA " + caPath));
+  }
+  config.caPem = std::move(*ca);
+  return config;
+}
+
+Result<KubeConfig> loadKubeConfig(const std::string& kubeconfigPath) {
+  if (!kubeconfigPath.empty()) {
+    return loadKubeconfigFile(kubeconfigPath);
+  }
+  return loadInClusterConfig();
+}
+
+}  // namespace gvirtus
