@@ -1,0 +1,39 @@
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <string>
+#include <string_view>
+
+#include "common/error.h"
+#include "common/flags.h"
+
+namespace gvirtus::device_plugin {
+
+inline constexpr const char* kProgram = "gvirtus-device-plugin";
+// More virtual GPUs than any node runs pods; a larger number is a typo.
+inline constexpr int64_t kMaxDevices = 1024;
+
+struct Options {
+  CommonOptions common;
+  std::string kubeletDir = "/var/lib/kubelet/device-plugins";
+  std::string resource = "nvidia.com/gpu";
+  int64_t devices = 8;
+  bool cdi = true;
+  std::string cdiDir = "/etc/cdi";
+  std::string socketName = "gvirtus-vgpu.sock";
+};
+
+// Turns argv into Options. Returns the exit code to stop with instead when the program
+// should not run: 0 after --help or --version, 2 after a bad flag or configuration (one
+// line on stderr naming the flag).
+std::expected<Options, int> parseOptions(int argc, const char* const* argv);
+
+// The checks after parsing; the message names the flag. Touches no file.
+Result<void> validateOptions(const Options& options);
+
+// A resource name the kubelet accepts from a device plugin: an extended resource
+// "DOMAIN/NAME" outside the kubernetes.io domains.
+Result<void> validateResourceName(std::string_view name);
+
+}  // namespace gvirtus::device_plugin

@@ -1,0 +1,41 @@
+#pragma once
+
+#include <unistd.h>
+
+#include <utility>
+
+namespace gvirtus::device_plugin {
+
+// Owns one file descriptor and closes it once.
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  ~UniqueFd() { reset(); }
+  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept {
+    if (this != &other) {
+      reset();
+      fd_ = std::exchange(other.fd_, -1);
+    }
+    return *this;
+  }
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  // Closes now and reports close()'s result (0, or -1 with errno); for files whose data
+  // must be known to be written.
+  int close() { return ::close(std::exchange(fd_, -1)); }
+  void reset() {
+    if (fd_ >= 0) {
+      ::close(std::exchange(fd_, -1));
+    }
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace gvirtus::device_plugin
