@@ -1,0 +1,416 @@
+#include "common/resource_cache.h"
+
+#include <chrono>
+#include <exception>
+#include <utility>
+
+#include "common/backoff.h"
+#include "common/log.h"
+#include "common/watch_stream.h"
+
+namespace gvirtus {
+
+using nlohmann::json;
+
+namespace {
+
+// A watch that ends this fast without a single event is treated as a failure, so that a
+// server closing watches at once does not make the loop spin (client-go does the same).
+constexpr auto kShortWatch = std::chrono::seconds(1);
+
+std::string stringAt(const json& object, const char* section, const char* field) {
+  auto s = object.find(section);
+  if (s == object.end() || !s->is_object()) {
+    return {};
+  }
+  auto f = s->find(field);
+  if (f == s->end() || !f->is_string()) {
+    return {};
+  }
+  return f->get<std::string>();
+}
+
+std::string resourceVersionOf(const json& object) {
+  return stringAt(object, "metadata", "resourceVersion");
+}
+
+// "pods", "leases.coordination.k8s.io": how kubectl names a resource.
+std::string resourceName(const KubeResource& resource) {
+  return resource.group.empty() ? resource.plural : resource.plural + "." + resource.group;
+}
+
+bool sameVersion(const json& a, const json& b) {
+  const std::string va = resourceVersionOf(a);
+  const std::string vb = resourceVersionOf(b);
+  if (!va.empty() && !vb.empty()) {
+    return va == vb;
+  }
+  return a == b;
+}
+
+}  // namespace
+
+std::string cacheKey(const std::string& ns, const std::string& name) {
+  return ns.empty() ? name : ns + "/" + name;
+}
+
+std::string cacheKey(const json& object) {
+  return cacheKey(stringAt(object, "metadata", "namespace"), stringAt(object, "metadata", "name"));
+}
+
+std::vector<StoreDelta> diffStores(const std::map<std::string, json>& before,
+                                   const std::map<std::string, json>& after) {
+  std::vector<StoreDelta> added;
+  std::vector<StoreDelta> updated;
+  std::vector<StoreDelta> deleted;
+  auto b = before.begin();
+  auto a = after.begin();
+  while (b != before.end() || a != after.end()) {
+    if (b == before.end() || (a != after.end() && a->first < b->first)) {
+      added.push_back({StoreDelta::Type::Added, a->first, nullptr, a->second});
+      ++a;
+    } else if (a == after.end() || b->first < a->first) {
+      deleted.push_back({StoreDelta::Type::Deleted, b->first, b->second, b->second});
+      ++b;
+    } else {
+      if (!sameVersion(b->second, a->second)) {
+        updated.push_back({StoreDelta::Type::Updated, a->first, b->second, a->second});
+      }
+      ++a;
+      ++b;
+    }
+  }
+  std::vector<StoreDelta> all = std::move(added);
+  all.insert(all.end(), std::make_move_iterator(updated.begin()),
+             std::make_move_iterator(updated.end()));
+  all.insert(all.end(), std::make_move_iterator(deleted.begin()),
+             std::make_move_iterator(deleted.end()));
+  return all;
+}
+
+ResourceCache::ResourceCache(KubeClient& client, KubeResource resource, std::string ns,
+                             std::string labelSelector, std::string fieldSelector,
+                             ResourceCacheOptions options)
+    : client_(client),
+      resource_(std::move(resource)),
+      ns_(resource_.namespaced ? std::move(ns) : std::string()),
+      labelSelector_(std::move(labelSelector)),
+      fieldSelector_(std::move(fieldSelector)),
+      options_(options) {}
+
+ResourceCache::~ResourceCache() {
+  stop();
+}
+
+void ResourceCache::addHandlers(ResourceEventHandlers handlers) {
+  if (started_.load()) {
+    log::warn("cache handlers added after start are ignored",
+              {{"resource", resourceName(resource_)}});
+    return;
+  }
+  handlers_.push_back(std::move(handlers));
+}
+
+void ResourceCache::start() {
+  if (started_.exchange(true)) {
+    return;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    stopped_ = false;
+  }
+  thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
+}
+
+void ResourceCache::stop() {
+  if (thread_.joinable()) {
+    thread_.request_stop();
+    thread_.join();
+  }
+  {
+    std::lock_guard lock(mutex_);
+    stopped_ = true;
+  }
+  changed_.notify_all();
+}
+
+bool ResourceCache::hasSynced() const {
+  std::lock_guard lock(mutex_);
+  return synced_;
+}
+
+bool ResourceCache::waitForSync(Duration timeout) const {
+  std::unique_lock lock(mutex_);
+  changed_.wait_for(lock, timeout, [this] { return synced_ || stopped_; });
+  return synced_;
+}
+
+std::optional<json> ResourceCache::get(const std::string& ns, const std::string& name) const {
+  return getByKey(cacheKey(resource_.namespaced ? ns : std::string(), name));
+}
+
+std::optional<json> ResourceCache::getByKey(const std::string& key) const {
+  std::lock_guard lock(mutex_);
+  auto it = store_.find(key);
+  if (it == store_.end()) {
+    return std::nullopt;
+  }
+  return it->second;
+}
+
+std::vector<json> ResourceCache::list() const {
+  std::lock_guard lock(mutex_);
+  std::vector<json> out;
+  out.reserve(store_.size());
+  for (const auto& [key, object] : store_) {
+    out.push_back(object);
+  }
+  return out;
+}
+
+std::vector<std::string> ResourceCache::keys() const {
+  std::lock_guard lock(mutex_);
+  std::vector<std::string> out;
+  out.reserve(store_.size());
+  for (const auto& entry : store_) {
+    out.push_back(entry.first);
+  }
+  return out;
+}
+
+size_t ResourceCache::size() const {
+  std::lock_guard lock(mutex_);
+  return store_.size();
+}
+
+std::string ResourceCache::resourceVersion() const {
+  std::lock_guard lock(mutex_);
+  return resourceVersion_;
+}
+
+bool ResourceCache::sleepFor(std::stop_token& stop, Duration d) {
+  std::mutex m;
+  std::unique_lock lock(m);
+  std::condition_variable_any cv;
+  cv.wait_for(lock, stop, d, [] { return false; });
+  return !stop.stop_requested();
+}
+
+void ResourceCache::run(std::stop_token stop) {
+  Backoff backoff(options_.backoffInitial, options_.backoffMax);
+  const std::string name = resourceName(resource_);
+  bool needList = true;
+  bool justListed = false;
+  while (!stop.stop_requested()) {
+    if (needList) {
+      auto listed = listAndReplace(stop);
+      if (stop.stop_requested()) {
+        break;
+      }
+      if (!listed) {
+        const Duration wait = backoff.next();
+        log::warn("cache list failed", {{"resource", name},
+                                        {"error", listed.error().message},
+                                        {"retryIn", formatDuration(wait)}});
+        if (!sleepFor(stop, wait)) {
+          break;
+        }
+        continue;
+      }
+      needList = false;
+      justListed = true;
+    }
+
+    int64_t events = 0;
+    const auto began = std::chrono::steady_clock::now();
+    auto watched = watchOnce(stop, events);
+    watches_.fetch_add(1);
+    if (stop.stop_requested()) {
+      break;
+    }
+    const bool wasFresh = justListed;
+    justListed = false;
+    if (watched) {
+      if (events > 0 || std::chrono::steady_clock::now() - began >= kShortWatch) {
+        backoff.reset();
+        continue;  // a normal end (timeoutSeconds): watch again from the last version
+      }
+      watched = fail("watch ended at once without events");
+    }
+    if (watched.error().isGone()) {
+      log::info("cache watch expired, relisting",
+                {{"resource", name}, {"error", watched.error().message}});
+      needList = true;
+      // A watch from a list's own version should never be too old; if it is, do not spin.
+      if (wasFresh && events == 0) {
+        const Duration wait = backoff.next();
+        if (!sleepFor(stop, wait)) {
+          break;
+        }
+      }
+      continue;
+    }
+    if (events > 0) {
+      backoff.reset();  // it worked for a while: the failure is new
+    }
+    const Duration wait = backoff.next();
+    log::warn("cache watch failed", {{"resource", name},
+                                     {"error", watched.error().message},
+                                     {"resourceVersion", resourceVersion()},
+                                     {"retryIn", formatDuration(wait)}});
+    if (!sleepFor(stop, wait)) {
+      break;
+    }
+  }
+}
+
+Result<void> ResourceCache::listAndReplace(std::stop_token stop) {
+  ListOptions options;
+  options.labelSelector = labelSelector_;
+  options.fieldSelector = fieldSelector_;
+  options.limit = options_.pageSize;
+  auto page = client_.listAll(resource_, ns_, options);
+  if (!page) {
+    return fail(page.error().context("list " + resourceName(resource_)));
+  }
+  if (stop.stop_requested()) {
+    return {};
+  }
+  std::map<std::string, json> fresh;
+  for (auto& item : page->items) {
+    std::string key = cacheKey(item);
+    if (key.empty()) {
+      continue;
+    }
+    fresh.emplace(std::move(key), std::move(item));
+  }
+  std::vector<StoreDelta> deltas;
+  {
+    std::lock_guard lock(mutex_);
+    deltas = diffStores(store_, fresh);
+    store_ = std::move(fresh);
+    resourceVersion_ = page->resourceVersion;
+  }
+  if (lists_.fetch_add(1) > 0) {
+    relists_.fetch_add(1);
+    log::info("cache relisted", {{"resource", resourceName(resource_)},
+                                 {"changes", deltas.size()},
+                                 {"resourceVersion", page->resourceVersion}});
+  }
+  dispatch(deltas);
+  bool first = false;
+  {
+    std::lock_guard lock(mutex_);
+    first = !synced_;
+    synced_ = true;
+  }
+  if (first) {
+    changed_.notify_all();
+  }
+  return {};
+}
+
+Result<void> ResourceCache::watchOnce(std::stop_token stop, int64_t& events) {
+  WatchOptions options;
+  options.labelSelector = labelSelector_;
+  options.fieldSelector = fieldSelector_;
+  options.resourceVersion = resourceVersion();
+  options.allowBookmarks = true;
+  options.timeoutSeconds = options_.watchTimeoutSeconds;
+  std::optional<Error> eventError;
+  auto result = client_.watch(
+      resource_, ns_, options,
+      [&](const WatchEvent& event) {
+        if (stop.stop_requested()) {
+          return false;
+        }
+        if (event.type == "ERROR") {
+          eventError = watchErrorOf(event);
+          return false;
+        }
+        ++events;
+        applyEvent(event);
+        return true;
+      },
+      stop);
+  if (eventError) {
+    return fail(*eventError);
+  }
+  return result;
+}
+
+void ResourceCache::applyEvent(const WatchEvent& event) {
+  const std::string version = resourceVersionOf(event.object);
+  if (event.type == "BOOKMARK") {
+    if (!version.empty()) {
+      std::lock_guard lock(mutex_);
+      resourceVersion_ = version;
+    }
+    return;
+  }
+  const std::string key = cacheKey(event.object);
+  if (key.empty()) {
+    log::debug("cache ignores an event without a name",
+               {{"resource", resourceName(resource_)}, {"type", event.type}});
+    return;
+  }
+  std::vector<StoreDelta> deltas;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = store_.find(key);
+    if (event.type == "ADDED" || event.type == "MODIFIED") {
+      if (it == store_.end()) {
+        deltas.push_back({StoreDelta::Type::Added, key, nullptr, event.object});
+        store_.emplace(key, event.object);
+      } else {
+        deltas.push_back({StoreDelta::Type::Updated, key, it->second, event.object});
+        it->second = event.object;
+      }
+    } else if (event.type == "DELETED") {
+      if (it != store_.end()) {
+        deltas.push_back({StoreDelta::Type::Deleted, key, it->second, event.object});
+        store_.erase(it);
+      }
+    } else {
+      log::debug("cache ignores an unknown event type",
+                 {{"resource", resourceName(resource_)}, {"type", event.type}});
+    }
+    if (!version.empty()) {
+      resourceVersion_ = version;
+    }
+  }
+  dispatch(deltas);
+}
+
+void ResourceCache::dispatch(const std::vector<StoreDelta>& deltas) {
+  for (const auto& delta : deltas) {
+    for (const auto& h : handlers_) {
+      try {
+        switch (delta.type) {
+          case StoreDelta::Type::Added:
+            if (h.onAdd) {
+              h.onAdd(delta.now);
+            }
+            break;
+          case StoreDelta::Type::Updated:
+            if (h.onUpdate) {
+              h.onUpdate(delta.old, delta.now);
+            }
+            break;
+          case StoreDelta::Type::Deleted:
+            if (h.onDelete) {
+              h.onDelete(delta.now);
+            }
+            break;
+        }
+      } catch (const std::exception& e) {
+        // A handler's bug must not end the cache's thread (and the process with it).
+        log::error(
+            "cache handler threw",
+            {{"resource", resourceName(resource_)}, {"key", delta.key}, {"error", e.what()}});
+      }
+    }
+  }
+}
+
+}  // namespace gvirtus

@@ -1,0 +1,141 @@
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/duration.h"
+#include "common/error.h"
+#include "common/kube_client.h"
+#include "common/kube_resource.h"
+
+namespace gvirtus {
+
+// Callbacks of a ResourceCache. Any of them may be empty. They run on the cache's thread,
+// one at a time and in the order the changes were observed, outside the store lock (a
+// handler may call get() and list()). A handler that blocks stalls the cache.
+struct ResourceEventHandlers {
+  std::function<void(const nlohmann::json& object)> onAdd;
+  std::function<void(const nlohmann::json& old, const nlohmann::json& now)> onUpdate;
+  // The object's last state: from the DELETED event, or the last one the cache held when
+  // the deletion was found by a relist (it happened while the watch was down).
+  std::function<void(const nlohmann::json& object)> onDelete;
+};
+
+// One change found between two contents of the store.
+struct StoreDelta {
+  enum class Type { Added, Updated, Deleted };
+  Type type;
+  std::string key;
+  nlohmann::json old;  // null for Added
+  nlohmann::json now;  // for Deleted: the last state held
+};
+
+// The store key of an object: "namespace/name", or "name" when it has no namespace.
+std::string cacheKey(const nlohmann::json& object);
+std::string cacheKey(const std::string& ns, const std::string& name);
+
+// What a relist changed: objects only in `after` are Added, only in `before` Deleted, and
+// in both with a different metadata.resourceVersion (or, lacking one, different content)
+// Updated. Unchanged objects produce nothing, so after a relist handlers see exactly what
+// happened while the watch was down. Sorted by key within each type: adds, updates, deletes.
+std::vector<StoreDelta> diffStores(const std::map<std::string, nlohmann::json>& before,
+                                   const std::map<std::string, nlohmann::json>& after);
+
+struct ResourceCacheOptions {
+  int64_t pageSize = 500;  // list page size (limit); 0: no paging
+  Duration backoffInitial = std::chrono::milliseconds(800);
+  Duration backoffMax = std::chrono::seconds(30);
+  int watchTimeoutSeconds = 0;  // 0: the client's default (randomized 5-10 minutes)
+};
+
+// A cache of one kind of Kubernetes object, kept current by list and watch (the shape of
+// client-go's reflector + informer). Shared by the labeler, the webhook and controllers.
+//
+// The loop: list (paged) and replace the store, telling handlers what changed since the
+// previous contents; watch from the list's resourceVersion with bookmarks (which only
+// advance the resourceVersion); when a watch ends normally, watch again from the last
+// resourceVersion; on 410 Gone list again; on any other error back off (0.8s doubling to
+// 30s, reset after a success) and retry, one log line per failure with the reason.
+//
+// Reads are thread-safe. Objects are returned by value (snapshots).
+class ResourceCache {
+ public:
+  // `ns` empty: all namespaces (and the only choice for cluster-scoped kinds).
+  ResourceCache(KubeClient& client, KubeResource resource, std::string ns = {},
+                std::string labelSelector = {}, std::string fieldSelector = {},
+                ResourceCacheOptions options = {});
+  // Stops the thread (promptly: the watch is interrupted).
+  ~ResourceCache();
+  ResourceCache(const ResourceCache&) = delete;
+  ResourceCache& operator=(const ResourceCache&) = delete;
+
+  // Before start(); handlers added later are ignored with a warning.
+  void addHandlers(ResourceEventHandlers handlers);
+  // Starts the list-and-watch thread; a second call does nothing.
+  void start();
+  // Stops the thread and waits for it; the store keeps its contents. Idempotent.
+  void stop();
+
+  // True once the first list has been stored and its onAdd handlers have run.
+  bool hasSynced() const;
+  // Waits for hasSynced() up to `timeout`; false on timeout or when stopped first.
+  bool waitForSync(Duration timeout) const;
+
+  // `ns` is ignored for cluster-scoped kinds.
+  std::optional<nlohmann::json> get(const std::string& ns, const std::string& name) const;
+  std::optional<nlohmann::json> getByKey(const std::string& key) const;
+  std::vector<nlohmann::json> list() const;
+  std::vector<std::string> keys() const;
+  size_t size() const;
+
+  // Lists after the first one (410 Gone, or a failed list retried).
+  int64_t relistCount() const { return relists_.load(); }
+  // Watch requests that ended (normally or not); for tests and metrics.
+  int64_t watchCount() const { return watches_.load(); }
+  // The resourceVersion the next watch starts from.
+  std::string resourceVersion() const;
+  const KubeResource& resource() const { return resource_; }
+
+ private:
+  void run(std::stop_token stop);
+  Result<void> listAndReplace(std::stop_token stop);
+  // Returns the watch's outcome; `events` counts the events it delivered.
+  Result<void> watchOnce(std::stop_token stop, int64_t& events);
+  void applyEvent(const WatchEvent& event);
+  void dispatch(const std::vector<StoreDelta>& deltas);
+  // Sleeps up to `d`; false when stop was requested.
+  bool sleepFor(std::stop_token& stop, Duration d);
+
+  KubeClient& client_;
+  const KubeResource resource_;
+  const std::string ns_;
+  const std::string labelSelector_;
+  const std::string fieldSelector_;
+  const ResourceCacheOptions options_;
+
+  mutable std::mutex mutex_;
+  mutable std::condition_variable_any changed_;
+  std::map<std::string, nlohmann::json> store_;
+  std::string resourceVersion_;
+  bool synced_ = false;
+  bool stopped_ = false;
+
+  std::vector<ResourceEventHandlers> handlers_;  // fixed once started
+  std::atomic<bool> started_ = false;
+  std::atomic<int64_t> lists_ = 0;
+  std::atomic<int64_t> relists_ = 0;
+  std::atomic<int64_t> watches_ = 0;
+  std::jthread thread_;  // last member: stopped and joined first
+};
+
+}  // namespace gvirtus
