@@ -1,0 +1,43 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+
+// Everything the GVirtuS backend is given: its properties.json, its command line and its
+// environment (DESIGN.md, "Facts about GVirtuS").
+namespace gvirtus::backend_shim {
+
+// The plugins GVirtuS's own sample configuration lists, in its order.
+inline const std::vector<std::string> kDefaultPlugins = {"cudart", "cublas",   "curand",   "cudnn",
+                                                         "cufft",  "cusolver", "cusparse", "nvrtc",
+                                                         "cuda",   "nvml"};
+
+// The backend's properties.json: one tcp/ip communicator on 0.0.0.0:`port` with `plugins`,
+// values as JSON strings, `secure_application` false. One line, keys in GVirtuS's order.
+std::string renderBackendConfig(uint16_t port, const std::vector<std::string>& plugins);
+
+// Writes `text` to `path` atomically (a temporary file beside it, then rename), creating
+// missing parent folders.
+Result<void> writeBackendConfig(const std::string& path, const std::string& text);
+
+// The backend's argv: `command` with the config path appended, as gvirtus-backend takes it.
+std::vector<std::string> backendArgv(std::vector<std::string> command,
+                                     const std::string& configPath);
+
+// The backend's environment: `base` (NAME=VALUE entries) with LD_LIBRARY_PATH set to
+// `gvirtusHome`/lib alone (adding lib/frontend breaks the backend) and GVIRTUS_HOME set.
+// With an empty `gvirtusHome` the base environment is passed unchanged.
+std::vector<std::string> backendEnvironment(const std::vector<std::string>& base,
+                                            const std::string& gvirtusHome);
+
+// The current process's environment as NAME=VALUE entries.
+std::vector<std::string> currentEnvironment();
+
+// The absolute path `command` runs: itself when it holds a '/', else the first match on
+// PATH. An error when it does not exist or is not an executable file.
+Result<std::string> resolveExecutable(const std::string& command);
+
+}  // namespace gvirtus::backend_shim

@@ -1,0 +1,122 @@
+#include "backend-shim/load_publisher.h"
+
+#include <algorithm>
+#include <ctime>
+#include <nlohmann/json.hpp>
+
+#include "common/log.h"
+
+namespace gvirtus::backend_shim {
+namespace {
+
+constexpr uint64_t kMiB = 1024 * 1024;
+constexpr auto kTick = std::chrono::milliseconds(250);
+// How often an unchanged load is written again (the webhook ages loads out after a minute).
+constexpr auto kRefreshAfter = std::chrono::seconds(30);
+
+nlohmann::ordered_json loadJson(const Load& load) {
+  nlohmann::ordered_json gpus = nlohmann::ordered_json::array();
+  for (const auto& gpu : load.gpus) {
+    gpus.push_back({{"index", gpu.index},
+                    {"memoryTotalMiB", gpu.memoryTotalBytes / kMiB},
+                    {"memoryUsedMiB", gpu.memoryUsedBytes / kMiB},
+                    {"utilization", gpu.utilizationPercent}});
+  }
+  return {{"connections", load.connections}, {"maxSessions", load.maxSessions}, {"gpus", gpus}};
+}
+
+std::string rfc3339(std::chrono::system_clock::time_point when) {
+  const std::time_t t = std::chrono::system_clock::to_time_t(when);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace
+
+std::string renderLoad(const Load& load, std::chrono::system_clock::time_point updated) {
+  auto json = loadJson(load);
+  json["updated"] = rfc3339(updated);
+  return json.dump();
+}
+
+std::string loadAnnotationPatch(const std::string& value) {
+  nlohmann::json patch;
+  patch["metadata"]["annotations"][std::string(kLoadAnnotation)] = value;
+  return patch.dump();
+}
+
+LoadPublisher::LoadPublisher(PatchFn patch, Duration interval,
+                             std::function<std::chrono::system_clock::time_point()> wallClock)
+    : patch_(std::move(patch)), interval_(interval), wallClock_(std::move(wallClock)) {
+  if (!wallClock_) {
+    wallClock_ = [] { return std::chrono::system_clock::now(); };
+  }
+}
+
+void LoadPublisher::update(Load load) {
+  {
+    std::lock_guard lock(mutex_);
+    latest_ = std::move(load);
+  }
+  changed_.notify_all();
+}
+
+bool LoadPublisher::publishIfDue(Clock::time_point now) {
+  std::string key;
+  std::string value;
+  {
+    std::lock_guard lock(mutex_);
+    if (!latest_) {
+      return false;
+    }
+    key = loadJson(*latest_).dump();
+    // An unchanged load is written again now and then: the webhook takes a load older than
+    // a minute as unknown, so `updated` doubles as the shim's heartbeat.
+    if (key == published_ && lastWritten_ && now - *lastWritten_ < kRefreshAfter) {
+      return false;
+    }
+    if (lastAttempt_ && now - *lastAttempt_ < interval_) {
+      return false;
+    }
+    lastAttempt_ = now;
+    value = renderLoad(*latest_, wallClock_());
+  }
+  // The API call runs unlocked: update() never waits for the network.
+  auto written = patch_(loadAnnotationPatch(value));
+  std::lock_guard lock(mutex_);
+  if (!written) {
+    ++failures_;
+    log::warn("cannot publish the load annotation; will retry",
+              {{"error", written.error().message}, {"retryIn", formatDuration(interval_)}});
+    return false;
+  }
+  ++writes_;
+  published_ = key;
+  lastWritten_ = now;
+  log::debug("published the load annotation", {{"value", value}});
+  return true;
+}
+
+void LoadPublisher::run(std::stop_token stop) {
+  const Duration tick = std::clamp<Duration>(interval_, std::chrono::milliseconds(50), kTick);
+  while (!stop.stop_requested()) {
+    publishIfDue(Clock::now());
+    std::unique_lock lock(mutex_);
+    changed_.wait_for(lock, stop, tick, [] { return false; });
+  }
+}
+
+int64_t LoadPublisher::writes() const {
+  std::lock_guard lock(mutex_);
+  return writes_;
+}
+
+int64_t LoadPublisher::failures() const {
+  std::lock_guard lock(mutex_);
+  return failures_;
+}
+
+}  // namespace gvirtus::backend_shim

@@ -1,0 +1,75 @@
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backend-shim/nvml_gpus.h"
+#include "common/duration.h"
+#include "common/error.h"
+
+// The gvirtus.io/load annotation on the shim's own pod: what the webhook reads to choose a
+// backend (DESIGN.md, "Pod contract").
+namespace gvirtus::backend_shim {
+
+inline constexpr std::string_view kLoadAnnotation = "gvirtus.io/load";
+
+struct Load {
+  int connections = 0;
+  int maxSessions = 0;
+  std::vector<GpuInfo> gpus;
+};
+
+// The annotation's value, one line, keys in this order:
+// {"connections":3,"maxSessions":16,"gpus":[{"index":0,"memoryTotalMiB":81920,
+//  "memoryUsedMiB":1024,"utilization":12}],"updated":"2026-11-22T10:00:00Z"}
+std::string renderLoad(const Load& load, std::chrono::system_clock::time_point updated);
+
+// The JSON merge patch that sets the annotation to `value`.
+std::string loadAnnotationPatch(const std::string& value);
+
+// Writes the load when it changes (`updated` aside), at most once per interval. API errors
+// are logged and the write is tried again an interval later; they are never fatal.
+class LoadPublisher {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // Sends a merge patch to the pod; the caller binds the client, namespace and name.
+  using PatchFn = std::function<Result<void>(const std::string& mergePatch)>;
+
+  LoadPublisher(PatchFn patch, Duration interval,
+                std::function<std::chrono::system_clock::time_point()> wallClock = {});
+
+  // The latest load (thread-safe).
+  void update(Load load);
+  // Writes the latest load when it differs from the last one written and the last attempt
+  // is at least an interval old. Returns true when it wrote.
+  bool publishIfDue(Clock::time_point now);
+  // Calls publishIfDue() until `stop` is requested.
+  void run(std::stop_token stop);
+
+  int64_t writes() const;
+  int64_t failures() const;
+
+ private:
+  PatchFn patch_;
+  Duration interval_;
+  std::function<std::chrono::system_clock::time_point()> wallClock_;
+
+  mutable std::mutex mutex_;
+  std::optional<Load> latest_;  // guarded by mutex_
+  std::string published_;       // the last value written, `updated` left out
+  std::optional<Clock::time_point> lastAttempt_;
+  std::optional<Clock::time_point> lastWritten_;
+  int64_t writes_ = 0;
+  int64_t failures_ = 0;
+  std::condition_variable_any changed_;
+};
+
+}  // namespace gvirtus::backend_shim

@@ -1,0 +1,205 @@
+#include "backend-shim/run.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "backend-shim/backend_config.h"
+#include "backend-shim/listen_probe.h"
+#include "backend-shim/load_publisher.h"
+#include "backend-shim/nvml_gpus.h"
+#include "backend-shim/options.h"
+#include "backend-shim/shim_metrics.h"
+#include "backend-shim/supervisor.h"
+#include "common/health_server.h"
+#include "common/kube_client.h"
+#include "common/kube_config.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "common/signals.h"
+
+namespace gvirtus::backend_shim {
+namespace {
+
+constexpr auto kMonitorInterval = std::chrono::seconds(1);
+
+int configurationError(const std::string& reason) {
+  std::fprintf(stderr, "%s: %s\n", kProgram, reason.c_str());
+  return kExitUsage;
+}
+
+// The client the load publisher writes with: --kubeconfig, else the in-cluster account.
+Result<std::unique_ptr<KubeClient>> makeClient(const Options& options) {
+  auto config = loadKubeConfig(options.common.kubeconfig);
+  if (!config) {
+    return fail(config.error().context(
+        options.common.kubeconfig.empty() ? "in-cluster configuration" : "--kubeconfig"));
+  }
+  KubeClientOptions clientOptions;
+  clientOptions.userAgent = std::string(kProgram) + "/" + GVIRTUS_VERSION;
+  clientOptions.requestTimeout = std::chrono::seconds(10);
+  clientOptions.maxRetries = 2;  // the publisher retries on its own schedule
+  auto client = KubeClient::create(*config, clientOptions);
+  if (!client) {
+    return fail(client.error().context("Kubernetes client"));
+  }
+  return std::move(*client);
+}
+
+// Every second: the backend's state and the GPUs into the metrics and the load.
+void monitor(std::stop_token stop, const Supervisor& supervisor, const NvmlGpus& nvml,
+             ShimMetrics& metrics, LoadPublisher* publisher, const std::atomic<bool>& draining,
+             int maxSessions) {
+  std::vector<GpuInfo> gpus;
+  bool gpuErrorLogged = false;
+  std::mutex mutex;
+  std::condition_variable_any wake;
+  while (!stop.stop_requested()) {
+    const SupervisorStatus status = supervisor.status();
+    if (auto read = nvml.read()) {
+      gpus = std::move(*read);
+      gpuErrorLogged = false;
+    } else if (!gpuErrorLogged) {
+      log::warn("cannot read the GPUs; keeping the last numbers",
+                {{"error", read.error().message}});
+      gpuErrorLogged = true;
+    }
+    metrics.observeBackend(status, status.running && status.listening && !draining);
+    metrics.observeGpus(gpus);
+    if (publisher != nullptr) {
+      publisher->update(Load{status.connections, maxSessions, gpus});
+    }
+    std::unique_lock lock(mutex);
+    wake.wait_for(lock, stop, kMonitorInterval, [] { return false; });
+  }
+}
+
+}  // namespace
+
+int run(int argc, const char* const* argv) {
+  ShutdownSignal& shutdown = ShutdownSignal::install();
+  auto parsed = parseOptions(argc, argv);
+  if (!parsed) {
+    return parsed.error();
+  }
+  const Options& options = *parsed;
+
+  // The backend would fail to listen and be restarted forever: say so once, now.
+  const ListenProbe probe;
+  auto portState = probe.probe(options.port);
+  if (!portState) {
+    log::error("cannot read the socket tables", {{"error", portState.error().message}});
+    return kExitFatal;
+  }
+  if (portState->listening) {
+    return configurationError("--port: " + std::to_string(options.port) +
+                              " is already in use (a socket listens on it)");
+  }
+  if (auto written =
+          writeBackendConfig(options.configOut, renderBackendConfig(options.port, options.plugins));
+      !written) {
+    return configurationError("--config-out: " + written.error().message);
+  }
+
+  std::unique_ptr<KubeClient> client;
+  std::unique_ptr<LoadPublisher> publisher;
+  if (options.podName.empty() || options.podNamespace.empty()) {
+    log::info("POD_NAME or POD_NAMESPACE is not set; the load annotation is not published");
+  } else {
+    auto made = makeClient(options);
+    if (!made) {
+      return configurationError(made.error().message);
+    }
+    client = std::move(*made);
+    publisher = std::make_unique<LoadPublisher>(
+        [&client, &options](const std::string& body) -> Result<void> {
+          auto patched = client->patch(resources::kPods, options.podNamespace, options.podName,
+                                       PatchType::Merge, body);
+          if (!patched) {
+            return fail(patched.error().context("patch pod " + options.podNamespace + "/" +
+                                                options.podName));
+          }
+          return {};
+        },
+        options.publishInterval);
+  }
+
+  MetricsRegistry registry;
+  registry.registerProcessMetrics();
+  ShimMetrics metrics(registry, options.maxSessions);
+  auto health = HealthServer::create(options.common.healthAddr, registry);
+  if (!health) {
+    return configurationError("--health-addr: " + health.error().message);
+  }
+  std::atomic<bool> draining{false};
+
+  if (auto reaper = becomeChildSubreaper(); !reaper) {
+    log::warn("orphans of the backend will not be reaped here",
+              {{"error", reaper.error().message}});
+  }
+  SupervisorOptions supervision;
+  supervision.argv = backendArgv(options.backendCommand, options.configOut);
+  supervision.env = backendEnvironment(currentEnvironment(), options.gvirtusHome);
+  supervision.port = options.port;
+  supervision.reapScope = ReapScope::AnyChild;
+  supervision.startupTimeout = options.startupTimeout;
+  supervision.stopTimeout = options.stopTimeout;
+  Supervisor supervisor(std::move(supervision));
+
+  (*health)->setReadinessCheck([&supervisor, &draining, &options]() -> Result<void> {
+    if (draining) {
+      return fail("shutting down: draining the backend's connections");
+    }
+    const SupervisorStatus status = supervisor.status();
+    if (!status.running) {
+      return fail("the backend is not running");
+    }
+    if (!status.listening) {
+      return fail("the backend's port " + std::to_string(options.port) + " is not listening");
+    }
+    return {};
+  });
+  if (auto started = (*health)->start(); !started) {
+    return configurationError("--health-addr: " + started.error().message);
+  }
+
+  log::info("starting", {{"version", GVIRTUS_VERSION},
+                         {"port", options.port},
+                         {"config", options.configOut},
+                         {"backend", options.backendCommand[0]},
+                         {"healthPort", (*health)->port()}});
+  const auto nvml = NvmlGpus::open(options.nvmlLibrary);
+  supervisor.start();
+  std::jthread monitorThread(monitor, std::cref(supervisor), std::cref(*nvml), std::ref(metrics),
+                             publisher.get(), std::cref(draining), options.maxSessions);
+  std::jthread publisherThread;
+  if (publisher) {
+    publisherThread = std::jthread([&publisher](std::stop_token stop) { publisher->run(stop); });
+  }
+
+  shutdown.wait();
+  draining = true;
+  supervisor.holdRestarts();
+  log::info("not ready; waiting for the backend's connections to close",
+            {{"connections", supervisor.status().connections},
+             {"timeout", formatDuration(options.drainTimeout)}});
+  if (supervisor.waitForDrain(options.drainTimeout)) {
+    log::info("no connection left");
+  } else {
+    log::warn("drain timeout reached; stopping the backend with connections open",
+              {{"connections", supervisor.status().connections}});
+  }
+  supervisor.stop();
+  monitorThread.request_stop();
+  publisherThread.request_stop();
+  monitorThread = {};
+  publisherThread = {};
+  (*health)->stop();
+  log::info("stopped");
+  return kExitOk;
+}
+
+}  // namespace gvirtus::backend_shim

@@ -1,0 +1,55 @@
+#include "backend-shim/shim_metrics.h"
+
+#include <string>
+
+namespace gvirtus::backend_shim {
+
+ShimMetrics::ShimMetrics(MetricsRegistry& registry, int maxSessions)
+    : gpuMemoryTotal_(registry.gaugeFamily("gvirtus_gpu_memory_total_bytes",
+                                           "Memory of each GPU, as NVML reports it.", {"gpu"})),
+      gpuMemoryUsed_(registry.gaugeFamily("gvirtus_gpu_memory_used_bytes",
+                                          "Memory in use on each GPU, as NVML reports it.",
+                                          {"gpu"})),
+      gpuUtilization_(registry.gaugeFamily(
+          "gvirtus_gpu_utilization_ratio",
+          "Fraction of NVML's last sample period during which each GPU was busy (0 to 1).",
+          {"gpu"})),
+      up_(registry.gauge("gvirtus_backend_up",
+                         "1 when the GVirtuS backend process runs and its port is listening.")),
+      ready_(registry.gauge("gvirtus_backend_ready",
+                            "1 when the shim reports ready: the backend is up and the shim is "
+                            "not draining.")),
+      running_(registry.gauge("gvirtus_backend_process_running",
+                              "1 when the backend process (its group's leader) is alive, "
+                              "listening or not.")),
+      connections_(registry.gauge("gvirtus_backend_connections",
+                                  "ESTABLISHED TCP connections on the backend's port.")),
+      gpus_(registry.gauge("gvirtus_gpus", "GPUs NVML reports on this node (0 without NVML).")),
+      restarts_(registry.counter("gvirtus_backend_restarts_total",
+                                 "Times the backend was started again after its first start.")) {
+  registry.gauge("gvirtus_backend_max_sessions", "Connections this backend takes (--max-sessions).")
+      .set(maxSessions);
+}
+
+void ShimMetrics::observeBackend(const SupervisorStatus& status, bool ready) {
+  up_.set(status.running && status.listening ? 1 : 0);
+  ready_.set(ready ? 1 : 0);
+  running_.set(status.running ? 1 : 0);
+  connections_.set(status.connections);
+  if (status.restarts > restartsSeen_) {
+    restarts_.inc(static_cast<double>(status.restarts - restartsSeen_));
+    restartsSeen_ = status.restarts;
+  }
+}
+
+void ShimMetrics::observeGpus(const std::vector<GpuInfo>& gpus) {
+  gpus_.set(static_cast<double>(gpus.size()));
+  for (const auto& gpu : gpus) {
+    const std::vector<std::string> labels{std::to_string(gpu.index)};
+    gpuMemoryTotal_.withLabels(labels).set(static_cast<double>(gpu.memoryTotalBytes));
+    gpuMemoryUsed_.withLabels(labels).set(static_cast<double>(gpu.memoryUsedBytes));
+    gpuUtilization_.withLabels(labels).set(gpu.utilizationPercent / 100.0);
+  }
+}
+
+}  // namespace gvirtus::backend_shim

@@ -1,0 +1,200 @@
+#include "backend-shim/supervisor.h"
+
+#include <optional>
+
+#include "common/backoff.h"
+#include "common/log.h"
+
+namespace gvirtus::backend_shim {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string joinCommand(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& arg : argv) {
+    if (!out.empty()) {
+      out += ' ';
+    }
+    out += arg;
+  }
+  return out;
+}
+
+Duration since(Clock::time_point then) {
+  return std::chrono::duration_cast<Duration>(Clock::now() - then);
+}
+
+}  // namespace
+
+Supervisor::Supervisor(SupervisorOptions options)
+    : options_(std::move(options)), probe_(options_.probePaths) {}
+
+Supervisor::~Supervisor() {
+  stop();
+}
+
+void Supervisor::start() {
+  if (!thread_.joinable()) {
+    thread_ = std::jthread([this](std::stop_token stop) { loop(stop); });
+  }
+}
+
+SupervisorStatus Supervisor::status() const {
+  std::lock_guard lock(mutex_);
+  return status_;
+}
+
+void Supervisor::setStatus(const SupervisorStatus& status) {
+  std::lock_guard lock(mutex_);
+  status_ = status;
+}
+
+void Supervisor::holdRestarts() {
+  holdRestarts_ = true;
+}
+
+bool Supervisor::waitForDrain(Duration timeout) const {
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    // Fresh numbers, not the last tick's: a client that just left counts as gone.
+    auto state = probe_.probe(options_.port);
+    if (state && state->established == 0) {
+      return true;
+    }
+    if (Clock::now() >= deadline) {
+      return false;
+    }
+    std::this_thread::sleep_for(
+        std::min<Duration>(options_.probeInterval, std::chrono::milliseconds(200)));
+  }
+}
+
+void Supervisor::stop() {
+  if (thread_.joinable()) {
+    thread_.request_stop();
+    thread_.join();
+  }
+}
+
+bool Supervisor::sleepFor(std::stop_token& stop, Duration duration) {
+  std::unique_lock lock(sleepMutex_);
+  sleep_.wait_for(lock, stop, duration, [] { return false; });
+  return !stop.stop_requested();
+}
+
+void Supervisor::loop(std::stop_token stop) {
+  Backoff backoff(options_.backoffInitial, options_.backoffMax, 2.0, options_.backoffJitter,
+                  options_.random);
+  std::optional<ProcessGroup> group;
+  SupervisorStatus status;
+  Clock::time_point startedAt{};
+  Clock::time_point nextStart = Clock::now();
+  bool seenListening = false;
+  bool probeFailedLogged = false;
+
+  // Stops the current group and schedules the next start after a backoff delay.
+  auto restartLater = [&](const std::string& why) {
+    const Duration uptime = since(startedAt);
+    if (group) {
+      group->stop(options_.stopTimeout);
+      group.reset();
+    }
+    if (uptime >= options_.stableAfter) {
+      backoff.reset();
+    }
+    const Duration delay = backoff.next();
+    nextStart = Clock::now() + delay;
+    status.running = false;
+    status.pid = 0;
+    log::warn("the backend will be restarted",
+              {{"reason", why}, {"uptime", formatDuration(uptime)}, {"in", formatDuration(delay)}});
+    if (options_.onRestartScheduled) {
+      options_.onRestartScheduled(delay, why);
+    }
+  };
+
+  while (!stop.stop_requested()) {
+    if (!group && !holdRestarts_ && Clock::now() >= nextStart) {
+      auto started = ProcessGroup::start(options_.argv, options_.env, options_.reapScope);
+      startedAt = Clock::now();
+      seenListening = false;
+      if (status.starts > 0) {
+        ++status.restarts;
+      }
+      ++status.starts;
+      if (started) {
+        group.emplace(std::move(*started));
+        status.running = true;
+        status.pid = group->pid();
+        log::info("started the backend",
+                  {{"pid", group->pid()}, {"command", joinCommand(options_.argv)}});
+      } else {
+        restartLater(started.error().message);
+      }
+    }
+
+    if (group) {
+      if (auto exited = group->reap()) {
+        const std::string why = "the backend exited: " + exited->describe();
+        if (holdRestarts_) {
+          log::info("the backend exited while draining", {{"status", exited->describe()}});
+          group->stop(options_.stopTimeout);
+          group.reset();
+          status.running = false;
+          status.pid = 0;
+        } else {
+          restartLater(why);
+        }
+      }
+    } else if (options_.reapScope == ReapScope::AnyChild) {
+      reapAnyChildren();
+    }
+
+    auto state = probe_.probe(options_.port);
+    if (state) {
+      probeFailedLogged = false;
+      status.listening = state->listening;
+      status.connections = state->established;
+    } else if (!probeFailedLogged) {
+      log::error("cannot read the port's state", {{"error", state.error().message}});
+      probeFailedLogged = true;
+    }
+
+    if (group && state) {
+      if (state->listening) {
+        if (!seenListening) {
+          log::info("the backend is listening",
+                    {{"port", options_.port}, {"after", formatDuration(since(startedAt))}});
+        }
+        seenListening = true;
+      } else if (!holdRestarts_) {
+        if (seenListening) {
+          restartLater("its port " + std::to_string(options_.port) +
+                       " stopped listening while the process lives on");
+        } else if (since(startedAt) >= options_.startupTimeout) {
+          restartLater("its port " + std::to_string(options_.port) + " did not listen within " +
+                       formatDuration(options_.startupTimeout));
+        }
+      }
+    }
+    setStatus(status);
+    sleepFor(stop, options_.probeInterval);
+  }
+
+  if (group) {
+    log::info("stopping the backend", {{"pid", group->pid()}});
+    auto exited = group->stop(options_.stopTimeout);
+    log::info("the backend stopped",
+              {{"status", exited ? exited->describe() : std::string("unknown")}});
+  }
+  if (options_.reapScope == ReapScope::AnyChild) {
+    reapAnyChildren();
+  }
+  status.running = false;
+  status.listening = false;
+  status.pid = 0;
+  setStatus(status);
+}
+
+}  // namespace gvirtus::backend_shim

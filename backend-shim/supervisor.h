@@ -1,0 +1,92 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backend-shim/listen_probe.h"
+#include "backend-shim/process_group.h"
+#include "common/duration.h"
+
+// Keeps the GVirtuS backend running: starts it, watches the process and its port, and
+// restarts it with exponential backoff when it exits or when its port stops listening
+// while the process lives on (GVirtuS's parent outlives its listening child).
+namespace gvirtus::backend_shim {
+
+struct SupervisorOptions {
+  std::vector<std::string> argv;  // argv[0] an executable path; the config path last
+  std::vector<std::string> env;   // the backend's whole environment
+  uint16_t port = 9999;
+  ReapScope reapScope = ReapScope::Leader;
+  std::vector<std::string> probePaths = {"/proc/net/tcp", "/proc/net/tcp6"};
+
+  // How often the process and the port are looked at.
+  Duration probeInterval = std::chrono::milliseconds(500);
+  // A backend that has not listened this long after its start is restarted.
+  Duration startupTimeout = std::chrono::minutes(1);
+  // A run that lasted this long resets the backoff.
+  Duration stableAfter = std::chrono::minutes(1);
+  // Between SIGTERM and SIGKILL when the backend's group is stopped.
+  Duration stopTimeout = std::chrono::seconds(5);
+  Duration backoffInitial = std::chrono::seconds(1);
+  Duration backoffMax = std::chrono::minutes(1);
+  double backoffJitter = 0.2;
+  std::function<double()> random;  // for Backoff; empty: its default
+  // Told of each restart as it is scheduled, on the supervising thread: the delay before it
+  // and why. For tests and logs; empty: nothing.
+  std::function<void(Duration delay, const std::string& reason)> onRestartScheduled;
+};
+
+struct SupervisorStatus {
+  bool running = false;    // the backend process (its group's leader) is alive
+  bool listening = false;  // the port is in LISTEN state
+  int connections = 0;     // ESTABLISHED sockets on the port
+  int64_t starts = 0;
+  int64_t restarts = 0;  // starts after the first
+  pid_t pid = 0;         // the running backend's pid (and process group), 0 when none
+};
+
+class Supervisor {
+ public:
+  explicit Supervisor(SupervisorOptions options);
+  // Stops the backend (stop()).
+  ~Supervisor();
+  Supervisor(const Supervisor&) = delete;
+  Supervisor& operator=(const Supervisor&) = delete;
+
+  // Starts the backend and the supervising thread.
+  void start();
+  SupervisorStatus status() const;
+  // No more restarts: a backend that ends now stays down. For the drain before shutdown.
+  void holdRestarts();
+  // Waits until no connection is left on the port or `timeout` passes; true when drained.
+  bool waitForDrain(Duration timeout) const;
+  // Stops the backend's process group (SIGTERM, then SIGKILL after stopTimeout) and the
+  // thread. Idempotent.
+  void stop();
+
+ private:
+  void loop(std::stop_token stop);
+  // Sleeps `duration` unless a stop is requested first; false when stopped.
+  bool sleepFor(std::stop_token& stop, Duration duration);
+  void setStatus(const SupervisorStatus& status);
+
+  SupervisorOptions options_;
+  ListenProbe probe_;
+  std::atomic<bool> holdRestarts_{false};
+  mutable std::mutex mutex_;
+  SupervisorStatus status_;  // guarded by mutex_
+  std::mutex sleepMutex_;
+  std::condition_variable_any sleep_;
+  std::jthread thread_;
+};
+
+}  // namespace gvirtus::backend_shim

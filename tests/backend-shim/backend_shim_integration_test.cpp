@@ -1,0 +1,218 @@
+// gvirtus-backend-shim as a host process against the real control plane: the load
+// annotation appears on its pod and follows the backend's connections.
+#include <signal.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "backend-shim/shim_test_support.h"
+#include "common/kube_client.h"
+#include "common/kube_resource.h"
+#include "support/child_process.h"
+#include "support/cluster_env.h"
+
+using namespace std::chrono_literals;
+namespace test = gvirtus::backend_shim::test;
+using gvirtus::KubeClient;
+using gvirtus::testing::ChildProcess;
+using gvirtus::testing::eventually;
+using gvirtus::testing::freePort;
+namespace resources = gvirtus::resources;
+
+namespace {
+
+const std::string kNamespace = "default";
+const std::string kNode = "gvirtus-shim-it-node";
+
+// A kwok-managed node for the test pods, created once.
+void ensureNode(KubeClient& client) {
+  const nlohmann::json node = {
+      {"apiVersion", "v1"},
+      {"kind", "Node"},
+      {"metadata",
+       {{"name", kNode},
+        {"labels", {{"type", "kwok"}, {"kubernetes.io/hostname", kNode}}},
+        {"annotations", {{"kwok.x-k8s.io/node", "fake"}}}}},
+      {"spec",
+       {{"taints",
+         nlohmann::json::array(
+             {{{"key", "kwok.x-k8s.io/node"}, {"value", "fake"}, {"effect", "NoSchedule"}}})}}}};
+  auto created = client.create(resources::kNodes, "", node);
+  if (!created) {
+    REQUIRE(created.error().isConflict());
+  }
+}
+
+nlohmann::json podObject(const std::string& name) {
+  return {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"name", name}, {"labels", {{"gvirtus.io/test", "backend-shim"}}}}},
+      {"spec",
+       {{"nodeName", kNode},
+        {"tolerations",
+         nlohmann::json::array(
+             {{{"key", "kwok.x-k8s.io/node"}, {"operator", "Exists"}, {"effect", "NoSchedule"}}})},
+        {"containers", nlohmann::json::array({{{"name", "backend-shim"},
+                                               {"image", "gvirtus/backend-shim:test"}}})}}}};
+}
+
+std::string uniquePodName(const std::string& prefix) {
+  return prefix + "-" + std::to_string(::getpid()) + "-" +
+         std::to_string(std::chrono::steady_clock::now().time_since_epoch().count() % 100000);
+}
+
+// The pod's gvirtus.io/load, parsed; null when absent or unreadable.
+nlohmann::json podLoad(KubeClient& client, const std::string& name) {
+  auto pod = client.get(resources::kPods, kNamespace, name);
+  if (!pod) {
+    return nullptr;
+  }
+  const auto& annotations = (*pod)["metadata"].value("annotations", nlohmann::json::object());
+  if (!annotations.contains("gvirtus.io/load")) {
+    return nullptr;
+  }
+  return nlohmann::json::parse(annotations["gvirtus.io/load"].get<std::string>(), nullptr, false);
+}
+
+// The shim over the fake backend and the fake NVML, publishing to pod `name` every second.
+struct Shim {
+  test::TempDir dir;
+  int port = freePort();
+  std::string marker = dir.file("starts.txt");
+  std::unique_ptr<ChildProcess> process;
+
+  explicit Shim(const std::string& podName) {
+    process = std::make_unique<ChildProcess>(
+        std::vector<std::string>{test::kShimBinary,
+                                 "--kubeconfig",
+                                 gvirtus::testing::kubeconfigPath(),
+                                 "--port",
+                                 std::to_string(port),
+                                 "--health-addr",
+                                 "127.0.0.1:" + std::to_string(freePort()),
+                                 "--config-out",
+                                 dir.file("properties.json"),
+                                 "--max-sessions",
+                                 "8",
+                                 "--publish-interval",
+                                 "1s",
+                                 "--drain-timeout",
+                                 "5s",
+                                 "--nvml-library",
+                                 FAKE_NVML_LIBRARY,
+                                 "--log-level",
+                                 "debug",
+                                 "--",
+                                 test::kFakeBackend,
+                                 "--marker",
+                                 marker},
+        std::vector<std::string>{"POD_NAME=" + podName, "POD_NAMESPACE=" + kNamespace,
+                                 "GVIRTUS_HOME="},
+        dir.file("shim.log"));
+  }
+  ~Shim() {
+    process.reset();
+    for (const auto& start : test::readStarts(marker)) {
+      ::kill(-start.pid, SIGKILL);
+    }
+  }
+};
+
+struct PodCleanup {
+  KubeClient& client;
+  std::string name;
+  ~PodCleanup() { (void)client.remove(resources::kPods, kNamespace, name); }
+};
+
+}  // namespace
+
+TEST_CASE("backend-shim integration: the load annotation follows the connections",
+          "[integration][backend_shim]") {
+  auto client = gvirtus::testing::adminClient();
+  ensureNode(*client);
+  const std::string name = uniquePodName("shim-load");
+  REQUIRE(client->create(resources::kPods, kNamespace, podObject(name)).has_value());
+  PodCleanup cleanup{*client, name};
+
+  Shim shim(name);
+  nlohmann::json load;
+  REQUIRE(eventually(
+      [&] {
+        load = podLoad(*client, name);
+        return load.is_object() && load.value("connections", -1) == 0;
+      },
+      30s));
+  INFO(load.dump());
+  CHECK(load["maxSessions"] == 8);
+  REQUIRE(load["gpus"].size() == 2);
+  CHECK(load["gpus"][0] ==
+        nlohmann::json::parse(R"({"index":0,"memoryTotalMiB":81920,"memoryUsedMiB":1024,)"
+                              R"("utilization":12})"));
+  CHECK(load["updated"].get<std::string>().size() == 20);  // 2026-11-22T10:00:00Z
+  CHECK(load["updated"].get<std::string>().back() == 'Z');
+
+  std::vector<std::unique_ptr<test::TcpClient>> clients;
+  for (int i = 0; i < 3; ++i) {
+    clients.push_back(std::make_unique<test::TcpClient>(shim.port));
+  }
+  CHECK(eventually(
+      [&] {
+        load = podLoad(*client, name);
+        return load.is_object() && load.value("connections", -1) == 3;
+      },
+      20s));
+
+  // Steady numbers are not written again, whatever the time.
+  const std::string updated = load["updated"];
+  std::this_thread::sleep_for(3s);
+  CHECK(podLoad(*client, name)["updated"] == updated);
+
+  clients.resize(1);
+  CHECK(eventually(
+      [&] {
+        load = podLoad(*client, name);
+        return load.is_object() && load.value("connections", -1) == 1;
+      },
+      20s));
+
+  shim.process->kill(SIGTERM);
+  std::this_thread::sleep_for(500ms);
+  clients.clear();
+  const auto code = shim.process->wait(20s);
+  INFO(shim.process->output());
+  REQUIRE(code.has_value());
+  CHECK(*code == 0);
+}
+
+TEST_CASE("backend-shim integration: API errors are retried, never fatal",
+          "[integration][backend_shim]") {
+  auto client = gvirtus::testing::adminClient();
+  ensureNode(*client);
+  const std::string name = uniquePodName("shim-late");
+  // The shim starts before its pod exists: every write fails (404) until it does.
+  Shim shim(name);
+  REQUIRE(eventually(
+      [&] {
+        return shim.process->output().find("cannot publish the load annotation") !=
+               std::string::npos;
+      },
+      30s));
+  CHECK(shim.process->running());
+
+  REQUIRE(client->create(resources::kPods, kNamespace, podObject(name)).has_value());
+  PodCleanup cleanup{*client, name};
+  nlohmann::json load;
+  CHECK(eventually(
+      [&] {
+        load = podLoad(*client, name);
+        return load.is_object() && load.value("connections", -1) == 0;
+      },
+      30s));
+  CHECK(shim.process->running());
+  shim.process->kill(SIGTERM);
+  CHECK(shim.process->wait(20s) == std::optional<int>(0));
+}

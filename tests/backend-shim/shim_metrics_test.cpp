@@ -1,0 +1,40 @@
+#include "backend-shim/shim_metrics.h"
+
+#include <catch2/catch.hpp>
+
+using namespace gvirtus::backend_shim;
+
+TEST_CASE("backend-shim shim_metrics: backend state, restarts and GPUs on /metrics",
+          "[shim_metrics]") {
+  gvirtus::MetricsRegistry registry;
+  ShimMetrics metrics(registry, 16);
+  SupervisorStatus status;
+  status.running = true;
+  status.listening = true;
+  status.connections = 3;
+  status.restarts = 2;
+  metrics.observeBackend(status, true);
+  metrics.observeGpus({GpuInfo{0, 80ull << 30, 1ull << 30, 12}, GpuInfo{1, 80ull << 30, 0, 0}});
+  std::string text = registry.render();
+  CHECK_THAT(text, Catch::Contains("gvirtus_backend_up 1\n"));
+  CHECK_THAT(text, Catch::Contains("gvirtus_backend_ready 1\n"));
+  CHECK_THAT(text, Catch::Contains("gvirtus_backend_connections 3\n"));
+  CHECK_THAT(text, Catch::Contains("gvirtus_backend_restarts_total 2\n"));
+  CHECK_THAT(text, Catch::Contains("gvirtus_backend_max_sessions 16\n"));
+  CHECK_THAT(text, Catch::Contains("gvirtus_gpus 2\n"));
+  CHECK_THAT(text, Catch::Contains("gvirtus_gpu_memory_total_bytes{gpu=\"0\"} 85899345920\n"));
+  CHECK_THAT(text, Catch::Contains("gvirtus_gpu_memory_used_bytes{gpu=\"0\"} 1073741824\n"));
+  CHECK_THAT(text, Catch::Contains("gvirtus_gpu_utilization_ratio{gpu=\"0\"} 0.12\n"));
+  CHECK_THAT(text, Catch::Contains("gvirtus_gpu_utilization_ratio{gpu=\"1\"} 0\n"));
+  CHECK_THAT(text, Catch::Contains("# TYPE gvirtus_backend_restarts_total counter\n"));
+
+  // The listener is lost: down, not ready; restarts only go up.
+  status.listening = false;
+  status.restarts = 3;
+  metrics.observeBackend(status, false);
+  metrics.observeBackend(status, false);
+  text = registry.render();
+  CHECK_THAT(text, Catch::Contains("gvirtus_backend_up 0\n"));
+  CHECK_THAT(text, Catch::Contains("gvirtus_backend_ready 0\n"));
+  CHECK_THAT(text, Catch::Contains("gvirtus_backend_restarts_total 3\n"));
+}

@@ -1,0 +1,189 @@
+#pragma once
+
+// Helpers of the backend shim's tests: temporary folders, real TCP clients on 127.0.0.1, the
+// fake backend's command line and start markers, and /proc inspection (zombies, live pids).
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backend-shim/backend_config.h"
+#include "backend-shim/proc_file.h"
+
+namespace gvirtus::backend_shim::test {
+
+inline const std::string kFakeBackend = FAKE_GVIRTUS_BACKEND;
+inline const std::string kShimBinary = GVIRTUS_BACKEND_SHIM;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = "/tmp/gvirtus-shim-test-XXXXXX";
+    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// A connected TCP client of 127.0.0.1:port, closed when it goes away.
+class TcpClient {
+ public:
+  explicit TcpClient(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    REQUIRE(fd_ >= 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
+  }
+  ~TcpClient() { close(); }
+  TcpClient(const TcpClient&) = delete;
+  TcpClient& operator=(const TcpClient&) = delete;
+  void close() {
+    if (fd_ >= 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+  }
+  // True when the server closed the connection (a read returns 0 or an error).
+  bool closedByServer() const {
+    char byte = 0;
+    const ssize_t n = ::recv(fd_, &byte, 1, MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// Writes the backend config for `port` into `dir` and returns its path.
+inline std::string writeConfig(const TempDir& dir, int port) {
+  const std::string path = dir.file("properties.json");
+  REQUIRE(
+      writeBackendConfig(path, renderBackendConfig(static_cast<uint16_t>(port), kDefaultPlugins))
+          .has_value());
+  return path;
+}
+
+struct Start {
+  pid_t pid = 0;
+  long long millis = 0;  // since the epoch
+};
+
+// The events ("start" or "exit") the fake backend recorded with --marker.
+inline std::vector<Start> readMarker(const std::string& marker, const std::string& event) {
+  std::vector<Start> events;
+  std::ifstream in(marker);
+  std::string word;
+  Start start;
+  while (in >> word >> start.pid >> start.millis) {
+    if (word == event) {
+      events.push_back(start);
+    }
+  }
+  return events;
+}
+
+inline std::vector<Start> readStarts(const std::string& marker) {
+  return readMarker(marker, "start");
+}
+
+// A process that exists and is not a zombie.
+inline bool processAlive(pid_t pid) {
+  const auto stat = readProcStat(pid);
+  return stat && stat->state != 'Z' && stat->state != 'X';
+}
+
+// Children of `parent`: all of them, or only zombies.
+inline std::vector<pid_t> childrenOf(pid_t parent, bool zombiesOnly) {
+  std::vector<pid_t> found;
+  for (const pid_t pid : listPids()) {
+    const auto stat = readProcStat(pid);
+    if (stat && stat->parent == parent && (!zombiesOnly || stat->state == 'Z')) {
+      found.push_back(pid);
+    }
+  }
+  return found;
+}
+
+// True while a live (not zombie) process belongs to process group `group`. Orphans' zombies
+// wait for this machine's PID 1, which may be slow to reap them: they do not count.
+inline bool groupAlive(pid_t group) {
+  for (const pid_t pid : listPids()) {
+    const auto stat = readProcStat(pid);
+    if (stat && stat->group == group && stat->state != 'Z' && stat->state != 'X') {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Makes the test process the reaper of its descendants' orphans for its lifetime, as the
+// shim is when it runs as PID 1.
+class SubreaperScope {
+ public:
+  SubreaperScope() { REQUIRE(::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0); }
+  ~SubreaperScope() { ::prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0); }
+  SubreaperScope(const SubreaperScope&) = delete;
+  SubreaperScope& operator=(const SubreaperScope&) = delete;
+};
+
+// GET http://127.0.0.1:port/path; returns {status, body}, status 0 when it cannot connect.
+inline std::pair<int, std::string> httpGet(int port, const std::string& path) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    ::close(fd);
+    return {0, ""};
+  }
+  const std::string request =
+      "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) < 0) {
+    ::close(fd);
+    return {0, ""};
+  }
+  std::string response;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
+    if (n <= 0) {
+      break;
+    }
+    response.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  int status = 0;
+  if (response.rfind("HTTP/1.", 0) == 0 && response.size() > 12) {
+    status = std::stoi(response.substr(9, 3));
+  }
+  const auto bodyStart = response.find("\r\n\r\n");
+  return {status, bodyStart == std::string::npos ? "" : response.substr(bodyStart + 4)};
+}
+
+}  // namespace gvirtus::backend_shim::test
