@@ -17,7 +17,7 @@ std::optional<int> parse(std::vector<const char*> args, Options& options) {
 }
 
 std::string labelerBinary() {
-  return std::string(std::getenv("GVIRTUS_BIN_DIR")) + "/gvirtus-labeler";
+  return gvirtus::testing::binDir() + "/gvirtus-labeler";
 }
 
 }  // namespace

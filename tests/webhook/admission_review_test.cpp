@@ -1,0 +1,91 @@
+#include "webhook/admission_review.h"
+
+#include <catch2/catch.hpp>
+
+#include "webhook/base64.h"
+#include "webhook/fixtures.h"
+
+using namespace gvirtus::webhook;
+using namespace gvirtus::webhook::testing;
+
+TEST_CASE("base64 round trips and matches RFC 4648 vectors", "[base64]") {
+  for (auto [plain, encoded] : {std::pair{"", ""}, std::pair{"f", "Zg=="}, std::pair{"fo", "Zm8="},
+                                std::pair{"foo", "Zm9v"}, std::pair{"foob", "Zm9vYg=="},
+                                std::pair{"fooba", "Zm9vYmE="}, std::pair{"foobar", "Zm9vYmFy"}}) {
+    CHECK(base64Encode(plain) == encoded);
+    CHECK(base64Decode(encoded).value() == plain);
+  }
+  std::string bytes;
+  for (int i = 0; i < 256; ++i)
+    bytes += static_cast<char>(i);
+  CHECK(base64Decode(base64Encode(bytes)).value() == bytes);
+  CHECK(base64Decode("Zm9v\nYmFy").value() == "foobar");
+  CHECK_FALSE(base64Decode("Zm9").has_value());
+  CHECK_FALSE(base64Decode("Zm=v").has_value());
+  CHECK_FALSE(base64Decode("Zm9v!").has_value());
+}
+
+TEST_CASE("a pod CREATE review", "[admission-review]") {
+  const json body = admissionReview(gvirtusPod(), "1234-abcd", "CREATE", true);
+  auto request = parseAdmissionReview(body.dump());
+  REQUIRE(request.has_value());
+  CHECK(request->uid == "1234-abcd");
+  CHECK(request->isPod());
+  CHECK(request->operation == "CREATE");
+  CHECK(request->ns == "default");
+  CHECK(request->name == "trainer");
+  CHECK(request->dryRun);
+  CHECK(request->object["metadata"]["name"] == "trainer");
+}
+
+TEST_CASE("bodies that are not an AdmissionReview v1 are errors", "[admission-review]") {
+  json noUid = admissionReview(gvirtusPod());
+  noUid["request"].erase("uid");
+  json v1beta1 = admissionReview(gvirtusPod());
+  v1beta1["apiVersion"] = "admission.k8s.io/v1beta1";
+  json badObject = admissionReview(gvirtusPod());
+  badObject["request"]["object"] = "pod";
+  json badDryRun = admissionReview(gvirtusPod());
+  badDryRun["request"]["dryRun"] = "yes";
+  std::string deep(1000, '[');
+  for (const auto& [body, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"", "not JSON"},
+           {"{\"kind\":", "not JSON"},
+           {"[1,2]", "not a JSON object"},
+           {R"({"kind":"Pod","apiVersion":"v1"})", "not an AdmissionReview"},
+           {v1beta1.dump(), "only v1"},
+           {R"({"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1"})", "no request"},
+           {noUid.dump(), "no uid"},
+           {badObject.dump(), "request.object"},
+           {badDryRun.dump(), "request.dryRun"},
+           {deep, "nests deeper"}}) {
+    INFO(body.substr(0, 80));
+    auto request = parseAdmissionReview(body);
+    REQUIRE_FALSE(request.has_value());
+    CHECK_THAT(request.error().message, Catch::Contains(expected));
+  }
+}
+
+TEST_CASE("the answer echoes the uid and carries a base64 JSON patch", "[admission-review]") {
+  AdmissionResponse response = AdmissionResponse::allow("uid-9");
+  response.patch.add("/metadata/labels", json{{"a", "b"}});
+  response.warnings = {"careful"};
+  const json review = admissionReviewJson(response);
+  CHECK(review["apiVersion"] == "admission.k8s.io/v1");
+  CHECK(review["kind"] == "AdmissionReview");
+  CHECK(review["response"]["uid"] == "uid-9");
+  CHECK(review["response"]["allowed"] == true);
+  CHECK(review["response"]["warnings"] == json::array({"careful"}));
+  CHECK(patchOf(review) ==
+        json::parse(R"([{"op":"add","path":"/metadata/labels","value":{"a":"b"}}])"));
+
+  const json plain = admissionReviewJson(AdmissionResponse::allow("u"));
+  CHECK_FALSE(plain["response"].contains("patch"));
+  CHECK_FALSE(plain["response"].contains("patchType"));
+  CHECK_FALSE(plain["response"].contains("warnings"));
+
+  const json denied = admissionReviewJson(AdmissionResponse::deny("u", 400, "no"));
+  CHECK(denied["response"]["allowed"] == false);
+  CHECK(denied["response"]["status"] == json({{"code", 400}, {"message", "no"}}));
+  CHECK(json::parse(renderAdmissionReview(AdmissionResponse::deny("u", 400, "no"))) == denied);
+}

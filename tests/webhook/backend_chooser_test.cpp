@@ -1,0 +1,219 @@
+#include "webhook/backend_chooser.h"
+
+#include <catch2/catch.hpp>
+#include <map>
+
+#include "webhook/fixtures.h"
+
+using namespace gvirtus::webhook;
+using gvirtus::webhook::testing::backend;
+using namespace std::chrono;
+
+namespace {
+
+struct FakeClock {
+  system_clock::time_point now = system_clock::now();
+  std::function<system_clock::time_point()> fn() {
+    return [this] { return now; };
+  }
+};
+
+ChooserOptions optionsFor(Policy policy, FakeClock& clock, double random = 0) {
+  ChooserOptions options;
+  options.policy = policy;
+  options.now = clock.fn();
+  options.random = [random] { return random; };
+  return options;
+}
+
+std::string pick(BackendChooser& chooser, const std::vector<Backend>& backends,
+                 const BackendRequirements& pod = {}, bool record = true) {
+  auto choice = chooser.choose(backends, pod, record);
+  INFO((choice ? "" : choice.error().reason));
+  REQUIRE(choice.has_value());
+  return choice->backend.ip;
+}
+
+}  // namespace
+
+TEST_CASE("least-connections picks the least loaded and counts its own assignments", "[chooser]") {
+  FakeClock clock;
+  BackendChooser chooser(optionsFor(Policy::LeastConnections, clock));
+  const std::vector<Backend> backends = {backend("10.0.0.1", 5), backend("10.0.0.2", 2),
+                                         backend("10.0.0.3", 3)};
+  // A burst of six pods spreads out: 2+1, 2+2 ~ 3, ... instead of all on 10.0.0.2.
+  std::map<std::string, int> counts;
+  for (int i = 0; i < 6; ++i) {
+    ++counts[pick(chooser, backends)];
+  }
+  CHECK(counts["10.0.0.2"] == 3);  // 2 -> 5
+  CHECK(counts["10.0.0.3"] == 2);  // 3 -> 5
+  CHECK(counts["10.0.0.1"] == 1);  // 5 -> 6
+  CHECK(chooser.recentAssignments("10.0.0.2:9999") == 3);
+
+  // A minute later the assignments no longer count (the load report shows them by then).
+  clock.now += minutes(1);
+  CHECK(chooser.recentAssignments("10.0.0.2:9999") == 0);
+}
+
+TEST_CASE("ties go to the lowest endpoint", "[chooser]") {
+  FakeClock clock;
+  BackendChooser chooser(optionsFor(Policy::LeastConnections, clock));
+  CHECK(pick(chooser, {backend("10.0.0.9"), backend("10.0.0.10")}) == "10.0.0.10");
+}
+
+TEST_CASE("a dry run records nothing", "[chooser]") {
+  FakeClock clock;
+  BackendChooser chooser(optionsFor(Policy::LeastConnections, clock));
+  const std::vector<Backend> backends = {backend("10.0.0.1", 1), backend("10.0.0.2", 1)};
+  for (int i = 0; i < 3; ++i) {
+    CHECK(pick(chooser, backends, {}, false) == "10.0.0.1");
+  }
+  CHECK(chooser.recentAssignments("10.0.0.1:9999") == 0);
+}
+
+TEST_CASE("round-robin goes around in endpoint order", "[chooser]") {
+  FakeClock clock;
+  BackendChooser chooser(optionsFor(Policy::RoundRobin, clock));
+  const std::vector<Backend> backends = {backend("10.0.0.3"), backend("10.0.0.1", 9),
+                                         backend("10.0.0.2")};
+  std::vector<std::string> order;
+  for (int i = 0; i < 4; ++i) {
+    order.push_back(pick(chooser, backends));
+  }
+  CHECK(order == std::vector<std::string>{"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.1"});
+  // A dry run does not advance it.
+  CHECK(pick(chooser, backends, {}, false) == "10.0.0.2");
+  CHECK(pick(chooser, backends) == "10.0.0.2");
+}
+
+TEST_CASE("random uses the random source", "[chooser]") {
+  FakeClock clock;
+  const std::vector<Backend> backends = {backend("10.0.0.1"), backend("10.0.0.2"),
+                                         backend("10.0.0.3")};
+  for (auto [r, ip] : {std::pair{0.0, "10.0.0.1"}, std::pair{0.5, "10.0.0.2"},
+                       std::pair{0.99, "10.0.0.3"}, std::pair{1.0, "10.0.0.3"}}) {
+    BackendChooser chooser(optionsFor(Policy::Random, clock, r));
+    CHECK(pick(chooser, backends) == ip);
+  }
+}
+
+TEST_CASE("same-zone prefers the pod's zone and hands back the zone to prefer", "[chooser]") {
+  FakeClock clock;
+  BackendChooser chooser(optionsFor(Policy::SameZone, clock));
+  const std::vector<Backend> backends = {backend("10.0.0.1", 0, 0, "a", "zone-a"),
+                                         backend("10.0.0.2", 5, 0, "b", "zone-b")};
+  BackendRequirements inB;
+  inB.zone = "zone-b";
+  auto choice = chooser.choose(backends, inB, true);
+  REQUIRE(choice.has_value());
+  CHECK(choice->backend.ip == "10.0.0.2");
+  CHECK(choice->preferredZone == "zone-b");
+  CHECK(choice->policy == Policy::SameZone);
+
+  // No zone asked: the least loaded, and its zone becomes the pod's preference.
+  choice = chooser.choose(backends, {}, true);
+  REQUIRE(choice.has_value());
+  CHECK(choice->backend.ip == "10.0.0.1");
+  CHECK(choice->preferredZone == "zone-a");
+
+  // A zone without backends: any backend.
+  BackendRequirements inC;
+  inC.zone = "zone-c";
+  CHECK(chooser.choose(backends, inC, true)->backend.ip == "10.0.0.1");
+}
+
+TEST_CASE("a pod's policy overrides the default", "[chooser]") {
+  FakeClock clock;
+  BackendChooser chooser(optionsFor(Policy::LeastConnections, clock));
+  BackendRequirements pod;
+  pod.policy = Policy::RoundRobin;
+  const std::vector<Backend> backends = {backend("10.0.0.1", 0), backend("10.0.0.2", 9)};
+  CHECK(pick(chooser, backends, pod) == "10.0.0.1");
+  CHECK(pick(chooser, backends, pod) == "10.0.0.2");
+  CHECK(chooser.choose(backends, pod, true)->policy == Policy::RoundRobin);
+}
+
+TEST_CASE("backends at maxSessions are not chosen, own assignments included", "[chooser]") {
+  FakeClock clock;
+  BackendChooser chooser(optionsFor(Policy::LeastConnections, clock));
+  const std::vector<Backend> backends = {backend("10.0.0.1", 1, 3), backend("10.0.0.2", 4, 4)};
+  CHECK(pick(chooser, backends) == "10.0.0.1");
+  CHECK(pick(chooser, backends) == "10.0.0.1");
+  auto none = chooser.choose(backends, {}, true);
+  REQUIRE_FALSE(none.has_value());
+  CHECK(none.error().reason == "none of 2 backends can take the pod: 2 at maxSessions");
+}
+
+TEST_CASE("GPU memory and GPU count constraints", "[chooser]") {
+  FakeClock clock;
+  BackendChooser chooser(optionsFor(Policy::LeastConnections, clock));
+  Backend small = backend("10.0.0.1");
+  small.load->gpus = {GpuLoad{0, 16384, 8192, 0}};
+  Backend big = backend("10.0.0.2", 7);
+  big.load->gpus = {GpuLoad{0, 81920, 0, 0}, GpuLoad{1, 81920, 81920, 100}};
+
+  BackendRequirements memory;
+  memory.gpuMemoryMiB = 16384;
+  CHECK(pick(chooser, {small, big}, memory) == "10.0.0.2");
+  BackendRequirements twoGpus;
+  twoGpus.gpus = 2;
+  CHECK(pick(chooser, {small, big}, twoGpus) == "10.0.0.2");
+
+  BackendRequirements tooMuch;
+  tooMuch.gpuMemoryMiB = 100000;
+  tooMuch.gpus = 1;
+  auto none = chooser.choose({small, big}, tooMuch, true);
+  REQUIRE_FALSE(none.has_value());
+  CHECK(none.error().reason ==
+        "none of 2 backends can take the pod: 2 without a GPU with 100000 MiB free");
+
+  Backend unknown = backend("10.0.0.3");
+  unknown.load.reset();
+  none = chooser.choose({unknown}, memory, true);
+  REQUIRE_FALSE(none.has_value());
+  CHECK(none.error().reason.find("1 without a load report") != std::string::npos);
+}
+
+TEST_CASE("fresh load reports rank before stale ones; very old ones are gone", "[chooser]") {
+  FakeClock clock;
+  BackendChooser chooser(optionsFor(Policy::LeastConnections, clock));
+  Backend fresh = backend("10.0.0.2", 10);
+  Backend stale = backend("10.0.0.1", 0);
+  stale.load->updated = clock.now - minutes(2);
+  Backend gone = backend("10.0.0.3", 0);
+  gone.load->updated = clock.now - minutes(6);
+  Backend unreported = backend("10.0.0.4");
+  unreported.load.reset();
+
+  CHECK(pick(chooser, {stale, fresh, gone, unreported}) == "10.0.0.2");
+  CHECK(pick(chooser, {stale, gone}) == "10.0.0.1");
+  CHECK(pick(chooser, {unreported, gone}) == "10.0.0.4");
+  auto none = chooser.choose({gone}, {}, true);
+  REQUIRE_FALSE(none.has_value());
+  CHECK(none.error().reason ==
+        "none of 1 backend can take the pod: 1 with a load report older than 5m");
+}
+
+TEST_CASE("no backend at all", "[chooser]") {
+  FakeClock clock;
+  BackendChooser chooser(optionsFor(Policy::LeastConnections, clock));
+  auto none = chooser.choose({}, {}, true);
+  REQUIRE_FALSE(none.has_value());
+  CHECK(none.error().reason == "no GVirtuS backend is ready");
+}
+
+TEST_CASE("static backends without load reports still take pods", "[chooser]") {
+  FakeClock clock;
+  BackendChooser chooser(optionsFor(Policy::LeastConnections, clock));
+  Backend a;
+  a.ip = "192.0.2.1";
+  a.port = 9999;
+  Backend b = a;
+  b.ip = "192.0.2.2";
+  CHECK(pick(chooser, {a, b}) == "192.0.2.1");
+  CHECK(pick(chooser, {a, b}) == "192.0.2.2");
+  chooser.recordAssignment("192.0.2.1:9999");
+  chooser.recordAssignment("192.0.2.1:9999");
+  CHECK(pick(chooser, {a, b}) == "192.0.2.2");
+}

@@ -1,0 +1,71 @@
+#include "webhook/backend.h"
+
+#include <catch2/catch.hpp>
+
+using namespace gvirtus::webhook;
+using namespace std::chrono;
+
+TEST_CASE("the backend shim's load annotation", "[backend]") {
+  auto load = parseBackendLoad(
+      R"({"connections":3,"maxSessions":16,"gpus":[{"index":0,"memoryTotalMiB":81920,"memoryUsedMiB":1024,"utilization":12},{"index":1,"memoryTotalMiB":40960,"memoryUsedMiB":0,"utilization":0}],"updated":"2026-11-22T10:00:00Z","extra":true})");
+  REQUIRE(load.has_value());
+  CHECK(load->connections == 3);
+  CHECK(load->maxSessions == 16);
+  REQUIRE(load->gpus.size() == 2);
+  CHECK(load->gpus[0].memoryFreeMiB() == 80896);
+  CHECK(load->gpus[1].index == 1);
+  REQUIRE(load->updated.has_value());
+  CHECK(*load->updated == sys_days(year(2026) / 11 / 22) + hours(10));
+}
+
+TEST_CASE("a minimal load annotation", "[backend]") {
+  auto load = parseBackendLoad(R"({"connections":0})");
+  REQUIRE(load.has_value());
+  CHECK(load->maxSessions == 0);
+  CHECK(load->gpus.empty());
+  CHECK_FALSE(load->updated.has_value());
+}
+
+TEST_CASE("bad load annotations are errors", "[backend]") {
+  for (const char* text :
+       {"", "[]", "{", R"({"connections":"3"})", R"({"connections":-1})", R"({"gpus":{}})",
+        R"({"gpus":[1]})", R"({"gpus":[{"memoryTotalMiB":"x"}]})", R"({"updated":5})",
+        R"({"updated":"yesterday"})"}) {
+    INFO(text);
+    CHECK_FALSE(parseBackendLoad(text).has_value());
+  }
+}
+
+TEST_CASE("RFC 3339 times", "[backend]") {
+  const auto base = sys_days(year(2026) / 11 / 22) + hours(10);
+  CHECK(parseRfc3339("2026-11-22T10:00:00Z").value() == base);
+  CHECK(parseRfc3339("2026-11-22T10:00:00.250Z").value() == base + milliseconds(250));
+  CHECK(parseRfc3339("2026-11-22T12:00:00+02:00").value() == base);
+  CHECK(parseRfc3339("2026-11-22T09:30:00-00:30").value() == base);
+  for (const char* text :
+       {"2026-11-22", "2026-11-22T10:00:00", "2026-13-01T00:00:00Z", "2026-02-30T00:00:00Z",
+        "2026-11-22T10:00:00.Z", "2026-11-22T10:00:00+2:00", "2026-11-22 10:00:00Z"}) {
+    INFO(text);
+    CHECK_FALSE(parseRfc3339(text).has_value());
+  }
+}
+
+TEST_CASE("endpoints are IPv4:PORT", "[backend]") {
+  auto endpoint = parseEndpoint("10.0.0.7:9999");
+  REQUIRE(endpoint.has_value());
+  CHECK(endpoint->first == "10.0.0.7");
+  CHECK(endpoint->second == 9999);
+  for (const char* text : {"10.0.0.7", "host:9999", "10.0.0.7:0", "10.0.0.7:70000", ":9999",
+                           "10.0.0.7:99x", "[::1]:9999"}) {
+    INFO(text);
+    CHECK_FALSE(parseEndpoint(text).has_value());
+  }
+  Backend b;
+  b.ip = "10.0.0.7";
+  b.port = 9999;
+  CHECK(b.endpoint() == "10.0.0.7:9999");
+  CHECK(b.podRef().empty());
+  b.podNamespace = "gvirtus-system";
+  b.podName = "backend-0";
+  CHECK(b.podRef() == "gvirtus-system/backend-0");
+}

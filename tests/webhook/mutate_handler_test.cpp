@@ -1,0 +1,255 @@
+#include "webhook/mutate_handler.h"
+
+#include <catch2/catch.hpp>
+
+#include "common/metrics.h"
+#include "webhook/fixtures.h"
+#include "webhook/metrics.h"
+
+using namespace gvirtus::webhook;
+using namespace gvirtus::webhook::testing;
+
+namespace {
+
+struct Harness {
+  FakeBackendSource source{
+      {backend("10.0.0.1", 3, 16, "backend-a"), backend("10.0.0.2", 1, 16, "backend-b")}};
+  BackendChooser chooser;
+  gvirtus::MetricsRegistry registry;
+  WebhookMetrics metrics{registry};
+  MutateHandler handler{MutateConfig{}, source, chooser, &metrics};
+
+  // Posts one review; returns the parsed AdmissionReview answer.
+  json post(const json& review) {
+    auto response = handler.handle(review.dump());
+    INFO(response.body);
+    REQUIRE(response.status == 200);
+    CHECK(response.contentType == "application/json");
+    json answer = json::parse(response.body);
+    CHECK(answer["response"]["uid"] == review["request"]["uid"]);
+    return answer;
+  }
+};
+
+const json& annotations(const json& pod) {
+  return pod["metadata"]["annotations"];
+}
+
+}  // namespace
+
+TEST_CASE("a GVirtuS pod gets a backend, its properties and the wiring", "[mutate]") {
+  Harness h;
+  const json pod = gvirtusPod();
+  const json answer = h.post(admissionReview(pod, "uid-42"));
+  CHECK(answer["response"]["allowed"] == true);
+  const json out = applied(pod, patchOf(answer));
+  CHECK(annotations(out)["gvirtus.io/backend"] == "10.0.0.2:9999");
+  CHECK(annotations(out)["gvirtus.io/backend-pod"] == "gvirtus-system/backend-b");
+  const json properties = json::parse(annotations(out)["gvirtus.io/properties"].get<std::string>());
+  CHECK(properties["communicator"][0]["endpoint"]["server_address"] == "10.0.0.2");
+  CHECK(properties["communicator"][0]["endpoint"]["port"] == "9999");
+  CHECK(out["spec"]["volumes"][0]["name"] == "gvirtus-config");
+  CHECK(out["spec"]["containers"][0]["volumeMounts"][0]["mountPath"] == "/etc/gvirtus");
+  CHECK(out["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1");
+  CHECK(out["spec"]["nodeSelector"]["gvirtus.io/frontend.allowed"] == "true");
+  CHECK(out["spec"]["containers"][0]["command"] == pod["spec"]["containers"][0]["command"]);
+  CHECK(h.chooser.recentAssignments("10.0.0.2:9999") == 1);
+  CHECK_THAT(h.registry.render(),
+             Catch::Contains("gvirtus_webhook_backend_choices_total{backend=\"10.0.0.2:9999\"} 1"));
+  CHECK_THAT(h.registry.render(),
+             Catch::Contains("gvirtus_webhook_reviews_total{result=\"patched\"} 1"));
+}
+
+TEST_CASE("a reinvoked webhook, or the patch applied twice, changes nothing more", "[mutate]") {
+  Harness h;
+  json pod = gvirtusPod({"app", "worker"});
+  pod["spec"]["nodeSelector"] = {{"disk", "ssd"}};
+  pod["metadata"]["annotations"] = {{"gvirtus.io/containers", "worker"}};
+  const json patch = patchOf(h.post(admissionReview(pod)));
+  const json once = applied(pod, patch);
+  // The webhook again, on its own result: an empty patch and no second assignment.
+  const json answer = h.post(admissionReview(once, "uid-2"));
+  CHECK(patchOf(answer).empty());
+  CHECK(h.chooser.recentAssignments("10.0.0.2:9999") == 1);
+  CHECK(h.chooser.recentAssignments("10.0.0.1:9999") == 0);
+  // The same patch applied to its own result changes nothing more.
+  CHECK(applied(once, patch) == once);
+}
+
+TEST_CASE("a dry run gets the same patch and records nothing", "[mutate]") {
+  Harness h;
+  const json pod = gvirtusPod();
+  const json dry = patchOf(h.post(admissionReview(pod, "uid-1", "CREATE", true)));
+  CHECK(h.chooser.recentAssignments("10.0.0.2:9999") == 0);
+  CHECK_THAT(h.registry.render(),
+             !Catch::Contains("gvirtus_webhook_backend_choices_total{backend="));
+  const json real = patchOf(h.post(admissionReview(pod, "uid-2")));
+  CHECK(dry == real);
+  CHECK(h.chooser.recentAssignments("10.0.0.2:9999") == 1);
+}
+
+TEST_CASE("three pods spread by least-connections", "[mutate]") {
+  Harness h;
+  std::vector<std::string> chosen;
+  for (int i = 0; i < 3; ++i) {
+    const json pod = gvirtusPod();
+    const json out =
+        applied(pod, patchOf(h.post(admissionReview(pod, "uid-" + std::to_string(i)))));
+    chosen.push_back(annotations(out)["gvirtus.io/backend"]);
+  }
+  // b has 1 connection, a 3: b, b, then a tie at 3 goes to a (lower endpoint).
+  CHECK(chosen == std::vector<std::string>{"10.0.0.2:9999", "10.0.0.2:9999", "10.0.0.1:9999"});
+}
+
+TEST_CASE("a pod pinned to a backend by its author keeps it", "[mutate]") {
+  Harness h;
+  json pod = gvirtusPod();
+  pod["metadata"]["annotations"] = {{"gvirtus.io/backend", "192.0.2.9:7777"}};
+  const json out = applied(pod, patchOf(h.post(admissionReview(pod))));
+  CHECK(annotations(out)["gvirtus.io/backend"] == "192.0.2.9:7777");
+  CHECK_FALSE(annotations(out).contains("gvirtus.io/backend-pod"));
+  CHECK_THAT(annotations(out)["gvirtus.io/properties"].get<std::string>(),
+             Catch::Contains("\"server_address\":\"192.0.2.9\",\"port\":\"7777\""));
+  CHECK(h.chooser.recentAssignments("10.0.0.2:9999") == 0);
+}
+
+TEST_CASE("other kinds, operations and unlabelled pods are allowed unchanged", "[mutate]") {
+  Harness h;
+  json unlabelled = gvirtusPod();
+  unlabelled["metadata"]["labels"] = {{"app", "web"}};
+  json disabled = gvirtusPod();
+  disabled["metadata"]["labels"]["gvirtus.io/enabled"] = "false";
+  json configMap = admissionReview(gvirtusPod());
+  configMap["request"]["kind"] = {{"group", ""}, {"version", "v1"}, {"kind", "ConfigMap"}};
+  json binding = admissionReview(gvirtusPod());
+  binding["request"]["subResource"] = "binding";
+  json deletion = admissionReview(gvirtusPod(), "u", "DELETE");
+  deletion["request"]["object"] = nullptr;
+  for (const json& review : {admissionReview(unlabelled), admissionReview(disabled), configMap,
+                             binding, admissionReview(gvirtusPod(), "u", "UPDATE"), deletion}) {
+    const json answer = h.post(review);
+    CHECK(answer["response"]["allowed"] == true);
+    CHECK_FALSE(answer["response"].contains("patch"));
+    CHECK_FALSE(answer["response"].contains("warnings"));
+  }
+  CHECK(h.chooser.recentAssignments("10.0.0.2:9999") == 0);
+}
+
+TEST_CASE("an unknown container name is denied, naming it", "[mutate]") {
+  Harness h;
+  json pod = gvirtusPod({"app"});
+  pod["metadata"]["annotations"] = {{"gvirtus.io/containers", "trainer"}};
+  const json answer = h.post(admissionReview(pod));
+  CHECK(answer["response"]["allowed"] == false);
+  CHECK(answer["response"]["status"]["code"] == 400);
+  CHECK_THAT(answer["response"]["status"]["message"].get<std::string>(),
+             Catch::Contains("\"trainer\""));
+  CHECK(h.chooser.recentAssignments("10.0.0.2:9999") == 0);
+  CHECK_THAT(h.registry.render(),
+             Catch::Contains("gvirtus_webhook_reviews_total{result=\"denied\"} 1"));
+}
+
+TEST_CASE("an unreadable gpu-memory annotation is denied, naming it", "[mutate]") {
+  Harness h;
+  json pod = gvirtusPod();
+  pod["metadata"]["annotations"] = {{"gvirtus.io/gpu-memory", "lots"}};
+  const json answer = h.post(admissionReview(pod));
+  CHECK(answer["response"]["allowed"] == false);
+  CHECK_THAT(answer["response"]["status"]["message"].get<std::string>(),
+             Catch::Contains("gvirtus.io/gpu-memory"));
+}
+
+TEST_CASE("no backend: the pod waits behind a scheduling gate, with a warning", "[mutate]") {
+  Harness h;
+  h.source.set({});
+  const json pod = gvirtusPod();
+  const json answer = h.post(admissionReview(pod));
+  CHECK(answer["response"]["allowed"] == true);
+  REQUIRE(answer["response"]["warnings"].size() == 1);
+  CHECK_THAT(answer["response"]["warnings"][0].get<std::string>(),
+             Catch::Contains("no GVirtuS backend is ready"));
+  const json out = applied(pod, patchOf(answer));
+  CHECK(out["spec"]["schedulingGates"] == json::parse(R"([{"name":"gvirtus.io/backend"}])"));
+  CHECK(annotations(out)["gvirtus.io/backend-status"] == "waiting");
+  CHECK_FALSE(annotations(out).contains("gvirtus.io/backend"));
+  // Wired already, so that releasing it later is only the backend annotations.
+  CHECK(out["spec"]["volumes"][0]["name"] == "gvirtus-config");
+  CHECK_THAT(h.registry.render(),
+             Catch::Contains("gvirtus_webhook_reviews_total{result=\"waiting\"} 1"));
+
+  // A GPU memory request no backend meets gives the reason.
+  h.source.set({backend("10.0.0.1")});
+  json big = gvirtusPod();
+  big["metadata"]["annotations"] = {{"gvirtus.io/gpu-memory", "1Ti"}};
+  const json waiting = h.post(admissionReview(big));
+  CHECK_THAT(waiting["response"]["warnings"][0].get<std::string>(),
+             Catch::Contains("1 without a GPU with 1048576 MiB free"));
+}
+
+TEST_CASE("gpu-scheduling-map pods", "[mutate]") {
+  Harness h;
+  const std::string map = "0=node1:0,1\n1=node2:2\n2=node3:0,1,2\n3=node4:3\n4=node4:3\n";
+  auto statefulPod = [&](int index) {
+    return json{{"metadata",
+                 {{"name", "web-" + std::to_string(index)},
+                  {"namespace", "default"},
+                  {"labels", {{"apps.kubernetes.io/pod-index", std::to_string(index)}}},
+                  {"annotations", {{"gpu-scheduling-map", map}}}}},
+                {"spec", {{"containers", json::array({{{"name", "app"}, {"image", "x"}}})}}}};
+  };
+
+  SECTION("an entry pins the pod") {
+    const json pod = statefulPod(2);
+    const json out = applied(pod, patchOf(h.post(admissionReview(pod))));
+    CHECK(out["spec"]["containers"][0]["env"] ==
+          json::parse(R"([{"name":"CUDA_VISIBLE_DEVICES","value":"0,1,2"}])"));
+    CHECK(out["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+             ["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] == json::array({"node3"}));
+    CHECK_FALSE(out["metadata"]["annotations"].contains("gvirtus.io/backend"));
+    CHECK(patchOf(h.post(admissionReview(out))).empty());
+  }
+  SECTION("no entry: allowed unchanged with a warning") {
+    const json answer = h.post(admissionReview(statefulPod(5)));
+    CHECK(answer["response"]["allowed"] == true);
+    CHECK_FALSE(answer["response"].contains("patch"));
+    CHECK(answer["response"]["warnings"] ==
+          json::array({"gpu-scheduling-map has no entry for pod 5; placed freely"}));
+  }
+  SECTION("a broken map is denied, naming the line") {
+    json pod = statefulPod(0);
+    pod["metadata"]["annotations"]["gpu-scheduling-map"] = "0=node1:0\n1=node2:x\n";
+    const json answer = h.post(admissionReview(pod));
+    CHECK(answer["response"]["allowed"] == false);
+    CHECK(answer["response"]["status"]["message"] ==
+          "gpu-scheduling-map line 2 (\"1=node2:x\"): devices \"x\" are not comma-separated "
+          "integers");
+  }
+  SECTION("a GVirtuS pod with a map gets both") {
+    json pod = statefulPod(1);
+    pod["metadata"]["labels"]["gvirtus.io/enabled"] = "true";
+    const json out = applied(pod, patchOf(h.post(admissionReview(pod))));
+    CHECK(out["metadata"]["annotations"]["gvirtus.io/backend"] == "10.0.0.2:9999");
+    CHECK(out["spec"]["containers"][0]["env"].size() == 2);
+    CHECK(patchOf(h.post(admissionReview(out))).empty());
+  }
+}
+
+TEST_CASE("bad bodies are answered 400 with a message", "[mutate]") {
+  Harness h;
+  for (const std::string& body :
+       {std::string("not json"), std::string("{}"), std::string(R"({"kind":"AdmissionReview"})"),
+        std::string(
+            R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{}})")}) {
+    auto response = h.handler.handle(body);
+    CHECK(response.status == 400);
+    CHECK_THAT(response.body, Catch::StartsWith("bad AdmissionReview: "));
+  }
+  MutateConfig small;
+  small.maxRequestBytes = 100;
+  MutateHandler limited(small, h.source, h.chooser);
+  auto response = limited.handle(admissionReview(gvirtusPod()).dump());
+  CHECK(response.status == 400);
+  CHECK_THAT(response.body, Catch::Contains("larger than 100 bytes"));
+  CHECK_THAT(h.registry.render(),
+             Catch::Contains("gvirtus_webhook_reviews_total{result=\"invalid\"} 4"));
+}

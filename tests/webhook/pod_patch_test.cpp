@@ -1,0 +1,219 @@
+#include "webhook/pod_patch.h"
+
+#include <catch2/catch.hpp>
+
+#include "webhook/fixtures.h"
+
+using namespace gvirtus::webhook;
+using namespace gvirtus::webhook::testing;
+
+namespace {
+
+json wired(const json& pod, const WiringOptions& options = {}) {
+  auto patch = wiringPatch(pod, options);
+  INFO((patch ? "" : patch.error().message));
+  REQUIRE(patch.has_value());
+  return applied(pod, patch->toJson());
+}
+
+json envNamed(const json& container, const std::string& name) {
+  for (const auto& e : container.value("env", json::array())) {
+    if (e["name"] == name)
+      return e;
+  }
+  return nullptr;
+}
+
+bool hasConfigMount(const json& container) {
+  for (const auto& m : container.value("volumeMounts", json::array())) {
+    if (m["name"] == "gvirtus-config") {
+      return m["mountPath"] == "/etc/gvirtus" && m["readOnly"] == true;
+    }
+  }
+  return false;
+}
+
+const json kVolume = json::parse(R"({"name":"gvirtus-config","downwardAPI":{"defaultMode":420,
+  "items":[{"path":"properties.json","fieldRef":{"apiVersion":"v1",
+  "fieldPath":"metadata.annotations['gvirtus.io/properties']"}}]}})");
+
+}  // namespace
+
+TEST_CASE("one container: volume, mount, env, node selector, GPU limit", "[pod-patch]") {
+  const json pod = gvirtusPod();
+  const json out = wired(pod);
+  CHECK(out["spec"]["volumes"] == json::array({kVolume}));
+  const json& app = out["spec"]["containers"][0];
+  CHECK(hasConfigMount(app));
+  CHECK(envNamed(app, "GVIRTUS_CONFIG")["value"] == "/etc/gvirtus/properties.json");
+  CHECK(app["resources"]["limits"]["nvidia.com/gpu"] == "1");
+  CHECK(out["spec"]["nodeSelector"]["gvirtus.io/frontend.allowed"] == "true");
+  // The command is never touched.
+  CHECK(app["command"] == pod["spec"]["containers"][0]["command"]);
+  CHECK(app["image"] == "example/app");
+  CHECK(out["spec"]["schedulerName"] == "default-scheduler");
+}
+
+TEST_CASE("several containers: all wired, the GPU limit on the first only", "[pod-patch]") {
+  const json out = wired(gvirtusPod({"app", "worker", "logger"}));
+  for (int i = 0; i < 3; ++i) {
+    INFO(i);
+    CHECK(hasConfigMount(out["spec"]["containers"][i]));
+    CHECK(envNamed(out["spec"]["containers"][i], "GVIRTUS_CONFIG") != nullptr);
+  }
+  CHECK(out["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1");
+  CHECK_FALSE(out["spec"]["containers"][1]["resources"].contains("limits"));
+  CHECK(out["spec"]["volumes"].size() == 1);
+}
+
+TEST_CASE("a named subset of containers", "[pod-patch]") {
+  json pod = gvirtusPod({"app", "worker", "logger"});
+  pod["metadata"]["annotations"] = {{"gvirtus.io/containers", "logger, worker"}};
+  const json out = wired(pod);
+  CHECK_FALSE(hasConfigMount(out["spec"]["containers"][0]));
+  CHECK(envNamed(out["spec"]["containers"][0], "GVIRTUS_CONFIG") == nullptr);
+  CHECK(hasConfigMount(out["spec"]["containers"][1]));
+  CHECK(hasConfigMount(out["spec"]["containers"][2]));
+  // The first wired container in pod order gets the limit.
+  CHECK(out["spec"]["containers"][1]["resources"]["limits"]["nvidia.com/gpu"] == "1");
+  CHECK_FALSE(out["spec"]["containers"][2]["resources"].contains("limits"));
+
+  auto targets = wiredContainers(pod);
+  REQUIRE(targets.has_value());
+  REQUIRE(targets->size() == 2);
+  CHECK((*targets)[0].name == "worker");
+}
+
+TEST_CASE("an init container can be named", "[pod-patch]") {
+  json pod = gvirtusPod({"app"});
+  pod["spec"]["initContainers"] = json::array({{{"name", "warmup"}, {"image", "x"}}});
+  pod["metadata"]["annotations"] = {{"gvirtus.io/containers", "warmup"}};
+  const json out = wired(pod);
+  CHECK(hasConfigMount(out["spec"]["initContainers"][0]));
+  CHECK_FALSE(hasConfigMount(out["spec"]["containers"][0]));
+}
+
+TEST_CASE("an unknown container name is an error naming it", "[pod-patch]") {
+  json pod = gvirtusPod({"app", "worker"});
+  pod["metadata"]["annotations"] = {{"gvirtus.io/containers", "app,trainer"}};
+  auto patch = wiringPatch(pod, {});
+  REQUIRE_FALSE(patch.has_value());
+  CHECK(patch.error().message ==
+        "annotation gvirtus.io/containers names container \"trainer\", which the pod does not "
+        "have (it has: app, worker)");
+}
+
+TEST_CASE("a container already setting GVIRTUS_CONFIG keeps its value", "[pod-patch]") {
+  json pod = gvirtusPod({"app"});
+  pod["spec"]["containers"][0]["env"] =
+      json::array({{{"name", "GVIRTUS_CONFIG"}, {"value", "/opt/mine.json"}}});
+  const json out = wired(pod);
+  CHECK(out["spec"]["containers"][0]["env"] ==
+        json::array({{{"name", "GVIRTUS_CONFIG"}, {"value", "/opt/mine.json"}}}));
+  CHECK(hasConfigMount(out["spec"]["containers"][0]));
+}
+
+TEST_CASE("the pod's own node selector and GPU limit are kept", "[pod-patch]") {
+  json pod = gvirtusPod({"app", "worker"});
+  pod["spec"]["nodeSelector"] = {{"disk", "ssd"}};
+  pod["spec"]["containers"][1]["resources"] = {{"limits", {{"nvidia.com/gpu", "2"}}},
+                                               {"requests", {{"nvidia.com/gpu", "2"}}}};
+  const json out = wired(pod);
+  CHECK(out["spec"]["nodeSelector"] ==
+        json({{"disk", "ssd"}, {"gvirtus.io/frontend.allowed", "true"}}));
+  CHECK_FALSE(out["spec"]["containers"][0]["resources"].contains("limits"));
+  CHECK(out["spec"]["containers"][1]["resources"]["limits"]["nvidia.com/gpu"] == "2");
+}
+
+TEST_CASE("add-gpu-limit off adds no limit", "[pod-patch]") {
+  WiringOptions options;
+  options.addGpuLimit = false;
+  const json out = wired(gvirtusPod(), options);
+  CHECK_FALSE(out["spec"]["containers"][0]["resources"].contains("limits"));
+}
+
+TEST_CASE("existing volumes, mounts and env are appended to", "[pod-patch]") {
+  json pod = gvirtusPod({"app"});
+  pod["spec"]["volumes"] = json::array({{{"name", "data"}, {"emptyDir", json::object()}}});
+  pod["spec"]["containers"][0]["volumeMounts"] =
+      json::array({{{"name", "data"}, {"mountPath", "/data"}}});
+  pod["spec"]["containers"][0]["env"] = json::array({{{"name", "A"}, {"value", "1"}}});
+  const json out = wired(pod);
+  CHECK(out["spec"]["volumes"].size() == 2);
+  CHECK(out["spec"]["volumes"][1] == kVolume);
+  CHECK(out["spec"]["containers"][0]["volumeMounts"].size() == 2);
+  CHECK(out["spec"]["containers"][0]["env"].size() == 2);
+}
+
+TEST_CASE("something else mounted at /etc/gvirtus is an error", "[pod-patch]") {
+  json pod = gvirtusPod({"app"});
+  pod["spec"]["containers"][0]["volumeMounts"] =
+      json::array({{{"name", "mine"}, {"mountPath", "/etc/gvirtus"}}});
+  auto patch = wiringPatch(pod, {});
+  REQUIRE_FALSE(patch.has_value());
+  CHECK_THAT(patch.error().message, Catch::Contains("\"app\" already mounts volume \"mine\""));
+}
+
+TEST_CASE("a foreign volume named gvirtus-config is replaced", "[pod-patch]") {
+  json pod = gvirtusPod({"app"});
+  pod["spec"]["volumes"] =
+      json::array({{{"name", "gvirtus-config"}, {"emptyDir", json::object()}}});
+  const json out = wired(pod);
+  CHECK(out["spec"]["volumes"] == json::array({kVolume}));
+}
+
+TEST_CASE("wiring twice changes nothing more", "[pod-patch]") {
+  json pod = gvirtusPod({"app", "worker"});
+  pod["metadata"]["annotations"] = {{"gvirtus.io/containers", "worker"}};
+  WiringOptions options;
+  options.schedulerName = "kai-scheduler";
+  options.kaiQueue = "team-a";
+  const json once = wired(pod, options);
+  auto again = wiringPatch(once, options);
+  REQUIRE(again.has_value());
+  CHECK(again->empty());
+  CHECK(once["spec"]["schedulerName"] == "kai-scheduler");
+  CHECK(once["metadata"]["labels"]["kai.scheduler/queue"] == "team-a");
+}
+
+TEST_CASE("scheduler name and queue only where the pod has none", "[pod-patch]") {
+  json pod = gvirtusPod();
+  pod["spec"]["schedulerName"] = "my-scheduler";
+  pod["metadata"]["labels"]["kai.scheduler/queue"] = "mine";
+  WiringOptions options;
+  options.schedulerName = "kai-scheduler";
+  options.kaiQueue = "team-a";
+  const json out = wired(pod, options);
+  CHECK(out["spec"]["schedulerName"] == "my-scheduler");
+  CHECK(out["metadata"]["labels"]["kai.scheduler/queue"] == "mine");
+}
+
+TEST_CASE("assignment: backend annotations, preferred zone, end of waiting", "[pod-patch]") {
+  json pod = gvirtusPod();
+  const json waiting = applied(pod, waitingPatch(pod).toJson());
+  CHECK(waiting["metadata"]["annotations"]["gvirtus.io/backend-status"] == "waiting");
+  CHECK(waiting["spec"]["schedulingGates"] == json::parse(R"([{"name":"gvirtus.io/backend"}])"));
+  CHECK(waitingPatch(waiting).empty());
+
+  Assignment assignment{"10.0.0.7:9999", "gvirtus-system/backend-0", "{}", "zone-a"};
+  const json out = applied(waiting, assignmentPatch(waiting, assignment).toJson());
+  const json& annotations = out["metadata"]["annotations"];
+  CHECK(annotations["gvirtus.io/backend"] == "10.0.0.7:9999");
+  CHECK(annotations["gvirtus.io/backend-pod"] == "gvirtus-system/backend-0");
+  CHECK(annotations["gvirtus.io/properties"] == "{}");
+  CHECK_FALSE(annotations.contains("gvirtus.io/backend-status"));
+  CHECK(out["spec"]["schedulingGates"].empty());
+  CHECK(
+      out["spec"]["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] ==
+      json::parse(R"([{"weight":100,"preference":{"matchExpressions":[
+          {"key":"topology.kubernetes.io/zone","operator":"In","values":["zone-a"]}]}}])"));
+  CHECK(assignmentPatch(out, assignment).empty());
+}
+
+TEST_CASE("static backends carry no backend-pod annotation", "[pod-patch]") {
+  json pod = gvirtusPod();
+  pod["metadata"]["annotations"] = {{"gvirtus.io/backend-pod", "stale/value"}};
+  const json out = applied(pod, assignmentPatch(pod, {"192.0.2.1:9999", "", "{}", ""}).toJson());
+  CHECK_FALSE(out["metadata"]["annotations"].contains("gvirtus.io/backend-pod"));
+  CHECK_FALSE(out["spec"].contains("affinity"));
+}

@@ -1,0 +1,138 @@
+#pragma once
+
+// gvirtus-webhook as a child process on loopback, for the black-box and integration tests:
+// TLS files from a fresh test CA, ports picked by the process itself (port 0) and read
+// back from its JSON log, and an HTTPS client that verifies the serving certificate.
+
+#ifndef CPPHTTPLIB_OPENSSL_SUPPORT
+#define CPPHTTPLIB_OPENSSL_SUPPORT
+#endif
+#include <httplib.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/certificates.h"
+#include "support/child_process.h"
+#include "support/cluster_env.h"
+
+namespace gvirtus::webhook::testing {
+
+inline std::string webhookBinary() {
+  return gvirtus::testing::binDir() + "/gvirtus-webhook";
+}
+
+// A temporary folder removed with the object.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "gvirtus-webhook-XXXXXX");
+    REQUIRE(mkdtemp(pattern.data()) != nullptr);
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  std::string file(const std::string& name, const std::string& content) const {
+    const std::string path = path_ + "/" + name;
+    std::ofstream(path) << content;
+    return path;
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// A CA and a serving certificate for 127.0.0.1 and localhost, written to files.
+struct TlsFiles {
+  PemKeyPair ca;
+  PemKeyPair serving;
+  std::string caFile;
+  std::string certFile;
+  std::string keyFile;
+
+  explicit TlsFiles(const TempDir& dir) {
+    auto madeCa = generateCa("gvirtus-webhook-test-ca", std::chrono::hours(24));
+    REQUIRE(madeCa.has_value());
+    ca = *madeCa;
+    auto madeServing =
+        generateServingCert(ca, "127.0.0.1", {"localhost"}, {"127.0.0.1"}, std::chrono::hours(24));
+    REQUIRE(madeServing.has_value());
+    serving = *madeServing;
+    caFile = dir.file("ca.crt", ca.certPem);
+    certFile = dir.file("tls.crt", serving.certPem);
+    keyFile = dir.file("tls.key", serving.keyPem);
+  }
+};
+
+// The port a server of the child logged ("HTTP server listening" with "server": name).
+inline int loggedPort(const gvirtus::testing::ChildProcess& child, const std::string& server) {
+  std::istringstream lines(child.output());
+  std::string line;
+  while (std::getline(lines, line)) {
+    auto entry = nlohmann::json::parse(line, nullptr, false);
+    if (entry.is_object() && entry.value("msg", "") == "HTTP server listening" &&
+        entry.value("server", "") == server) {
+      return entry.value("port", 0);
+    }
+  }
+  return 0;
+}
+
+// gvirtus-webhook started with `args` plus --listen/--health-addr on 127.0.0.1:0 and JSON
+// logs; waits until both listeners are up.
+class WebhookProcess {
+ public:
+  explicit WebhookProcess(std::vector<std::string> args, std::vector<std::string> env = {}) {
+    std::vector<std::string> argv = {webhookBinary(), "--listen",    "127.0.0.1:0",
+                                     "--health-addr", "127.0.0.1:0", "--log-format",
+                                     "json"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    child_ = std::make_unique<gvirtus::testing::ChildProcess>(argv, env);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::chrono::steady_clock::now() < deadline && (port_ == 0 || healthPort_ == 0)) {
+      if (!child_->running()) {
+        FAIL("gvirtus-webhook exited early:\n" + child_->output());
+      }
+      port_ = loggedPort(*child_, "webhook");
+      healthPort_ = loggedPort(*child_, "health");
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    INFO(child_->output());
+    REQUIRE(port_ != 0);
+    REQUIRE(healthPort_ != 0);
+  }
+
+  int port() const { return port_; }
+  int healthPort() const { return healthPort_; }
+  gvirtus::testing::ChildProcess& child() { return *child_; }
+
+  // An HTTPS client of the webhook that trusts only `caFile` and checks the host name.
+  std::unique_ptr<httplib::SSLClient> client(const std::string& caFile) const {
+    auto c = std::make_unique<httplib::SSLClient>("127.0.0.1", port_);
+    c->set_ca_cert_path(caFile.c_str());
+    c->enable_server_certificate_verification(true);
+    c->set_keep_alive(true);
+    c->set_tcp_nodelay(true);
+    c->set_read_timeout(10, 0);
+    return c;
+  }
+
+ private:
+  std::unique_ptr<gvirtus::testing::ChildProcess> child_;
+  int port_ = 0;
+  int healthPort_ = 0;
+};
+
+}  // namespace gvirtus::webhook::testing

@@ -1,0 +1,143 @@
+#include "webhook/admission_review.h"
+
+#include "webhook/base64.h"
+
+#include <algorithm>
+#include <cstdint>
+
+namespace gvirtus::webhook {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kApiVersion = "admission.k8s.io/v1";
+// Deeper JSON is refused before parsing: nlohmann::json copies and compares recursively,
+// and a Kubernetes object is never nested this deep.
+constexpr int kMaxDepth = 128;
+
+// The deepest nesting of arrays and objects in `text`, outside strings.
+int nestingDepth(std::string_view text) {
+  int depth = 0;
+  int deepest = 0;
+  bool inString = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (inString) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        inString = false;
+      }
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+Result<std::string> optionalString(const json& object, const char* key) {
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) {
+    return std::string();
+  }
+  if (!it->is_string()) {
+    return fail(std::string("request.") + key + " is not a string");
+  }
+  return it->get<std::string>();
+}
+
+}  // namespace
+
+Result<AdmissionRequest> parseAdmissionReview(std::string_view body) {
+  if (nestingDepth(body) > kMaxDepth) {
+    return fail("the body nests deeper than " + std::to_string(kMaxDepth) + " levels");
+  }
+  json doc = json::parse(body, nullptr, false);
+  if (doc.is_discarded()) {
+    return fail("the body is not JSON");
+  }
+  if (!doc.is_object()) {
+    return fail("the body is not a JSON object");
+  }
+  auto kind = doc.find("kind");
+  auto apiVersion = doc.find("apiVersion");
+  if (kind == doc.end() || *kind != "AdmissionReview") {
+    return fail("the body is not an AdmissionReview (kind is not \"AdmissionReview\")");
+  }
+  if (apiVersion == doc.end() || *apiVersion != kApiVersion) {
+    return fail("the AdmissionReview is not " + std::string(kApiVersion) + " (only v1 is served)");
+  }
+  auto request = doc.find("request");
+  if (request == doc.end() || !request->is_object()) {
+    return fail("the AdmissionReview has no request");
+  }
+  AdmissionRequest out;
+  auto uid = optionalString(*request, "uid");
+  if (!uid) {
+    return fail(uid.error());
+  }
+  if (uid->empty()) {
+    return fail("the AdmissionReview request has no uid");
+  }
+  out.uid = *uid;
+  if (auto k = request->find("kind"); k != request->end() && !k->is_null()) {
+    if (!k->is_object()) {
+      return fail("request.kind is not an object");
+    }
+    for (auto [key, target] : {std::pair{"group", &out.group}, std::pair{"version", &out.version},
+                               std::pair{"kind", &out.kind}}) {
+      auto value = optionalString(*k, key);
+      if (!value) {
+        return fail(value.error());
+      }
+      *target = *value;
+    }
+  }
+  for (auto [key, target] :
+       {std::pair{"subResource", &out.subResource}, std::pair{"operation", &out.operation},
+        std::pair{"namespace", &out.ns}, std::pair{"name", &out.name}}) {
+    auto value = optionalString(*request, key);
+    if (!value) {
+      return fail(value.error());
+    }
+    *target = *value;
+  }
+  if (auto dryRun = request->find("dryRun"); dryRun != request->end() && !dryRun->is_null()) {
+    if (!dryRun->is_boolean()) {
+      return fail("request.dryRun is not a boolean");
+    }
+    out.dryRun = dryRun->get<bool>();
+  }
+  if (auto object = request->find("object"); object != request->end()) {
+    if (!object->is_null() && !object->is_object()) {
+      return fail("request.object is not an object");
+    }
+    out.object = *object;
+  }
+  return out;
+}
+
+json admissionReviewJson(const AdmissionResponse& response) {
+  json r = {{"uid", response.uid}, {"allowed", response.allowed}};
+  if (!response.allowed) {
+    r["status"] = {{"code", response.code}, {"message", response.message}};
+  }
+  if (!response.warnings.empty()) {
+    r["warnings"] = response.warnings;
+  }
+  if (response.allowed && !response.patch.empty()) {
+    r["patchType"] = "JSONPatch";
+    r["patch"] = base64Encode(response.patch.dump());
+  }
+  return {{"apiVersion", kApiVersion}, {"kind", "AdmissionReview"}, {"response", r}};
+}
+
+std::string renderAdmissionReview(const AdmissionResponse& response) {
+  return admissionReviewJson(response).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace gvirtus::webhook

@@ -1,0 +1,63 @@
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+#include "common/json_patch.h"
+
+// AdmissionReview admission.k8s.io/v1, as a mutating webhook receives and answers it.
+namespace gvirtus::webhook {
+
+struct AdmissionRequest {
+  std::string uid;
+  // request.kind of the object under review: {"group":"","version":"v1","kind":"Pod"}.
+  std::string group;
+  std::string version;
+  std::string kind;
+  std::string subResource;
+  std::string operation;  // CREATE, UPDATE, DELETE, CONNECT
+  std::string ns;
+  std::string name;  // empty for generateName objects on CREATE
+  bool dryRun = false;
+  nlohmann::json object;  // null for DELETE
+
+  bool isPod() const { return group.empty() && version == "v1" && kind == "Pod"; }
+};
+
+// Parses an AdmissionReview request body. Anything else (not JSON, not an
+// admission.k8s.io/v1 AdmissionReview, no request, no uid) is an error whose message the
+// HTTP layer sends back with status 400.
+Result<AdmissionRequest> parseAdmissionReview(std::string_view body);
+
+struct AdmissionResponse {
+  std::string uid;
+  bool allowed = true;
+  // For a denial: the HTTP-like code and message the API server shows the client.
+  int code = 0;
+  std::string message;
+  std::vector<std::string> warnings;
+  JsonPatch patch;  // sent as patchType JSONPatch when not empty
+
+  static AdmissionResponse allow(std::string uid) {
+    AdmissionResponse r;
+    r.uid = std::move(uid);
+    return r;
+  }
+  static AdmissionResponse deny(std::string uid, int code, std::string message) {
+    AdmissionResponse r;
+    r.uid = std::move(uid);
+    r.allowed = false;
+    r.code = code;
+    r.message = std::move(message);
+    return r;
+  }
+};
+
+// The AdmissionReview answer: the same uid, the patch base64-encoded.
+nlohmann::json admissionReviewJson(const AdmissionResponse& response);
+std::string renderAdmissionReview(const AdmissionResponse& response);
+
+}  // namespace gvirtus::webhook

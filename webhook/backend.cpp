@@ -1,0 +1,179 @@
+#include "webhook/backend.h"
+
+#include <charconv>
+#include <ctime>
+#include <nlohmann/json.hpp>
+
+#include "common/ipv4_resolver.h"
+
+namespace gvirtus::webhook {
+namespace {
+
+using nlohmann::json;
+
+Result<int64_t> countField(const json& object, const char* name) {
+  auto it = object.find(name);
+  if (it == object.end() || it->is_null()) {
+    return 0;
+  }
+  if (!it->is_number_integer() && !(it->is_number_float() && it->get<double>() >= 0)) {
+    return fail(std::string("\"") + name + "\" is not a number");
+  }
+  const int64_t value =
+      it->is_number_integer() ? it->get<int64_t>() : static_cast<int64_t>(it->get<double>());
+  if (value < 0) {
+    return fail(std::string("\"") + name + "\" is negative");
+  }
+  return value;
+}
+
+// Digits at text[pos..pos+n) as a number; nullopt when they are not all digits.
+std::optional<int> number(std::string_view text, size_t pos, size_t n) {
+  if (pos + n > text.size()) {
+    return std::nullopt;
+  }
+  int value = 0;
+  auto [end, ec] = std::from_chars(text.data() + pos, text.data() + pos + n, value);
+  if (ec != std::errc() || end != text.data() + pos + n) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+}  // namespace
+
+Result<std::chrono::system_clock::time_point> parseRfc3339(std::string_view text) {
+  auto bad = [&] { return fail("\"" + std::string(text) + "\" is not an RFC 3339 time"); };
+  // YYYY-MM-DDTHH:MM:SS
+  if (text.size() < 20 || text[4] != '-' || text[7] != '-' ||
+      (text[10] != 'T' && text[10] != 't') || text[13] != ':' || text[16] != ':') {
+    return bad();
+  }
+  auto year = number(text, 0, 4);
+  auto month = number(text, 5, 2);
+  auto day = number(text, 8, 2);
+  auto hour = number(text, 11, 2);
+  auto minute = number(text, 14, 2);
+  auto second = number(text, 17, 2);
+  if (!year || !month || !day || !hour || !minute || !second || *month < 1 || *month > 12 ||
+      *day < 1 || *day > 31 || *hour > 23 || *minute > 59 || *second > 60) {
+    return bad();
+  }
+  size_t pos = 19;
+  std::chrono::nanoseconds fraction{0};
+  if (pos < text.size() && text[pos] == '.') {
+    ++pos;
+    int64_t nanos = 0;
+    int digits = 0;
+    while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
+      if (digits < 9) {
+        nanos = nanos * 10 + (text[pos] - '0');
+        ++digits;
+      }
+      ++pos;
+    }
+    if (digits == 0) {
+      return bad();
+    }
+    for (int i = digits; i < 9; ++i) {
+      nanos *= 10;
+    }
+    fraction = std::chrono::nanoseconds(nanos);
+  }
+  std::chrono::seconds offset{0};
+  const std::string_view zone = text.substr(pos);
+  if (zone == "Z" || zone == "z") {
+    // UTC
+  } else if (zone.size() == 6 && (zone[0] == '+' || zone[0] == '-') && zone[3] == ':') {
+    auto oh = number(zone, 1, 2);
+    auto om = number(zone, 4, 2);
+    if (!oh || !om || *oh > 23 || *om > 59) {
+      return bad();
+    }
+    offset = std::chrono::hours(*oh) + std::chrono::minutes(*om);
+    if (zone[0] == '-') {
+      offset = -offset;
+    }
+  } else {
+    return bad();
+  }
+  const std::chrono::year_month_day date{std::chrono::year(*year),
+                                         std::chrono::month(static_cast<unsigned>(*month)),
+                                         std::chrono::day(static_cast<unsigned>(*day))};
+  if (!date.ok()) {
+    return bad();
+  }
+  const auto midnight = std::chrono::sys_days(date);
+  const auto time = midnight + std::chrono::hours(*hour) + std::chrono::minutes(*minute) +
+                    std::chrono::seconds(*second) - offset;
+  return std::chrono::time_point_cast<std::chrono::system_clock::duration>(
+      std::chrono::system_clock::time_point(time) +
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(fraction));
+}
+
+Result<BackendLoad> parseBackendLoad(std::string_view annotation) {
+  json doc = json::parse(annotation, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return fail("gvirtus.io/load is not a JSON object");
+  }
+  BackendLoad load;
+  auto connections = countField(doc, "connections");
+  auto maxSessions = countField(doc, "maxSessions");
+  if (!connections || !maxSessions) {
+    return fail(
+        (connections ? maxSessions.error() : connections.error()).context("gvirtus.io/load"));
+  }
+  load.connections = *connections;
+  load.maxSessions = *maxSessions;
+  if (auto gpus = doc.find("gpus"); gpus != doc.end() && !gpus->is_null()) {
+    if (!gpus->is_array()) {
+      return fail("gvirtus.io/load: \"gpus\" is not an array");
+    }
+    for (const auto& item : *gpus) {
+      if (!item.is_object()) {
+        return fail("gvirtus.io/load: a GPU is not an object");
+      }
+      GpuLoad gpu;
+      for (auto [name, target] :
+           {std::pair{"index", &gpu.index}, std::pair{"memoryTotalMiB", &gpu.memoryTotalMiB},
+            std::pair{"memoryUsedMiB", &gpu.memoryUsedMiB},
+            std::pair{"utilization", &gpu.utilization}}) {
+        auto value = countField(item, name);
+        if (!value) {
+          return fail(value.error().context("gvirtus.io/load GPU"));
+        }
+        *target = *value;
+      }
+      load.gpus.push_back(gpu);
+    }
+  }
+  if (auto updated = doc.find("updated"); updated != doc.end() && !updated->is_null()) {
+    if (!updated->is_string()) {
+      return fail("gvirtus.io/load: \"updated\" is not a string");
+    }
+    auto time = parseRfc3339(updated->get<std::string>());
+    if (!time) {
+      return fail(time.error().context("gvirtus.io/load \"updated\""));
+    }
+    load.updated = *time;
+  }
+  return load;
+}
+
+Result<std::pair<std::string, int>> parseEndpoint(std::string_view text) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string_view::npos) {
+    return fail("\"" + std::string(text) + "\" is not IP:PORT");
+  }
+  const std::string ip(text.substr(0, colon));
+  const std::string_view portText = text.substr(colon + 1);
+  int port = 0;
+  auto [end, ec] = std::from_chars(portText.data(), portText.data() + portText.size(), port);
+  if (!isDottedIpv4(ip) || ec != std::errc() || end != portText.data() + portText.size() ||
+      port < 1 || port > 65535) {
+    return fail("\"" + std::string(text) + "\" is not IP:PORT");
+  }
+  return std::pair{ip, port};
+}
+
+}  // namespace gvirtus::webhook

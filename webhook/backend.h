@@ -1,0 +1,64 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+
+namespace gvirtus::webhook {
+
+// One GPU of a backend, as the backend shim measures it.
+struct GpuLoad {
+  int64_t index = 0;
+  int64_t memoryTotalMiB = 0;
+  int64_t memoryUsedMiB = 0;
+  int64_t utilization = 0;  // percent
+
+  int64_t memoryFreeMiB() const { return memoryTotalMiB - memoryUsedMiB; }
+  bool operator==(const GpuLoad&) const = default;
+};
+
+// The backend shim's `gvirtus.io/load` annotation:
+// {"connections":3,"maxSessions":16,"gpus":[...],"updated":"2026-11-22T10:00:00Z"}.
+struct BackendLoad {
+  int64_t connections = 0;
+  int64_t maxSessions = 0;  // 0: no limit
+  std::vector<GpuLoad> gpus;
+  std::optional<std::chrono::system_clock::time_point> updated;
+
+  bool operator==(const BackendLoad&) const = default;
+};
+
+// Parses the annotation; unknown fields are ignored, wrong types and negative counts are
+// errors.
+Result<BackendLoad> parseBackendLoad(std::string_view annotation);
+
+// RFC 3339 time as Kubernetes writes it ("2026-11-22T10:00:00Z", fractions and offsets
+// allowed).
+Result<std::chrono::system_clock::time_point> parseRfc3339(std::string_view text);
+
+// A GVirtuS backend a frontend can be given: a backend pod, or a static address.
+struct Backend {
+  std::string ip;  // dotted IPv4
+  int port = 0;
+  std::string podNamespace;  // empty for static backends
+  std::string podName;
+  std::string node;
+  std::string zone;  // the node's topology.kubernetes.io/zone; empty when unknown
+  std::optional<BackendLoad> load;
+
+  // "IP:PORT": what the frontend connects to, and the backend's identity.
+  std::string endpoint() const { return ip + ":" + std::to_string(port); }
+  // "namespace/name"; empty for static backends.
+  std::string podRef() const { return podName.empty() ? "" : podNamespace + "/" + podName; }
+  bool operator==(const Backend&) const = default;
+};
+
+// Splits "IP:PORT" (a dotted IPv4 address and a port 1-65535).
+Result<std::pair<std::string, int>> parseEndpoint(std::string_view text);
+
+}  // namespace gvirtus::webhook

@@ -1,0 +1,84 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <expected>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/duration.h"
+#include "webhook/backend.h"
+#include "webhook/backend_requirements.h"
+
+namespace gvirtus::webhook {
+
+struct Choice {
+  Backend backend;
+  Policy policy = Policy::LeastConnections;
+  // same-zone: the zone the pod should prefer (a preferred node affinity); empty otherwise.
+  std::string preferredZone;
+};
+
+// Why no backend can take a pod, in words for an admission warning and an Event.
+struct NoBackend {
+  std::string reason;
+};
+
+using ChooseResult = std::expected<Choice, NoBackend>;
+
+struct ChooserOptions {
+  Policy policy = Policy::LeastConnections;
+  // Own assignments count as connections (and against maxSessions) for this long, so that
+  // a burst of pods does not all land on one backend before its load report catches up.
+  Duration assignmentWindow = std::chrono::minutes(1);
+  // A load report older than this is unknown: such backends rank after fresh ones.
+  Duration staleAfter = std::chrono::minutes(1);
+  // A load report older than this means the backend is gone.
+  Duration goneAfter = std::chrono::minutes(5);
+  // The clock and the random source, for deterministic tests; defaults: system clock,
+  // a seeded mt19937.
+  std::function<std::chrono::system_clock::time_point()> now;
+  std::function<double()> random;  // [0, 1)
+};
+
+// Picks one backend for one pod. Thread-safe: admissions run on several threads.
+//
+// A backend is left out when its load report is older than goneAfter, when its
+// connections plus recent assignments reach maxSessions, or when the pod asks for GPU
+// memory or a GPU count its load report does not show (an unknown load shows nothing).
+// Of the rest, backends with a fresh load report come first; the policy picks among them:
+// least-connections (connections plus recent assignments, then the endpoint for ties),
+// round-robin (in endpoint order), random, same-zone (least-connections within the pod's
+// zone when it names one and a backend is there, and the chosen backend's zone becomes the
+// pod's preferred zone).
+class BackendChooser {
+ public:
+  explicit BackendChooser(ChooserOptions options = {});
+
+  // `record`: count the assignment and advance round-robin (false for dry runs, which
+  // must have no side effect).
+  ChooseResult choose(const std::vector<Backend>& backends, const BackendRequirements& pod,
+                      bool record);
+
+  // Counts an assignment made elsewhere (a waiting pod released by the controller).
+  void recordAssignment(const std::string& endpoint);
+  // Assignments to `endpoint` within the window.
+  int64_t recentAssignments(const std::string& endpoint);
+  Policy defaultPolicy() const { return options_.policy; }
+
+ private:
+  using TimePoint = std::chrono::system_clock::time_point;
+  void pruneLocked(TimePoint now);
+  int64_t recentLocked(const std::string& endpoint) const;
+
+  ChooserOptions options_;
+  std::mutex mutex_;
+  std::map<std::string, std::deque<TimePoint>> assignments_;
+  uint64_t nextRoundRobin_ = 0;
+};
+
+}  // namespace gvirtus::webhook

@@ -1,0 +1,109 @@
+#include "webhook/backend_requirements.h"
+
+#include <charconv>
+
+#include "webhook/names.h"
+#include "webhook/quantity.h"
+
+namespace gvirtus::webhook {
+namespace {
+
+using nlohmann::json;
+
+const json* member(const json& object, std::string_view key) {
+  if (!object.is_object()) {
+    return nullptr;
+  }
+  auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
+std::optional<std::string> stringAt(const json& pod, std::string_view section,
+                                    std::string_view key) {
+  const json* metadata = member(pod, "metadata");
+  const json* map = metadata != nullptr ? member(*metadata, section) : nullptr;
+  const json* value = map != nullptr ? member(*map, key) : nullptr;
+  if (value == nullptr || !value->is_string()) {
+    return std::nullopt;
+  }
+  return value->get<std::string>();
+}
+
+std::string trim(std::string_view text) {
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) {
+    return {};
+  }
+  const auto last = text.find_last_not_of(" \t\r\n");
+  return std::string(text.substr(first, last - first + 1));
+}
+
+}  // namespace
+
+Result<Policy> parsePolicy(std::string_view text) {
+  if (text == "least-connections")
+    return Policy::LeastConnections;
+  if (text == "round-robin")
+    return Policy::RoundRobin;
+  if (text == "random")
+    return Policy::Random;
+  if (text == "same-zone")
+    return Policy::SameZone;
+  return fail("unknown policy \"" + std::string(text) +
+              "\" (least-connections, round-robin, random or same-zone)");
+}
+
+std::string_view policyName(Policy policy) {
+  switch (policy) {
+    case Policy::LeastConnections:
+      return "least-connections";
+    case Policy::RoundRobin:
+      return "round-robin";
+    case Policy::Random:
+      return "random";
+    case Policy::SameZone:
+      return "same-zone";
+  }
+  return "least-connections";
+}
+
+Result<BackendRequirements> requirementsFromPod(const json& pod) {
+  BackendRequirements out;
+  auto annotation = [&](std::string_view key) { return stringAt(pod, "annotations", key); };
+  auto invalid = [](std::string_view key, const std::string& value, const std::string& why) {
+    return fail("annotation " + std::string(key) + "=\"" + value + "\": " + why);
+  };
+  if (auto text = annotation(kGpuMemoryAnnotation)) {
+    auto mib = parseMemoryMiB(trim(*text));
+    if (!mib) {
+      return invalid(kGpuMemoryAnnotation, *text, mib.error().message);
+    }
+    out.gpuMemoryMiB = *mib;
+  }
+  if (auto text = annotation(kGpusAnnotation)) {
+    const std::string value = trim(*text);
+    int64_t gpus = 0;
+    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), gpus);
+    if (ec != std::errc() || end != value.data() + value.size() || gpus < 0 || value.empty()) {
+      return invalid(kGpusAnnotation, *text, "not a non-negative integer");
+    }
+    out.gpus = gpus;
+  }
+  if (auto text = annotation(kPolicyAnnotation)) {
+    auto policy = parsePolicy(trim(*text));
+    if (!policy) {
+      return invalid(kPolicyAnnotation, *text, policy.error().message);
+    }
+    out.policy = *policy;
+  }
+  if (const json* spec = member(pod, "spec")) {
+    if (const json* selector = member(*spec, "nodeSelector")) {
+      if (const json* zone = member(*selector, kZoneLabel); zone != nullptr && zone->is_string()) {
+        out.zone = zone->get<std::string>();
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace gvirtus::webhook

@@ -1,0 +1,32 @@
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/error.h"
+
+namespace gvirtus::webhook {
+
+// How the webhook picks a backend (--policy, or a pod's gvirtus.io/backend-policy).
+enum class Policy { LeastConnections, RoundRobin, Random, SameZone };
+
+Result<Policy> parsePolicy(std::string_view text);
+std::string_view policyName(Policy policy);
+
+// What one pod asks of its backend.
+struct BackendRequirements {
+  std::optional<int64_t> gpuMemoryMiB;  // gvirtus.io/gpu-memory: free memory on one GPU
+  std::optional<int64_t> gpus;          // gvirtus.io/gpus: GPUs on the backend
+  std::optional<Policy> policy;         // gvirtus.io/backend-policy
+  // The zone the pod already asks for in its nodeSelector (for same-zone); empty if none.
+  std::string zone;
+};
+
+// Reads the pod's annotations and node selector. An annotation that does not parse is an
+// error naming it and quoting its value.
+Result<BackendRequirements> requirementsFromPod(const nlohmann::json& pod);
+
+}  // namespace gvirtus::webhook

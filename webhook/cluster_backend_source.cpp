@@ -1,0 +1,158 @@
+#include "webhook/cluster_backend_source.h"
+
+#include "common/ipv4_resolver.h"
+#include "common/log.h"
+#include "webhook/names.h"
+
+namespace gvirtus::webhook {
+namespace {
+
+using nlohmann::json;
+
+const json* member(const json& object, std::string_view key) {
+  if (!object.is_object()) {
+    return nullptr;
+  }
+  auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
+std::string stringAt(const json& object, std::initializer_list<std::string_view> keys) {
+  const json* node = &object;
+  for (auto key : keys) {
+    node = member(*node, key);
+    if (node == nullptr) {
+      return {};
+    }
+  }
+  return node->is_string() ? node->get<std::string>() : std::string();
+}
+
+bool isReady(const json& pod) {
+  const json* status = member(pod, "status");
+  const json* conditions = status != nullptr ? member(*status, "conditions") : nullptr;
+  if (conditions == nullptr || !conditions->is_array()) {
+    return false;
+  }
+  for (const auto& condition : *conditions) {
+    if (stringAt(condition, {"type"}) == "Ready") {
+      return stringAt(condition, {"status"}) == "True";
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<Backend> backendFromPod(const json& pod, const std::optional<json>& node, int port) {
+  const json* metadata = member(pod, "metadata");
+  if (metadata == nullptr || member(*metadata, "deletionTimestamp") != nullptr || !isReady(pod)) {
+    return std::nullopt;
+  }
+  Backend backend;
+  backend.ip = stringAt(pod, {"status", "podIP"});
+  if (!isDottedIpv4(backend.ip)) {
+    // An IPv6-first dual-stack pod: take its IPv4 address from podIPs.
+    backend.ip.clear();
+    const json* status = member(pod, "status");
+    const json* ips = status != nullptr ? member(*status, "podIPs") : nullptr;
+    for (size_t i = 0; ips != nullptr && ips->is_array() && i < ips->size(); ++i) {
+      const std::string ip = stringAt((*ips)[i], {"ip"});
+      if (isDottedIpv4(ip)) {
+        backend.ip = ip;
+        break;
+      }
+    }
+    if (backend.ip.empty()) {
+      return std::nullopt;
+    }
+  }
+  backend.port = port;
+  backend.podNamespace = stringAt(pod, {"metadata", "namespace"});
+  backend.podName = stringAt(pod, {"metadata", "name"});
+  backend.node = stringAt(pod, {"spec", "nodeName"});
+  if (node) {
+    backend.zone = stringAt(*node, {"metadata", "labels", kZoneLabel});
+  }
+  const std::string load = stringAt(pod, {"metadata", "annotations", kLoadAnnotation});
+  if (!load.empty()) {
+    if (auto parsed = parseBackendLoad(load)) {
+      backend.load = *parsed;
+    }
+  }
+  return backend;
+}
+
+ClusterBackendSource::ClusterBackendSource(KubeClient& client, std::string ns,
+                                           std::string labelSelector, int port)
+    : port_(port),
+      nodes_(std::make_unique<ResourceCache>(client, resources::kNodes)),
+      pods_(std::make_unique<ResourceCache>(client, resources::kPods, std::move(ns),
+                                            std::move(labelSelector))) {}
+
+ClusterBackendSource::~ClusterBackendSource() {
+  stop();
+}
+
+void ClusterBackendSource::setOnChange(std::function<void()> onChange) {
+  onChange_ = std::move(onChange);
+}
+
+void ClusterBackendSource::start() {
+  auto changed = [this] {
+    if (onChange_) {
+      onChange_();
+    }
+  };
+  auto warnBadLoad = [](const json& pod) {
+    const std::string load = stringAt(pod, {"metadata", "annotations", kLoadAnnotation});
+    if (!load.empty()) {
+      if (auto parsed = parseBackendLoad(load); !parsed) {
+        log::warn("backend pod has an unreadable load report; its load counts as unknown",
+                  {{"pod", cacheKey(pod)}, {"error", parsed.error().message}});
+      }
+    }
+  };
+  pods_->addHandlers({[=](const json& pod) {
+                        warnBadLoad(pod);
+                        changed();
+                      },
+                      [=](const json&, const json& pod) {
+                        warnBadLoad(pod);
+                        changed();
+                      },
+                      [=](const json&) { changed(); }});
+  nodes_->addHandlers({nullptr,
+                       [=](const json& old, const json& now) {
+                         if (stringAt(old, {"metadata", "labels", kZoneLabel}) !=
+                             stringAt(now, {"metadata", "labels", kZoneLabel})) {
+                           changed();
+                         }
+                       },
+                       nullptr});
+  nodes_->start();
+  pods_->start();
+}
+
+void ClusterBackendSource::stop() {
+  pods_->stop();
+  nodes_->stop();
+}
+
+bool ClusterBackendSource::ready() const {
+  return pods_->hasSynced() && nodes_->hasSynced();
+}
+
+std::vector<Backend> ClusterBackendSource::backends() const {
+  std::vector<Backend> out;
+  for (const auto& pod : pods_->list()) {
+    const std::string nodeName = stringAt(pod, {"spec", "nodeName"});
+    auto node = nodeName.empty() ? std::nullopt : nodes_->get("", nodeName);
+    if (auto backend = backendFromPod(pod, node, port_)) {
+      out.push_back(std::move(*backend));
+    }
+  }
+  return out;
+}
+
+}  // namespace gvirtus::webhook

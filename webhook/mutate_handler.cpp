@@ -1,0 +1,240 @@
+#include "webhook/mutate_handler.h"
+
+#include <chrono>
+#include <exception>
+
+#include "common/log.h"
+#include "webhook/gvirtus_properties.h"
+#include "webhook/metrics.h"
+#include "webhook/names.h"
+#include "webhook/scheduling_map.h"
+
+namespace gvirtus::webhook {
+namespace {
+
+using nlohmann::json;
+
+const json* member(const json& object, std::string_view key) {
+  if (!object.is_object()) {
+    return nullptr;
+  }
+  auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
+const json* metadataEntry(const json& pod, std::string_view section, std::string_view key) {
+  const json* metadata = member(pod, "metadata");
+  const json* map = metadata != nullptr ? member(*metadata, section) : nullptr;
+  const json* value = map != nullptr ? member(*map, key) : nullptr;
+  return value != nullptr && value->is_string() ? value : nullptr;
+}
+
+// Appends `part` to `total` and applies it to `doc`, so that the next part is built
+// against the pod as the earlier parts leave it.
+Result<void> extend(JsonPatch& total, json& doc, const JsonPatch& part) {
+  if (part.empty()) {
+    return {};
+  }
+  auto applied = applyJsonPatch(doc, part.toJson());
+  if (!applied) {
+    return fail(applied.error());
+  }
+  doc = std::move(*applied);
+  total.append(part);
+  return {};
+}
+
+HttpResponse textResponse(int status, std::string body) {
+  HttpResponse response;
+  response.status = status;
+  response.body = std::move(body) + "\n";
+  return response;
+}
+
+}  // namespace
+
+std::string_view reviewResultName(ReviewResult result) {
+  switch (result) {
+    case ReviewResult::Unchanged:
+      return "unchanged";
+    case ReviewResult::Patched:
+      return "patched";
+    case ReviewResult::Waiting:
+      return "waiting";
+    case ReviewResult::Denied:
+      return "denied";
+    case ReviewResult::Invalid:
+      return "invalid";
+    case ReviewResult::Error:
+      return "error";
+  }
+  return "error";
+}
+
+MutateHandler::MutateHandler(MutateConfig config, const BackendSource& backends,
+                             BackendChooser& chooser, WebhookMetrics* metrics)
+    : config_(std::move(config)), backends_(backends), chooser_(chooser), metrics_(metrics) {
+  if (config_.plugins.empty()) {
+    config_.plugins = defaultPlugins();
+  }
+}
+
+AdmissionResponse MutateHandler::review(const AdmissionRequest& request, ReviewResult* result) {
+  ReviewResult outcome = ReviewResult::Unchanged;
+  AdmissionResponse response;
+  try {
+    response = reviewPod(request, outcome);
+  } catch (const std::exception& e) {
+    // Cannot happen by design; a review must never take the process down.
+    log::error("review failed", {{"uid", request.uid}, {"error", e.what()}});
+    outcome = ReviewResult::Error;
+    response = AdmissionResponse::deny(request.uid, 500,
+                                       std::string("gvirtus-webhook internal error: ") + e.what());
+  }
+  if (result != nullptr) {
+    *result = outcome;
+  }
+  return response;
+}
+
+AdmissionResponse MutateHandler::reviewPod(const AdmissionRequest& request, ReviewResult& result) {
+  result = ReviewResult::Unchanged;
+  if (!request.isPod() || !request.subResource.empty() || request.operation != "CREATE" ||
+      !request.object.is_object()) {
+    return AdmissionResponse::allow(request.uid);
+  }
+  const json& pod = request.object;
+  const json* enabled = metadataEntry(pod, "labels", kEnabledLabel);
+  const bool gvirtus = enabled != nullptr && *enabled == "true";
+  const json* mapText = metadataEntry(pod, "annotations", kSchedulingMapAnnotation);
+  if (!gvirtus && mapText == nullptr) {
+    return AdmissionResponse::allow(request.uid);
+  }
+
+  AdmissionResponse response = AdmissionResponse::allow(request.uid);
+  json doc = pod;
+  auto deny = [&](int code, const std::string& message) {
+    result = ReviewResult::Denied;
+    log::info("pod denied", {{"namespace", request.ns},
+                             {"name", request.name},
+                             {"uid", request.uid},
+                             {"reason", message}});
+    return AdmissionResponse::deny(request.uid, code, message);
+  };
+  auto internal = [&](const Error& error) {
+    result = ReviewResult::Error;
+    log::error("cannot build the pod patch", {{"uid", request.uid}, {"error", error.message}});
+    return AdmissionResponse::deny(request.uid, 500,
+                                   "gvirtus-webhook cannot build the pod patch: " + error.message);
+  };
+
+  if (mapText != nullptr) {
+    auto map = parseSchedulingMap(mapText->get_ref<const std::string&>());
+    if (!map) {
+      return deny(400, map.error().message);
+    }
+    auto index = podIndex(doc, request.name);
+    if (!index) {
+      response.warnings.push_back(std::string(kSchedulingMapAnnotation) +
+                                  ": the pod has no index (no " + std::string(kPodIndexLabel) +
+                                  " label, no -N name suffix); placed freely");
+    } else if (auto entry = map->find(*index); entry == map->end()) {
+      response.warnings.push_back(std::string(kSchedulingMapAnnotation) + " has no entry for pod " +
+                                  std::to_string(*index) + "; placed freely");
+    } else if (auto ok = extend(response.patch, doc, schedulingPatch(doc, entry->second)); !ok) {
+      return internal(ok.error());
+    }
+  }
+
+  if (gvirtus) {
+    auto requirements = requirementsFromPod(doc);
+    if (!requirements) {
+      return deny(400, requirements.error().message);
+    }
+    auto wiring = wiringPatch(doc, config_.wiring);
+    if (!wiring) {
+      return deny(400, wiring.error().message);
+    }
+    if (auto ok = extend(response.patch, doc, *wiring); !ok) {
+      return internal(ok.error());
+    }
+
+    // A pod that already has a backend (a reinvoked webhook, or a pod pinned by its
+    // author) keeps it: choosing again would not be idempotent.
+    std::optional<Assignment> assignment;
+    if (const json* existing = metadataEntry(doc, "annotations", kBackendAnnotation)) {
+      if (auto endpoint = parseEndpoint(existing->get_ref<const std::string&>())) {
+        const json* backendPod = metadataEntry(doc, "annotations", kBackendPodAnnotation);
+        auto properties = renderProperties(endpoint->first, endpoint->second, config_.plugins);
+        if (!properties) {
+          return internal(properties.error());
+        }
+        assignment = Assignment{existing->get<std::string>(),
+                                backendPod != nullptr ? backendPod->get<std::string>() : "",
+                                *properties, ""};
+      }
+    }
+    if (!assignment) {
+      auto choice = chooser_.choose(backends_.backends(), *requirements, !request.dryRun);
+      if (choice) {
+        auto properties =
+            renderProperties(choice->backend.ip, choice->backend.port, config_.plugins);
+        if (!properties) {
+          return internal(properties.error());
+        }
+        assignment = Assignment{choice->backend.endpoint(), choice->backend.podRef(), *properties,
+                                choice->preferredZone};
+        if (!request.dryRun) {
+          if (metrics_ != nullptr) {
+            metrics_->backendChosen(choice->backend.endpoint());
+          }
+          log::debug("backend chosen", {{"namespace", request.ns},
+                                        {"name", request.name},
+                                        {"uid", request.uid},
+                                        {"backend", choice->backend.endpoint()},
+                                        {"backendPod", choice->backend.podRef()},
+                                        {"policy", policyName(choice->policy)}});
+        }
+      } else {
+        if (auto ok = extend(response.patch, doc, waitingPatch(doc)); !ok) {
+          return internal(ok.error());
+        }
+        response.warnings.push_back("no GVirtuS backend can take this pod yet (" +
+                                    choice.error().reason + "); it waits for one");
+        result = ReviewResult::Waiting;
+        log::info("pod waits for a backend", {{"namespace", request.ns},
+                                              {"name", request.name},
+                                              {"uid", request.uid},
+                                              {"reason", choice.error().reason}});
+        return response;
+      }
+    }
+    if (auto ok = extend(response.patch, doc, assignmentPatch(doc, *assignment)); !ok) {
+      return internal(ok.error());
+    }
+  }
+  result = response.patch.empty() ? ReviewResult::Unchanged : ReviewResult::Patched;
+  return response;
+}
+
+HttpResponse MutateHandler::handle(std::string_view body) {
+  const auto start = std::chrono::steady_clock::now();
+  ReviewResult result = ReviewResult::Invalid;
+  HttpResponse response;
+  if (body.size() > config_.maxRequestBytes) {
+    response = textResponse(400, "bad AdmissionReview: the body is larger than " +
+                                     std::to_string(config_.maxRequestBytes) + " bytes");
+  } else if (auto request = parseAdmissionReview(body); !request) {
+    response = textResponse(400, "bad AdmissionReview: " + request.error().message);
+  } else {
+    response.status = 200;
+    response.contentType = "application/json";
+    response.body = renderAdmissionReview(review(*request, &result));
+  }
+  if (metrics_ != nullptr) {
+    metrics_->review(reviewResultName(result), std::chrono::steady_clock::now() - start);
+  }
+  return response;
+}
+
+}  // namespace gvirtus::webhook

@@ -1,0 +1,42 @@
+#pragma once
+
+#include <string_view>
+
+#include "common/labels.h"
+
+// The names of the webhook's pod contract (DESIGN.md, "Pod contract (webhook)"): those
+// common/labels.h holds, and the webhook's own.
+namespace gvirtus::webhook {
+
+// Input on the pod.
+inline constexpr std::string_view kEnabledLabel = names::kEnabledLabel;
+inline constexpr std::string_view kContainersAnnotation = names::kContainersAnnotation;
+inline constexpr std::string_view kGpuMemoryAnnotation = names::kGpuMemoryAnnotation;
+inline constexpr std::string_view kGpusAnnotation = names::kGpusAnnotation;
+inline constexpr std::string_view kPolicyAnnotation = names::kBackendPolicyAnnotation;
+inline constexpr std::string_view kSchedulingMapAnnotation = names::kSchedulingMapAnnotation;
+inline constexpr std::string_view kPodIndexLabel = "apps.kubernetes.io/pod-index";
+
+// Output on the pod.
+inline constexpr std::string_view kBackendAnnotation = names::kBackendAnnotation;
+inline constexpr std::string_view kBackendPodAnnotation = names::kBackendPodAnnotation;
+inline constexpr std::string_view kPropertiesAnnotation = names::kPropertiesAnnotation;
+inline constexpr std::string_view kBackendStatusAnnotation = names::kBackendStatusAnnotation;
+inline constexpr std::string_view kBackendStatusWaiting = "waiting";
+inline constexpr std::string_view kSchedulingGate = names::kSchedulingGate;
+inline constexpr std::string_view kConfigVolume = "gvirtus-config";
+inline constexpr std::string_view kConfigMountPath = "/etc/gvirtus";
+inline constexpr std::string_view kConfigFile = "properties.json";
+inline constexpr std::string_view kConfigEnv = "GVIRTUS_CONFIG";
+inline constexpr std::string_view kConfigPath = "/etc/gvirtus/properties.json";
+inline constexpr std::string_view kFrontendNodeLabel = names::kFrontendAllowed;
+inline constexpr std::string_view kGpuResource = names::kGpuResource;
+inline constexpr std::string_view kKaiQueueLabel = "kai.scheduler/queue";
+inline constexpr std::string_view kCudaVisibleDevicesEnv = "CUDA_VISIBLE_DEVICES";
+
+// On backend pods (written by the backend shim) and nodes.
+inline constexpr std::string_view kLoadAnnotation = names::kLoadAnnotation;
+inline constexpr std::string_view kZoneLabel = names::kZoneLabel;
+inline constexpr std::string_view kHostnameLabel = "kubernetes.io/hostname";
+
+}  // namespace gvirtus::webhook

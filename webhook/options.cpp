@@ -1,0 +1,143 @@
+#include "webhook/options.h"
+
+#include <cstdlib>
+#include <fstream>
+
+#include "common/http_server.h"
+#include "webhook/gvirtus_properties.h"
+
+namespace gvirtus::webhook {
+namespace {
+
+Result<void> checkReadable(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) {
+    return fail("cannot read \"" + path + "\"");
+  }
+  return {};
+}
+
+}  // namespace
+
+std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
+  Options options;
+  const char* podNamespace = std::getenv("POD_NAMESPACE");
+  options.ns = podNamespace != nullptr && *podNamespace != '\0' ? podNamespace : "gvirtus-system";
+  options.plugins = defaultPlugins();
+
+  FlagSet flags(
+      kProgram,
+      "Mutating admission webhook: gives every GVirtuS pod (label gvirtus.io/enabled=true)\n"
+      "one backend and its GVirtuS configuration, and pins pods of a\n"
+      "gpu-scheduling-map to their nodes and GPUs.");
+  addCommonFlags(flags, options.common);
+  flags.addString("listen", &options.listen, "HOST:PORT of the HTTPS admission listener");
+  flags.addString("tls-cert-file", &options.tlsCertFile,
+                  "serving certificate chain (PEM), re-read when it changes; empty: run an "
+                  "own CA kept in a Secret");
+  flags.addString("tls-key-file", &options.tlsKeyFile, "private key of --tls-cert-file (PEM)");
+  flags.addString("tls-secret-name", &options.tlsSecretName,
+                  "Secret (in --namespace) holding the own CA and serving certificate");
+  flags.addString("webhook-config-name", &options.webhookConfigName,
+                  "MutatingWebhookConfiguration whose caBundle the own CA is written to");
+  flags.addString("service-name", &options.serviceName,
+                  "Service in front of the webhook: the serving certificate is for "
+                  "<service>.<namespace>.svc");
+  flags.addString(
+      "namespace", &options.ns,
+      "the webhook's own namespace, of its Secret and Service ($POD_NAMESPACE when set)");
+  flags.addString("backend-namespace", &options.backendNamespace,
+                  "namespace of the GVirtuS backend pods");
+  flags.addString("backend-selector", &options.backendSelector,
+                  "label selector of the GVirtuS backend pods");
+  flags.addInt("backend-port", &options.backendPort, "TCP port of the GVirtuS backends", 1, 65535);
+  flags.addCustom(
+      "static-backends", "list", "",
+      "HOST:PORT,... of GVirtuS backends outside the cluster (used instead of "
+      "backend pods; host names are resolved to IPv4 every minute)",
+      [&](const std::string& text) -> Result<void> {
+        std::vector<std::string> items;
+        size_t start = 0;
+        while (start <= text.size()) {
+          size_t comma = text.find(',', start);
+          if (comma == std::string::npos)
+            comma = text.size();
+          std::string item = text.substr(start, comma - start);
+          const auto first = item.find_first_not_of(" \t");
+          if (first != std::string::npos) {
+            items.push_back(item.substr(first, item.find_last_not_of(" \t") - first + 1));
+          }
+          start = comma + 1;
+        }
+        auto specs = parseStaticBackends(items);
+        if (!specs)
+          return fail(specs.error());
+        options.staticBackends = *specs;
+        return {};
+      });
+  flags.addCustom("policy", "string", "least-connections",
+                  "backend selection: least-connections, round-robin, random or same-zone",
+                  [&](const std::string& text) -> Result<void> {
+                    auto policy = parsePolicy(text);
+                    if (!policy)
+                      return fail(policy.error());
+                    options.policy = *policy;
+                    return {};
+                  });
+  flags.addBool("add-gpu-limit", &options.addGpuLimit,
+                "add limits nvidia.com/gpu: 1 to the first wired container when none asks");
+  flags.addString("scheduler-name", &options.schedulerName,
+                  "spec.schedulerName for GVirtuS pods without one (e.g. kai-scheduler)");
+  flags.addString("kai-queue", &options.kaiQueue,
+                  "label kai.scheduler/queue for GVirtuS pods without one");
+  flags.addBool("leader-elect", &options.leaderElect,
+                "elect one replica (Lease) to run the waiting-pod controller");
+  flags.addList("plugins", &options.plugins, "GVirtuS frontend plugins listed in properties.json");
+  flags.addInt("max-request-bytes", &options.maxRequestBytes,
+               "larger AdmissionReview bodies are refused with 400", 4096, 64 * 1024 * 1024);
+
+  if (auto exit = parseCommandLine(flags, options.common, argc, argv)) {
+    return std::unexpected(*exit);
+  }
+  auto bad = [&](const std::string& reason) { return std::unexpected(usageError(flags, reason)); };
+  if (auto address = parseListenAddress(options.listen); !address) {
+    return bad("--listen: " + address.error().message);
+  }
+  if (!options.common.healthAddr.empty()) {
+    if (auto address = parseListenAddress(options.common.healthAddr); !address) {
+      return bad("--health-addr: " + address.error().message);
+    }
+  }
+  if (options.tlsCertFile.empty() != options.tlsKeyFile.empty()) {
+    return bad(options.tlsCertFile.empty() ? "--tls-cert-file: needed with --tls-key-file"
+                                           : "--tls-key-file: needed with --tls-cert-file");
+  }
+  if (options.tlsFromFiles()) {
+    if (auto ok = checkReadable(options.tlsCertFile); !ok) {
+      return bad("--tls-cert-file: " + ok.error().message);
+    }
+    if (auto ok = checkReadable(options.tlsKeyFile); !ok) {
+      return bad("--tls-key-file: " + ok.error().message);
+    }
+  } else {
+    if (options.ns.empty())
+      return bad("--namespace: must not be empty without --tls-cert-file");
+    if (options.serviceName.empty()) {
+      return bad("--service-name: must not be empty without --tls-cert-file");
+    }
+    if (options.tlsSecretName.empty())
+      return bad("--tls-secret-name: must not be empty");
+  }
+  if (options.staticBackends.empty()) {
+    if (options.backendNamespace.empty())
+      return bad("--backend-namespace: must not be empty");
+    if (options.backendSelector.empty()) {
+      return bad("--backend-selector: must not be empty (it would select every pod)");
+    }
+  }
+  if (options.plugins.empty())
+    return bad("--plugins: must name at least one plugin");
+  return options;
+}
+
+}  // namespace gvirtus::webhook

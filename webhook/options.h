@@ -1,0 +1,49 @@
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <string>
+#include <vector>
+
+#include "common/flags.h"
+#include "webhook/backend_requirements.h"
+#include "webhook/static_backend_source.h"
+
+namespace gvirtus::webhook {
+
+inline constexpr const char* kProgram = "gvirtus-webhook";
+
+// Every flag of gvirtus-webhook (DESIGN.md, "Pod contract (webhook)").
+struct Options {
+  CommonOptions common;
+  std::string listen = ":8443";
+  std::string tlsCertFile;
+  std::string tlsKeyFile;
+  std::string tlsSecretName = "gvirtus-webhook-tls";
+  std::string webhookConfigName = "gvirtus-webhook";
+  std::string serviceName = "gvirtus-webhook";
+  std::string ns;  // default: $POD_NAMESPACE, else gvirtus-system
+  std::string backendNamespace = "gvirtus-system";
+  std::string backendSelector = "app.kubernetes.io/component=backend";
+  int64_t backendPort = 9999;
+  std::vector<StaticBackendSpec> staticBackends;
+  Policy policy = Policy::LeastConnections;
+  bool addGpuLimit = true;
+  std::string schedulerName;
+  std::string kaiQueue;
+  bool leaderElect = false;
+  std::vector<std::string> plugins;
+  int64_t maxRequestBytes = 3 * 1024 * 1024;
+
+  // TLS from files (else the webhook runs its own CA, which needs the API server).
+  bool tlsFromFiles() const { return !tlsCertFile.empty(); }
+  // With static backends and TLS files the webhook talks to no API server at all.
+  bool needsApiServer() const { return staticBackends.empty() || !tlsFromFiles(); }
+};
+
+// Parses and validates argv. Returns the exit code when the program should stop now: 0
+// after --help or --version (printed on stdout), 2 after a bad flag or configuration (a
+// one-line reason naming the flag, on stderr).
+std::expected<Options, int> parseOptions(int argc, const char* const* argv);
+
+}  // namespace gvirtus::webhook

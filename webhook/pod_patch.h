@@ -1,0 +1,62 @@
+#pragma once
+
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "common/json_patch.h"
+
+// The JSON patches that wire a GVirtuS pod (DESIGN.md, "Pod contract (webhook)"). Each
+// function looks at the pod as it is and adds only what is missing or different, so a
+// patch built from a pod it was already applied to is empty: a reinvoked webhook, or a
+// patch applied twice, changes nothing more. The command and args are never touched.
+namespace gvirtus::webhook {
+
+struct WiringOptions {
+  // limits nvidia.com/gpu: 1 on the first wired container when no wired container asks.
+  bool addGpuLimit = true;
+  // spec.schedulerName for pods that have none of their own (empty: leave it).
+  std::string schedulerName;
+  // label kai.scheduler/queue for pods without one (empty: leave it).
+  std::string kaiQueue;
+};
+
+// A container the webhook wires, as the pod spec addresses it.
+struct WiredContainer {
+  std::string field;  // "containers" or "initContainers"
+  size_t index = 0;
+  std::string name;
+};
+
+// The containers named by gvirtus.io/containers (app containers first, then init
+// containers), or every app container when the annotation is absent or empty. A name the
+// pod does not have is an error naming it.
+Result<std::vector<WiredContainer>> wiredContainers(const nlohmann::json& pod);
+
+// Everything but the backend: the downwardAPI volume gvirtus-config, its read-only mount
+// at /etc/gvirtus and GVIRTUS_CONFIG (unless set) in each wired container, the node
+// selector gvirtus.io/frontend.allowed=true, the GPU limit, the scheduler name and the
+// KAI queue label. Errors (denials): an unknown container name, a container that mounts
+// something else at /etc/gvirtus.
+Result<JsonPatch> wiringPatch(const nlohmann::json& pod, const WiringOptions& options);
+
+// One backend given to one pod.
+struct Assignment {
+  std::string endpoint;       // "IP:PORT"
+  std::string backendPod;     // "namespace/name"; empty for static backends
+  std::string properties;     // the rendered properties.json
+  std::string preferredZone;  // same-zone: a preferred node affinity for this zone
+};
+
+// The backend annotations (gvirtus.io/backend-pod removed when empty), the preferred zone
+// affinity, and the end of waiting: the scheduling gate gvirtus.io/backend and
+// gvirtus.io/backend-status are removed when present.
+JsonPatch assignmentPatch(const nlohmann::json& pod, const Assignment& assignment);
+
+// A pod no backend can take yet: the scheduling gate gvirtus.io/backend and
+// gvirtus.io/backend-status: waiting.
+JsonPatch waitingPatch(const nlohmann::json& pod);
+
+}  // namespace gvirtus::webhook

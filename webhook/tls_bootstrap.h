@@ -1,0 +1,116 @@
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/certificates.h"
+#include "common/duration.h"
+#include "common/error.h"
+#include "common/json_patch.h"
+#include "common/kube_client.h"
+#include "common/resource_cache.h"
+
+// The webhook's own CA, for clusters without cert-manager (no --tls-cert-file): the CA and
+// the serving certificate live in one Secret that every replica shares, and the CA goes
+// into the caBundle of the MutatingWebhookConfiguration.
+namespace gvirtus::webhook {
+
+struct TlsBootstrapOptions {
+  std::string ns;  // the webhook's namespace, where the Secret lives
+  std::string secretName = "gvirtus-webhook-tls";
+  std::string serviceName;        // the serving certificate is for <service>.<ns>.svc
+  std::string webhookConfigName;  // MutatingWebhookConfiguration to keep the caBundle in
+  std::chrono::hours caValidity{24 * 365 * 10};
+  std::chrono::hours servingValidity{24 * 365};
+  // Renewed when less than this is left (of the serving certificate, or of the CA, which
+  // renews both).
+  std::chrono::hours renewBefore{24 * 90};
+  // How often the Secret and the caBundle are checked besides watch notifications.
+  Duration resyncPeriod = std::chrono::minutes(1);
+};
+
+// What the Secret holds.
+struct TlsMaterial {
+  PemKeyPair ca;
+  PemKeyPair serving;
+  std::vector<std::string> dnsNames;  // those the serving certificate was issued for
+};
+
+// <service>, <service>.<ns>, <service>.<ns>.svc, <service>.<ns>.svc.cluster.local.
+std::vector<std::string> servingDnsNames(const std::string& service, const std::string& ns);
+
+// A new CA and a serving certificate signed by it.
+Result<TlsMaterial> generateTlsMaterial(const TlsBootstrapOptions& options);
+// A serving certificate for `names`, signed by the CA of `material`.
+Result<TlsMaterial> renewServingCert(const TlsMaterial& material,
+                                     const TlsBootstrapOptions& options);
+
+// The Secret object (type kubernetes.io/tls, plus ca.crt and ca.key) and back.
+nlohmann::json secretFor(const TlsBootstrapOptions& options, const TlsMaterial& material);
+Result<TlsMaterial> materialFromSecret(const nlohmann::json& secret);
+
+enum class Renewal { None, ServingCert, Everything };
+// What must be renewed at `now`: everything when the CA is unreadable or within
+// renewBefore of its end; the serving certificate when it is, or when it was issued for
+// other DNS names.
+Renewal renewalNeeded(const TlsMaterial& material, const TlsBootstrapOptions& options,
+                      std::chrono::system_clock::time_point now);
+
+// The JSON patch that sets clientConfig.caBundle (base64 PEM) in every webhook of the
+// configuration that lacks it or has another one; each write is guarded by a test of the
+// webhook's name. Empty when all are in place.
+JsonPatch caBundlePatch(const nlohmann::json& webhookConfig, const std::string& caPem);
+
+class TlsBootstrap {
+ public:
+  // Installs a new serving certificate in the HTTPS server.
+  using Install = std::function<Result<void>(const PemKeyPair&)>;
+
+  TlsBootstrap(KubeClient& client, TlsBootstrapOptions options, Install install);
+  ~TlsBootstrap();
+  TlsBootstrap(const TlsBootstrap&) = delete;
+  TlsBootstrap& operator=(const TlsBootstrap&) = delete;
+
+  // One pass: read (or create, or renew) the Secret, install its serving certificate,
+  // write the caBundle where it is missing or different. Two replicas starting together
+  // converge on the Secret whose create won (409 AlreadyExists: read the winner's).
+  Result<void> syncOnce();
+
+  // A first pass, then a thread that repeats it every resyncPeriod, at once when the
+  // webhook configuration changes, and with backoff after a failure.
+  void start();
+  void stop();
+
+  // The serving certificate is installed and the CA is in every webhook's caBundle.
+  bool ready() const;
+  // Why not ready, in words ("" when ready).
+  std::string notReadyReason() const;
+
+ private:
+  Result<TlsMaterial> ensureSecret();
+  Result<void> ensureCaBundle(const std::string& caPem);
+  void poke();
+
+  KubeClient& client_;
+  const TlsBootstrapOptions options_;
+  const Install install_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable_any wake_;
+  bool poked_ = false;
+  std::string installedCert_;
+  bool caBundleInPlace_ = false;
+  std::string notReady_ = "the serving certificate is not ready yet";
+
+  std::unique_ptr<ResourceCache> webhookConfigs_;
+  std::jthread thread_;
+};
+
+}  // namespace gvirtus::webhook
