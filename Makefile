@@ -8,8 +8,8 @@ DEB_PACKAGES := build-essential cmake ninja-build pkg-config clang-format \
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc \
   ca-certificates curl git iproute2 procps
 
-.PHONY: deps build test unit-test integration-test demo demo-down cluster-build cluster-up \
-  cluster-down format format-check clean
+.PHONY: deps build test unit-test integration-test images images-test demo demo-down \
+  cluster-build cluster-up cluster-down format format-check clean
 
 # Installs the Debian packages the build needs; does nothing when they are all there.
 deps:
@@ -49,7 +49,15 @@ integration-test: build cluster-build
 	  ctest --test-dir $(BUILD_DIR) -L integration --output-on-failure && \
 	echo "[integration-test] done in $$((SECONDS - start))s"
 
-test: unit-test integration-test format-check
+# Container images: one builder stage compiles the C++ for all of them. The test step
+# runs each image as its non-root user, and says plainly when no Docker engine answers.
+images:
+	@bash images/build.sh
+
+images-test:
+	@bash images/build.sh --test
+
+test: format-check unit-test integration-test images-test
 	@echo "[test] all suites passed"
 
 demo: build cluster-build

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Runs inside the builder image (Dockerfile.builder): lays out, under OUT, what each
+# runtime image copies in one COPY, from the binaries in BIN.
+#
+#   stage-rootfs.sh BIN OUT
+#
+# OUT/labeler, OUT/device-plugin, OUT/webhook: a root file system for a scratch image:
+#   the stripped binary in /usr/local/bin, exactly the shared libraries `ldd` names (at
+#   the paths it names) and the dynamic loader, /etc/passwd and /etc/group with the
+#   non-root user 65532, CA certificates, an empty /tmp. No shell, no package manager.
+# OUT/backend-shim: /opt/gvirtus-k8s/{bin,lib}, a self-contained gvirtus-backend-shim
+#   to drop into any GVirtuS image, whatever its C library (see Dockerfile.backend).
+# OUT/tools/print-ids: a static program that prints its user and group ids; the image
+#   tests mount it into the images, which have no `id` of their own.
+set -euo pipefail
+bin=${1:?usage: stage-rootfs.sh BIN OUT}
+out=${2:?usage: stage-rootfs.sh BIN OUT}
+here=$(cd "$(dirname "$0")" && pwd)
+say() { printf '[stage] %s\n' "$*" >&2; }
+
+# The shared libraries a program loads (transitively), one resolved path per line; fails
+# when one is missing.
+libraries_of() {
+  local listing
+  listing=$(ldd "$1")
+  if grep -q 'not found' <<<"$listing"; then
+    say "$1: missing libraries:"; grep 'not found' <<<"$listing" >&2; return 1
+  fi
+  # "libx.so.1 => /lib/.../libx.so.1 (0x...)" and "/lib64/ld-linux-x86-64.so.2 (0x...)".
+  awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' <<<"$listing" | sort -u
+}
+
+base_files() {
+  local root=$1
+  install -d -m 0755 "$root/etc/ssl/certs" "$root/home/nonroot"
+  install -d -m 1777 "$root/tmp"
+  chown 65532:65532 "$root/home/nonroot"
+  printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' \
+    >"$root/etc/passwd"
+  printf 'root:x:0:\nnonroot:x:65532:\n' >"$root/etc/group"
+  printf 'hosts: files dns\n' >"$root/etc/nsswitch.conf"
+  cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/"
+}
+
+stage_scratch() {
+  local name=$1 program=$2
+  local root=$out/$name
+  say "$name: $program"
+  rm -rf "$root"
+  base_files "$root"
+  install -D -m 0755 "$bin/$program" "$root/usr/local/bin/$program"
+  strip --strip-unneeded "$root/usr/local/bin/$program"
+  local lib
+  for lib in $(libraries_of "$bin/$program"); do
+    # -L: the file itself, at the path the loader looks for (no symlink chains).
+    install -D -m 0755 "$(readlink -f "$lib")" "$root$lib"
+  done
+  # The loader looks at the path in PT_INTERP (e.g. /lib64/ld-linux-x86-64.so.2).
+  local interp
+  interp=$(patchelf --print-interpreter "$bin/$program")
+  [ -e "$root$interp" ] || install -D -m 0755 "$(readlink -f "$interp")" "$root$interp"
+  # Proof that it runs from nothing but what was staged.
+  chroot "$root" "/usr/local/bin/$program" --version >/dev/null
+}
+
+# gvirtus-backend-shim for GVirtuS images (Ubuntu 22.04 upstream, glibc 2.35; this
+# builder has glibc 2.36). A fully static binary is not possible: Debian's cpp-httplib
+# exists only as a shared library, and a static glibc cannot dlopen NVML reliably. So
+# the shim comes with its own loader and every library it needs, from this builder,
+# under /opt/gvirtus-k8s: PT_INTERP points at the bundled loader and DT_RPATH (searched
+# before LD_LIBRARY_PATH, which GVirtuS images set to $GVIRTUS_HOME/lib) at the bundled
+# libraries. Nothing of the image's C library is used; NVML (libnvidia-ml.so.1, put into
+# the container by the NVIDIA runtime) is still found through the image's ld.so.cache.
+# The backend it starts is an ordinary exec and uses the image's own loader.
+stage_backend_shim() {
+  local program=gvirtus-backend-shim prefix=/opt/gvirtus-k8s
+  say "backend-shim: $program, self-contained under $prefix"
+  rm -rf "$out/backend-shim" "$prefix"
+  install -d -m 0755 "$prefix/bin" "$prefix/lib"
+  install -m 0755 "$bin/$program" "$prefix/bin/$program"
+  strip --strip-unneeded "$prefix/bin/$program"
+  local lib interp
+  for lib in $(libraries_of "$bin/$program"); do
+    install -m 0755 "$(readlink -f "$lib")" "$prefix/lib/$(basename "$lib")"
+  done
+  interp=$(patchelf --print-interpreter "$bin/$program")
+  patchelf --set-interpreter "$prefix/lib/$(basename "$interp")" --force-rpath \
+    --set-rpath "$prefix/lib" "$prefix/bin/$program"
+  # Every library must come from the bundle, even with a hostile LD_LIBRARY_PATH.
+  local decoy
+  decoy=$(mktemp -d)
+  : >"$decoy/libc.so.6"
+  local loaded
+  loaded=$(LD_LIBRARY_PATH=$decoy LD_TRACE_LOADED_OBJECTS=1 "$prefix/bin/$program")
+  rm -rf "$decoy"
+  if awk '$2 == "=>" {print $3} $1 ~ /^\// {print $1}' <<<"$loaded" | grep -v "^$prefix/lib/"; then
+    say "backend-shim: the libraries above do not come from $prefix/lib:"
+    echo "$loaded" >&2
+    return 1
+  fi
+  LD_LIBRARY_PATH=/nonexistent "$prefix/bin/$program" --version >/dev/null
+  install -d "$out/backend-shim/opt"
+  cp -a "$prefix" "$out/backend-shim/opt/"
+}
+
+stage_scratch labeler gvirtus-labeler
+stage_scratch device-plugin gvirtus-device-plugin
+stage_scratch webhook gvirtus-webhook
+stage_backend_shim
+install -d "$out/tools"
+gcc -static -O2 -o "$out/tools/print-ids" "$here/print_ids.c"
+say "done: $(du -sh "$out"/* | tr '\n\t' '  ')"

@@ -1,0 +1,82 @@
+# Shared by the end-to-end scenarios (sourced). A scenario is a bash script run against
+# an installed GVirtuS cluster: it takes the cluster from KUBECONFIG, creates what it
+# needs in its own namespace, removes it when it ends, and exits 0 (passed), 77
+# (skipped, with the reason on stderr) or anything else (failed). The same scenarios run
+# on kind (tests/kind/run-e2e.sh) and on the local control plane; only cluster creation
+# and deployment differ. Optional environment:
+#   E2E_BACKEND_NODE  a node the harness lets become a backend: scenarios label it
+#                     gvirtus.io/backend.allowed=true and nvidia.com/gpu.present=true
+#                     (without it, scenarios that need a backend skip)
+#   E2E_TEST_IMAGE    image with a shell, cat and sleep for test pods (default busybox:1.36)
+#   E2E_TIMEOUT       seconds to wait for each condition (default 120)
+#   E2E_ARTIFACTS     folder for dumps on failure
+set -euo pipefail
+: "${KUBECONFIG:?KUBECONFIG must name the cluster under test}"
+export KUBECONFIG
+scenario=$(basename "$0" .sh)
+system_ns=gvirtus-system
+test_image=${E2E_TEST_IMAGE:-busybox:1.36}
+timeout_s=${E2E_TIMEOUT:-120}
+test_ns=e2e-$(tr -c 'a-z0-9\n' '-' <<<"$scenario" | cut -c1-50)
+failures=0
+
+say() { printf '[%s %s] %s\n' "$scenario" "$(date +%H:%M:%S)" "$*" >&2; }
+ok() { printf '  ok    %s\n' "$*" >&2; }
+bad() { printf '  FAIL  %s\n' "$*" >&2; failures=$((failures + 1)); }
+skip() { say "SKIP: $*"; exit 77; }
+k() { kubectl --request-timeout=30s "$@"; }
+
+# eventually DESCRIPTION COMMAND...: retries COMMAND (quietly) until it succeeds or
+# E2E_TIMEOUT passes; reports either way and returns its status.
+eventually() {
+  local what=$1 deadline=$((SECONDS + timeout_s))
+  shift
+  until "$@" >/dev/null 2>&1; do
+    if [ $SECONDS -ge $deadline ]; then bad "$what (after ${timeout_s}s)"; return 1; fi
+    sleep 2
+  done
+  ok "$what"
+}
+
+# A fresh namespace for this scenario, deleted when it exits.
+use_test_namespace() {
+  k delete namespace "$test_ns" --ignore-not-found --wait=true --timeout=120s >/dev/null 2>&1 || true
+  k create namespace "$test_ns" >/dev/null
+  trap 'dump_on_failure; k delete namespace "$test_ns" --ignore-not-found --wait=false >/dev/null 2>&1 || true' EXIT
+}
+
+dump_on_failure() {
+  [ "$failures" != 0 ] && [ -n "${E2E_ARTIFACTS:-}" ] || return 0
+  mkdir -p "$E2E_ARTIFACTS/$scenario"
+  k get pods,events -n "$test_ns" -o wide >"$E2E_ARTIFACTS/$scenario/namespace.txt" 2>&1 || true
+  k get pods -n "$test_ns" -o yaml >"$E2E_ARTIFACTS/$scenario/pods.yaml" 2>&1 || true
+}
+
+# A pod that sleeps; extra lines of YAML for metadata (labels/annotations) and
+# container fields may be given.
+# test_pod NAME METADATA_YAML CONTAINER_YAML
+test_pod() {
+  cat <<YAML
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $1
+  namespace: $test_ns
+$2
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: app
+      image: $test_image
+      command: ["sleep", "3600"]
+$3
+YAML
+}
+
+jp() { k get "$@" 2>/dev/null || true; } # jp RESOURCE... -o jsonpath=...: empty when missing
+
+finish() {
+  if [ "$failures" = 0 ]; then say "passed"; exit 0; fi
+  say "FAILED: $failures checks"
+  exit 1
+}

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# The RBAC of manifests/ holds: `kubectl auth can-i --as` each ServiceAccount allows what
+# the component does and refuses the rest (least privilege, see each rbac.yaml).
+source "$(dirname "$0")/lib.sh"
+trap delete_manifests EXIT
+delete_manifests
+
+say "kubectl apply -k manifests/"
+k apply -k "$manifests" >/dev/null 2>&1 || { k apply -k "$manifests"; bad "apply -k failed"; finish; }
+
+# expect yes|no SERVICEACCOUNT VERB RESOURCE[/NAME][#SUBRESOURCE] [NAMESPACE]
+expect() {
+  local want=$1 sa=$2 verb=$3 resource=$4 namespace=${5:-} args=() got
+  [ -n "$namespace" ] && args=(-n "$namespace")
+  if [[ $resource == *'#'* ]]; then
+    args+=(--subresource "${resource#*#}")
+    resource=${resource%%#*}
+  fi
+  got=$(k auth can-i "$verb" "$resource" "${args[@]}" --as="system:serviceaccount:$ns:$sa" 2>/dev/null || true)
+  local what="$sa: $verb $resource${namespace:+ -n $namespace}"
+  [ "$got" = "$want" ] && ok "$what -> $got" || bad "$what -> ${got:-error}, want $want"
+}
+
+say "gvirtus-labeler: get, list, watch, patch nodes; nothing else"
+for verb in get list watch patch; do expect yes gvirtus-labeler "$verb" nodes; done
+for verb in create update delete deletecollection; do expect no gvirtus-labeler "$verb" nodes; done
+expect no gvirtus-labeler patch "nodes#status"
+expect no gvirtus-labeler get pods default
+expect no gvirtus-labeler list pods "$ns"
+expect no gvirtus-labeler get secrets "$ns"
+expect no gvirtus-labeler create events default
+expect no gvirtus-labeler get leases.coordination.k8s.io "$ns"
+
+say "gvirtus-webhook"
+for verb in get list watch patch; do expect yes gvirtus-webhook "$verb" pods default; done
+expect yes gvirtus-webhook list pods "$ns"
+for verb in create update delete; do expect no gvirtus-webhook "$verb" pods default; done
+expect no gvirtus-webhook create "pods#eviction" default
+expect no gvirtus-webhook get "pods#log" default
+expect no gvirtus-webhook patch "pods#status" default
+for verb in get list watch; do expect yes gvirtus-webhook "$verb" nodes; done
+expect no gvirtus-webhook patch nodes
+expect yes gvirtus-webhook create events default
+expect yes gvirtus-webhook patch events default
+expect no gvirtus-webhook delete events default
+expect yes gvirtus-webhook get secrets/gvirtus-webhook-tls "$ns"
+expect yes gvirtus-webhook update secrets/gvirtus-webhook-tls "$ns"
+expect yes gvirtus-webhook create secrets "$ns"
+expect no gvirtus-webhook get secrets/other "$ns"
+expect no gvirtus-webhook list secrets "$ns"
+expect no gvirtus-webhook delete secrets/gvirtus-webhook-tls "$ns"
+expect no gvirtus-webhook get secrets/gvirtus-webhook-tls default
+expect no gvirtus-webhook create secrets default
+expect yes gvirtus-webhook get leases.coordination.k8s.io/gvirtus-webhook "$ns"
+expect yes gvirtus-webhook update leases.coordination.k8s.io/gvirtus-webhook "$ns"
+expect yes gvirtus-webhook create leases.coordination.k8s.io "$ns"
+expect no gvirtus-webhook update leases.coordination.k8s.io/other "$ns"
+expect no gvirtus-webhook delete leases.coordination.k8s.io/gvirtus-webhook "$ns"
+expect no gvirtus-webhook create leases.coordination.k8s.io default
+for verb in get list watch patch update; do
+  expect yes gvirtus-webhook "$verb" mutatingwebhookconfigurations.admissionregistration.k8s.io/gvirtus-webhook
+done
+expect no gvirtus-webhook list mutatingwebhookconfigurations.admissionregistration.k8s.io
+expect no gvirtus-webhook patch mutatingwebhookconfigurations.admissionregistration.k8s.io/other
+expect no gvirtus-webhook delete mutatingwebhookconfigurations.admissionregistration.k8s.io/gvirtus-webhook
+expect no gvirtus-webhook create mutatingwebhookconfigurations.admissionregistration.k8s.io
+expect no gvirtus-webhook patch validatingwebhookconfigurations.admissionregistration.k8s.io/gvirtus-webhook
+expect no gvirtus-webhook get configmaps "$ns"
+
+say "gvirtus-backend: get and patch pods in $ns (its own pod); nothing else"
+expect yes gvirtus-backend get pods "$ns"
+expect yes gvirtus-backend patch pods "$ns"
+for verb in list watch create update delete; do expect no gvirtus-backend "$verb" pods "$ns"; done
+expect no gvirtus-backend get pods default
+expect no gvirtus-backend patch pods default
+expect no gvirtus-backend get nodes
+expect no gvirtus-backend get secrets "$ns"
+
+say "gvirtus-device-plugin: no API access at all"
+for check in "get pods $ns" "list pods default" "get nodes" "patch nodes" "get secrets $ns" \
+    "create events $ns" "get configmaps $ns" "get leases.coordination.k8s.io $ns"; do
+  # shellcheck disable=SC2086
+  expect no gvirtus-device-plugin $check
+done
+granted=$(k auth can-i --list --as="system:serviceaccount:$ns:gvirtus-device-plugin" -n "$ns" 2>/dev/null |
+  awk 'NR > 1 && $1 !~ /^(selfsubject|\[)/' || true)
+# What every authenticated account may do (discovery, self reviews) is all that is left.
+[ -z "$granted" ] && ok "gvirtus-device-plugin: nothing beyond discovery and self reviews" ||
+  bad "gvirtus-device-plugin has grants: $granted"
+token=$(k get serviceaccount gvirtus-device-plugin -n "$ns" -o jsonpath='{.automountServiceAccountToken}')
+pod_token=$(k get daemonset gvirtus-device-plugin -n "$ns" -o jsonpath='{.spec.template.spec.automountServiceAccountToken}')
+[ "$token $pod_token" = "false false" ] && ok "no token mounted (ServiceAccount and pod)" ||
+  bad "automountServiceAccountToken: ServiceAccount $token, pod $pod_token"
+
+say "real requests with gvirtus-webhook's token (not only access reviews)"
+# Its MutatingWebhookConfiguration is watched by name (a field selector), which is what
+# makes resourceNames apply to list and watch.
+server=$(k config view --minify --raw -o jsonpath='{.clusters[0].cluster.server}')
+ca_file=$(k config view --minify --raw -o jsonpath='{.clusters[0].cluster.certificate-authority}')
+ca_data=$(k config view --minify --raw -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"; delete_manifests' EXIT
+if [ -z "$ca_file" ]; then ca_file=$scratch/ca.crt; base64 -d <<<"$ca_data" >"$ca_file"; fi
+token=$(k create token gvirtus-webhook -n "$ns" --duration=10m)
+as_webhook() {
+  kubectl --kubeconfig=/dev/null --server="$server" --certificate-authority="$ca_file" \
+    --token="$token" --request-timeout=30s "$@"
+}
+if as_webhook get mutatingwebhookconfigurations --field-selector metadata.name=gvirtus-webhook -o name >/dev/null 2>&1; then
+  ok "list mutatingwebhookconfigurations with fieldSelector metadata.name=gvirtus-webhook"
+else
+  bad "cannot list its own MutatingWebhookConfiguration by field selector"
+fi
+if as_webhook get mutatingwebhookconfigurations --field-selector metadata.name=gvirtus-webhook \
+    --watch --request-timeout=2s >/dev/null 2>"$scratch/watch.err" || ! grep -qi forbidden "$scratch/watch.err"; then
+  ok "watch it by field selector"
+else
+  bad "cannot watch its own MutatingWebhookConfiguration: $(cat "$scratch/watch.err")"
+fi
+if as_webhook get mutatingwebhookconfigurations -o name >/dev/null 2>&1; then
+  bad "lists every MutatingWebhookConfiguration"
+else
+  ok "cannot list MutatingWebhookConfigurations without the field selector"
+fi
+as_webhook patch mutatingwebhookconfiguration gvirtus-webhook --type=json \
+  -p '[{"op":"test","path":"/metadata/name","value":"gvirtus-webhook"}]' >/dev/null 2>&1 &&
+  ok "patch its MutatingWebhookConfiguration" || bad "cannot patch its MutatingWebhookConfiguration"
+if as_webhook get secrets -n "$ns" >/dev/null 2>&1; then bad "lists Secrets"; else ok "cannot list Secrets"; fi
+
+say "every component runs as its own ServiceAccount"
+for pair in daemonset/gvirtus-labeler=gvirtus-labeler daemonset/gvirtus-device-plugin=gvirtus-device-plugin \
+    deployment/gvirtus-webhook=gvirtus-webhook daemonset/gvirtus-backend=gvirtus-backend; do
+  got=$(k get "${pair%%=*}" -n "$ns" -o jsonpath='{.spec.template.spec.serviceAccountName}')
+  [ "$got" = "${pair#*=}" ] && ok "${pair%%=*}: $got" || bad "${pair%%=*}: serviceAccountName $got"
+done
+finish
