@@ -8,7 +8,7 @@ DEB_PACKAGES := build-essential cmake ninja-build pkg-config clang-format \
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc \
   ca-certificates curl git iproute2 procps
 
-.PHONY: deps build test unit-test integration-test images images-test demo demo-down \
+.PHONY: deps build test unit-test integration-test e2e-test images images-test demo demo-down \
   cluster-build cluster-up cluster-down format format-check clean
 
 # Installs the Debian packages the build needs; does nothing when they are all there.
@@ -57,14 +57,18 @@ images:
 images-test:
 	@bash images/build.sh --test
 
-test: format-check unit-test integration-test images-test
+# The end-to-end scenarios on their own local cluster, components as host processes.
+e2e-test: build cluster-build
+	@bash tests/e2e/local/run-local-e2e.sh gvirtus-e2e
+
+test: format-check unit-test integration-test e2e-test images-test
 	@echo "[test] all suites passed"
 
 demo: build cluster-build
 	@bash tests/e2e/demo.sh
 
 demo-down:
-	@bash tests/cluster/down.sh gvirtus-demo
+	@bash tests/e2e/local/local-down.sh gvirtus-demo
 
 format:
 	@git ls-files '*.cpp' '*.h' | xargs clang-format -i

@@ -43,6 +43,9 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
   flags.addString("service-name", &options.serviceName,
                   "Service in front of the webhook: the serving certificate is for "
                   "<service>.<namespace>.svc");
+  flags.addList("tls-extra-sans", &options.tlsExtraSans,
+                "more DNS names or IP addresses for the own CA's serving certificate, for a "
+                "webhook registered by URL (e.g. 127.0.0.1)");
   flags.addString(
       "namespace", &options.ns,
       "the webhook's own namespace, of its Secret and Service ($POD_NAMESPACE when set)");

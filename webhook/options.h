@@ -22,6 +22,7 @@ struct Options {
   std::string tlsSecretName = "gvirtus-webhook-tls";
   std::string webhookConfigName = "gvirtus-webhook";
   std::string serviceName = "gvirtus-webhook";
+  std::vector<std::string> tlsExtraSans;
   std::string ns;  // default: $POD_NAMESPACE, else gvirtus-system
   std::string backendNamespace = "gvirtus-system";
   std::string backendSelector = "app.kubernetes.io/component=backend";

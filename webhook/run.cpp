@@ -121,6 +121,7 @@ int run(int argc, const char* const* argv) {
     tlsOptions.ns = options.ns;
     tlsOptions.secretName = options.tlsSecretName;
     tlsOptions.serviceName = options.serviceName;
+    tlsOptions.extraSans = options.tlsExtraSans;
     tlsOptions.webhookConfigName = options.webhookConfigName;
     HttpServer* https = server->get();
     tls = std::make_unique<TlsBootstrap>(*client, tlsOptions, [https](const PemKeyPair& pair) {

@@ -1,5 +1,7 @@
 #include "webhook/tls_bootstrap.h"
 
+#include "common/ipv4_resolver.h"
+
 #include "common/backoff.h"
 #include "common/log.h"
 #include "webhook/base64.h"
@@ -57,12 +59,22 @@ std::vector<std::string> servingDnsNames(const std::string& service, const std::
           service + "." + ns + ".svc.cluster.local"};
 }
 
+std::vector<std::string> servingNames(const TlsBootstrapOptions& options) {
+  auto names = servingDnsNames(options.serviceName, options.ns);
+  names.insert(names.end(), options.extraSans.begin(), options.extraSans.end());
+  return names;
+}
+
 Result<TlsMaterial> renewServingCert(const TlsMaterial& material,
                                      const TlsBootstrapOptions& options) {
   TlsMaterial out = material;
-  out.dnsNames = servingDnsNames(options.serviceName, options.ns);
-  auto serving =
-      generateServingCert(material.ca, out.dnsNames[2], out.dnsNames, {}, options.servingValidity);
+  out.dnsNames = servingNames(options);
+  std::vector<std::string> dns;
+  std::vector<std::string> ips;
+  for (const auto& name : out.dnsNames) {
+    (isDottedIpv4(name) || name.find(':') != std::string::npos ? ips : dns).push_back(name);
+  }
+  auto serving = generateServingCert(material.ca, dns[2], dns, ips, options.servingValidity);
   if (!serving) {
     return fail(serving.error().context("serving certificate"));
   }
@@ -128,8 +140,7 @@ Renewal renewalNeeded(const TlsMaterial& material, const TlsBootstrapOptions& op
   }
   auto servingEnd = certificateNotAfter(material.serving.certPem);
   if (!servingEnd || !validatePrivateKeyPem(material.serving.keyPem) ||
-      *servingEnd - now < options.renewBefore ||
-      material.dnsNames != servingDnsNames(options.serviceName, options.ns)) {
+      *servingEnd - now < options.renewBefore || material.dnsNames != servingNames(options)) {
     return Renewal::ServingCert;
   }
   return Renewal::None;

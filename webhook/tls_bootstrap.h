@@ -25,7 +25,10 @@ namespace gvirtus::webhook {
 struct TlsBootstrapOptions {
   std::string ns;  // the webhook's namespace, where the Secret lives
   std::string secretName = "gvirtus-webhook-tls";
-  std::string serviceName;        // the serving certificate is for <service>.<ns>.svc
+  std::string serviceName;  // the serving certificate is for <service>.<ns>.svc
+  // More names for the serving certificate, DNS names or IP addresses (a webhook registered
+  // by URL, e.g. https://127.0.0.1:8443/mutate). Replicas sharing the Secret must agree.
+  std::vector<std::string> extraSans;
   std::string webhookConfigName;  // MutatingWebhookConfiguration to keep the caBundle in
   std::chrono::hours caValidity{24 * 365 * 10};
   std::chrono::hours servingValidity{24 * 365};
@@ -45,6 +48,9 @@ struct TlsMaterial {
 
 // <service>, <service>.<ns>, <service>.<ns>.svc, <service>.<ns>.svc.cluster.local.
 std::vector<std::string> servingDnsNames(const std::string& service, const std::string& ns);
+// Every subject alternative name of the serving certificate: the Service's DNS names, then
+// the extra ones.
+std::vector<std::string> servingNames(const TlsBootstrapOptions& options);
 
 // A new CA and a serving certificate signed by it.
 Result<TlsMaterial> generateTlsMaterial(const TlsBootstrapOptions& options);

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Frontends spread by least-connections over the two backends, and each pod is given one
+# backend pod's IP (all threads of a process reach the same backend), never a Service IP.
+source "$(dirname "$0")/../../scenarios/lib.sh"
+use_test_namespace
+backends=$(k get pods -n "$system_ns" -l app.kubernetes.io/component=backend \
+  -o jsonpath='{range .items[*]}{.status.podIP}{"\n"}{end}' | sort)
+[ "$(wc -l <<<"$backends")" = 2 ] || skip "needs exactly two backend pods"
+for i in 1 2 3 4; do
+  test_pod "spread-$i" '  labels: {gvirtus.io/enabled: "true"}' "" | k apply -f - >/dev/null
+done
+declare -A per_backend=()
+for i in 1 2 3 4; do
+  backend=$(jp pod "spread-$i" -n "$test_ns" -o 'jsonpath={.metadata.annotations.gvirtus\.io/backend}')
+  ip=${backend%:*}
+  if grep -qx "$ip" <<<"$backends"; then ok "spread-$i -> backend pod $backend"; else bad "spread-$i got \"$backend\", not a backend pod IP"; fi
+  per_backend[$ip]=$((${per_backend[$ip]:-0} + 1))
+done
+for ip in $backends; do
+  [ "${per_backend[$ip]:-0}" = 2 ] && ok "backend $ip took 2 of 4" || bad "backend $ip took ${per_backend[$ip]:-0} of 4"
+done
+properties=$(jp pod spread-1 -n "$test_ns" -o 'jsonpath={.metadata.annotations.gvirtus\.io/properties}')
+grep -q '"secure_application":false' <<<"$properties" && ok "properties.json rendered" || bad "properties: $properties"
+finish
