@@ -1,85 +1,18 @@
 #include "common/certificates.h"
 
-#include <openssl/asn1.h>
-#include <openssl/bio.h>
-#include <openssl/bn.h>
 #include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
 #include <openssl/rand.h>
-#include <openssl/x509.h>
-#include <openssl/x509v3.h>
 
 #include <array>
 #include <climits>
 #include <ctime>
-#include <memory>
+
+#include "common/openssl_util.h"
 
 namespace gvirtus {
 namespace {
 
-// One deleter per OpenSSL free function, so every object lives in a std::unique_ptr.
-template <auto FreeFn>
-struct OpenSslDeleter {
-  template <typename T>
-  void operator()(T* p) const {
-    FreeFn(p);
-  }
-};
-using BioPtr = std::unique_ptr<BIO, OpenSslDeleter<&BIO_free_all>>;
-using X509Ptr = std::unique_ptr<X509, OpenSslDeleter<&X509_free>>;
-using PkeyPtr = std::unique_ptr<EVP_PKEY, OpenSslDeleter<&EVP_PKEY_free>>;
-using PkeyCtxPtr = std::unique_ptr<EVP_PKEY_CTX, OpenSslDeleter<&EVP_PKEY_CTX_free>>;
-using BignumPtr = std::unique_ptr<BIGNUM, OpenSslDeleter<&BN_free>>;
-using ExtensionPtr = std::unique_ptr<X509_EXTENSION, OpenSslDeleter<&X509_EXTENSION_free>>;
-using GeneralNamesPtr = std::unique_ptr<GENERAL_NAMES, OpenSslDeleter<&GENERAL_NAMES_free>>;
-using GeneralNamePtr = std::unique_ptr<GENERAL_NAME, OpenSslDeleter<&GENERAL_NAME_free>>;
-using Ia5StringPtr = std::unique_ptr<ASN1_IA5STRING, OpenSslDeleter<&ASN1_IA5STRING_free>>;
-using OctetStringPtr = std::unique_ptr<ASN1_OCTET_STRING, OpenSslDeleter<&ASN1_OCTET_STRING_free>>;
-
 constexpr long kBackdateSeconds = 5 * 60;
-
-// "what: PEM routines: no start line", draining OpenSSL's error queue.
-Error opensslError(const std::string& what) {
-  unsigned long last = 0;
-  while (unsigned long code = ERR_get_error()) {
-    last = code;
-  }
-  if (last == 0) {
-    return Error{what, 0, {}};
-  }
-  const char* lib = ERR_lib_error_string(last);
-  const char* reason = ERR_reason_error_string(last);
-  std::string detail;
-  if (lib != nullptr) {
-    detail = lib;
-  }
-  if (reason != nullptr) {
-    detail += detail.empty() ? reason : std::string(": ") + reason;
-  }
-  if (detail.empty()) {
-    std::array<char, 256> buffer{};
-    ERR_error_string_n(last, buffer.data(), buffer.size());
-    detail = buffer.data();
-  }
-  return Error{what + ": " + detail, 0, {}};
-}
-
-// Never prompts on a terminal for a passphrase: encrypted keys are refused.
-int noPassphrase(char* /*buf*/, int /*size*/, int /*rwflag*/, void* /*userdata*/) {
-  return -1;
-}
-
-Result<BioPtr> memoryBio(const std::string& data) {
-  if (data.size() > static_cast<size_t>(INT_MAX)) {
-    return fail("PEM data too large");
-  }
-  BioPtr bio(BIO_new_mem_buf(data.data(), static_cast<int>(data.size())));
-  if (!bio) {
-    return fail(opensslError("BIO_new_mem_buf"));
-  }
-  return bio;
-}
 
 std::string bioContents(BIO* bio) {
   char* data = nullptr;
@@ -90,9 +23,14 @@ std::string bioContents(BIO* bio) {
   return std::string(data, static_cast<size_t>(size));
 }
 
-bool isEndOfPem() {
-  unsigned long code = ERR_peek_last_error();
-  return ERR_GET_LIB(code) == ERR_LIB_PEM && ERR_GET_REASON(code) == PEM_R_NO_START_LINE;
+// The error of a failed PEM read of a `what`: "no PEM <what> found" when there was no PEM
+// block at all (the queue is cleared), else "bad PEM <what>: " and OpenSSL's reason.
+Error pemReadError(const std::string& what) {
+  if (isEndOfPem()) {
+    ERR_clear_error();
+    return Error{"no PEM " + what + " found", 0, {}};
+  }
+  return opensslError("bad PEM " + what);
 }
 
 Result<X509Ptr> readCertificate(const std::string& pem) {
@@ -100,13 +38,9 @@ Result<X509Ptr> readCertificate(const std::string& pem) {
   if (!bio) {
     return fail(bio.error());
   }
-  X509Ptr cert(PEM_read_bio_X509(bio->get(), nullptr, &noPassphrase, nullptr));
+  X509Ptr cert(PEM_read_bio_X509(bio->get(), nullptr, &refusePassphrase, nullptr));
   if (!cert) {
-    if (isEndOfPem()) {
-      ERR_clear_error();
-      return fail("no PEM certificate found");
-    }
-    return fail(opensslError("bad PEM certificate"));
+    return fail(pemReadError("certificate"));
   }
   return cert;
 }
@@ -121,13 +55,9 @@ Result<PkeyPtr> readPrivateKey(const std::string& pem) {
   if (!bio) {
     return fail(bio.error());
   }
-  PkeyPtr key(PEM_read_bio_PrivateKey(bio->get(), nullptr, &noPassphrase, nullptr));
+  PkeyPtr key = readPemPrivateKey(bio->get());
   if (!key) {
-    if (isEndOfPem()) {
-      ERR_clear_error();
-      return fail("no PEM private key found");
-    }
-    return fail(opensslError("bad PEM private key"));
+    return fail(pemReadError("private key"));
   }
   return key;
 }
@@ -400,21 +330,11 @@ Result<void> validateCertificatePem(const std::string& pem) {
   if (!bio) {
     return fail(bio.error());
   }
-  int count = 0;
-  while (true) {
-    X509Ptr cert(PEM_read_bio_X509(bio->get(), nullptr, &noPassphrase, nullptr));
-    if (!cert) {
-      break;
-    }
-    ++count;
-  }
-  if (!isEndOfPem()) {
-    return fail(opensslError("bad PEM certificate"));
+  // Every block must be a certificate, and there must be one.
+  if (readPemCertificates(bio->get()).empty() || !isEndOfPem()) {
+    return fail(pemReadError("certificate"));
   }
   ERR_clear_error();
-  if (count == 0) {
-    return fail("no PEM certificate found");
-  }
   return {};
 }
 

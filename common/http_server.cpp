@@ -7,7 +7,6 @@
 #include <netinet/tcp.h>
 #include <openssl/bio.h>
 #include <openssl/err.h>
-#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <poll.h>
@@ -36,6 +35,7 @@
 #include <thread>
 
 #include "common/log.h"
+#include "common/openssl_util.h"
 
 namespace gvirtus {
 
@@ -89,64 +89,12 @@ bool waitFor(int fd, short events, Clock::time_point deadline) {
   }
 }
 
-// ---- OpenSSL ownership -----------------------------------------------------------------
-
-struct SslCtxFree {
-  void operator()(SSL_CTX* p) const { SSL_CTX_free(p); }
-};
-struct SslFree {
-  void operator()(SSL* p) const { SSL_free(p); }
-};
-struct X509Free {
-  void operator()(X509* p) const { X509_free(p); }
-};
-struct PkeyFree {
-  void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); }
-};
-struct BioFree {
-  void operator()(BIO* p) const { BIO_free(p); }
-};
-using SslCtxPtr = std::unique_ptr<SSL_CTX, SslCtxFree>;
-using SslPtr = std::unique_ptr<SSL, SslFree>;
-using X509Ptr = std::unique_ptr<X509, X509Free>;
-using PkeyPtr = std::unique_ptr<EVP_PKEY, PkeyFree>;
-using BioPtr = std::unique_ptr<BIO, BioFree>;
-
-using X509Stack = STACK_OF(X509);
-
-// OpenSSL's stack and option macros are written with C casts.
+// OpenSSL's option macros are written with C casts.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wold-style-cast"
-X509Stack* newX509Stack() {
-  return sk_X509_new_null();
-}
-void freeX509Stack(X509Stack* stack) {
-  sk_X509_pop_free(stack, X509_free);
-}
-bool pushX509(X509Stack* stack, X509* cert) {
-  return sk_X509_push(stack, cert) > 0;
-}
 constexpr uint64_t kSslOptions =
     SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE;
 #pragma GCC diagnostic pop
-
-struct X509StackFree {
-  void operator()(X509Stack* p) const { freeX509Stack(p); }
-};
-using X509StackPtr = std::unique_ptr<X509Stack, X509StackFree>;
-
-// Drains this thread's OpenSSL error queue into one line.
-std::string opensslErrors() {
-  std::string out;
-  while (unsigned long code = ERR_get_error()) {
-    char buf[256];
-    ERR_error_string_n(code, buf, sizeof(buf));
-    if (!out.empty())
-      out += "; ";
-    out += buf;
-  }
-  return out.empty() ? std::string("unknown OpenSSL error") : out;
-}
 
 // A serving certificate (leaf, intermediates) and its key, parsed once.
 struct TlsMaterial {
@@ -155,34 +103,29 @@ struct TlsMaterial {
   X509StackPtr chain;
 };
 
-int refusePassword(char*, int, int, void*) {
-  return 0;
-}
-
 Result<std::shared_ptr<const TlsMaterial>> parseTlsMaterial(const std::string& certPem,
                                                             const std::string& keyPem) {
   ERR_clear_error();
   auto material = std::make_shared<TlsMaterial>();
-  BioPtr certBio(BIO_new_mem_buf(certPem.data(), static_cast<int>(certPem.size())));
+  auto certBio = memoryBio(certPem);
   if (!certBio)
-    return fail("allocate BIO: " + opensslErrors());
-  material->cert.reset(PEM_read_bio_X509(certBio.get(), nullptr, refusePassword, nullptr));
-  if (!material->cert)
+    return fail(certBio.error().context("allocate BIO"));
+  std::vector<X509Ptr> certs = readPemCertificates(certBio->get(), &refusePassphrase);
+  if (certs.empty())
     return fail("parse certificate: " + opensslErrors());
-  material->chain.reset(newX509Stack());
+  ERR_clear_error();  // the read that ended the chain left "no start line"
+  material->cert = std::move(certs.front());
+  material->chain = newX509Stack();
   if (!material->chain)
     return fail("allocate certificate chain: " + opensslErrors());
-  while (X509* extra = PEM_read_bio_X509(certBio.get(), nullptr, refusePassword, nullptr)) {
-    if (!pushX509(material->chain.get(), extra)) {
-      X509_free(extra);
+  for (size_t i = 1; i < certs.size(); ++i) {
+    if (!pushX509(material->chain.get(), std::move(certs[i])))
       return fail("build certificate chain: " + opensslErrors());
-    }
   }
-  ERR_clear_error();  // the read that ended the chain left "no start line"
-  BioPtr keyBio(BIO_new_mem_buf(keyPem.data(), static_cast<int>(keyPem.size())));
+  auto keyBio = memoryBio(keyPem);
   if (!keyBio)
-    return fail("allocate BIO: " + opensslErrors());
-  material->key.reset(PEM_read_bio_PrivateKey(keyBio.get(), nullptr, refusePassword, nullptr));
+    return fail(keyBio.error().context("allocate BIO"));
+  material->key = readPemPrivateKey(keyBio->get(), &refusePassphrase);
   if (!material->key)
     return fail("parse private key: " + opensslErrors());
   if (X509_check_private_key(material->cert.get(), material->key.get()) != 1) {

@@ -4,7 +4,6 @@
 #include <httplib.h>
 #include <netdb.h>
 #include <openssl/err.h>
-#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
@@ -24,6 +23,7 @@
 
 #include "common/backoff.h"
 #include "common/log.h"
+#include "common/openssl_util.h"
 #include "common/rate_limiter.h"
 #include "common/watch_stream.h"
 
@@ -32,18 +32,6 @@ namespace {
 
 using nlohmann::json;
 namespace fs = std::filesystem;
-
-template <auto FreeFn>
-struct OpenSslDeleter {
-  template <typename T>
-  void operator()(T* p) const {
-    FreeFn(p);
-  }
-};
-using BioPtr = std::unique_ptr<BIO, OpenSslDeleter<&BIO_free_all>>;
-using X509Ptr = std::unique_ptr<X509, OpenSslDeleter<&X509_free>>;
-using PkeyPtr = std::unique_ptr<EVP_PKEY, OpenSslDeleter<&EVP_PKEY_free>>;
-using StorePtr = std::unique_ptr<X509_STORE, OpenSslDeleter<&X509_STORE_free>>;
 
 // Retries of 429 and 5xx without Retry-After, and of connection failures.
 constexpr Duration kRetryInitial = std::chrono::milliseconds(250);
@@ -70,24 +58,10 @@ long addChainCertificate(SSL_CTX* ctx, X509* cert) {
 }
 #pragma GCC diagnostic pop
 
-std::string opensslReason() {
-  unsigned long last = 0;
-  while (unsigned long code = ERR_get_error()) {
-    last = code;
-  }
-  const char* reason = last != 0 ? ERR_reason_error_string(last) : nullptr;
-  return reason != nullptr ? reason : "unknown OpenSSL error";
-}
-
 Result<std::vector<X509Ptr>> readCertificates(const std::string& pem, const std::string& what) {
-  BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
   std::vector<X509Ptr> certs;
-  while (bio) {
-    X509Ptr cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
-    if (!cert) {
-      break;
-    }
-    certs.push_back(std::move(cert));
+  if (auto bio = memoryBio(pem)) {
+    certs = readPemCertificates(bio->get());
   }
   ERR_clear_error();
   if (certs.empty()) {
@@ -96,14 +70,12 @@ Result<std::vector<X509Ptr>> readCertificates(const std::string& pem, const std:
   return certs;
 }
 
-int refusePassphrase(char* /*buf*/, int /*size*/, int /*rwflag*/, void* /*userdata*/) {
-  return -1;
-}
-
 Result<PkeyPtr> readKey(const std::string& pem) {
-  BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
-  PkeyPtr key(bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, &refusePassphrase, nullptr)
-                  : nullptr);
+  auto bio = memoryBio(pem);
+  if (!bio) {
+    return fail(bio.error().context("client key"));
+  }
+  PkeyPtr key = readPemPrivateKey(bio->get());
   if (!key) {
     return fail("client key: " + opensslReason());
   }
