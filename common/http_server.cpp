@@ -745,7 +745,9 @@ class Transport;
 }
 
 struct HttpServer::Impl {
-  explicit Impl(HttpServerOptions o) : options(std::move(o)) {}
+  // Defined after Transport: the unique_ptr below needs the complete type to be destroyed.
+  explicit Impl(HttpServerOptions o);
+  ~Impl();
 
   HttpServerOptions options;
   std::string host;
@@ -829,6 +831,9 @@ class Transport final : public httplib::Server {
 };
 
 }  // namespace
+
+HttpServer::Impl::Impl(HttpServerOptions o) : options(std::move(o)) {}
+HttpServer::Impl::~Impl() = default;
 
 Result<void> HttpServer::Impl::initTls() {
   ERR_clear_error();
