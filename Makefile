@@ -76,7 +76,7 @@ fuzz: deps
 e2e-test: build cluster-build
 	@bash tests/e2e/local/run-local-e2e.sh gvirtus-e2e
 
-test: format-check unit-test integration-test e2e-test images-test
+test: format-check unit-test fuzz integration-test e2e-test images-test
 	@echo "[test] all suites passed"
 
 demo: build cluster-build
