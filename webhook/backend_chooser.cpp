@@ -1,6 +1,7 @@
 #include "webhook/backend_chooser.h"
 
 #include <algorithm>
+#include <charconv>
 #include <memory>
 #include <random>
 
@@ -12,10 +13,31 @@ struct Candidate {
   const Backend* backend;
   bool fresh;
   int64_t connections;  // reported plus recent assignments
+  std::optional<int64_t> gpuIndex;
+  int64_t memoryMiB = 0;
 };
 
 std::string plural(int64_t n, const std::string& one, const std::string& many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+std::string formatFraction(double value) {
+  char text[32];
+  auto [end, ec] = std::to_chars(text, text + sizeof text, value);
+  return ec == std::errc() ? std::string(text, end) : std::to_string(value);
+}
+
+// What the pod asks of one GPU's memory, in words: "16384 MiB", "0.5 of its memory".
+std::string memoryWanted(const BackendRequirements& pod) {
+  std::string out;
+  const int64_t mib = std::max(pod.gpuMemoryMiB.value_or(0), pod.kaiGpuMemoryMiB.value_or(0));
+  if (mib > 0) {
+    out = std::to_string(mib) + " MiB";
+  }
+  if (pod.gpuFraction) {
+    out += (out.empty() ? "" : " and ") + formatFraction(*pod.gpuFraction) + " of its memory";
+  }
+  return out;
 }
 
 }  // namespace
@@ -37,7 +59,7 @@ BackendChooser::BackendChooser(ChooserOptions options) : options_(std::move(opti
 void BackendChooser::pruneLocked(TimePoint now) {
   for (auto it = assignments_.begin(); it != assignments_.end();) {
     auto& times = it->second;
-    while (!times.empty() && now - times.front() >= options_.assignmentWindow) {
+    while (!times.empty() && now - times.front().at >= options_.assignmentWindow) {
       times.pop_front();
     }
     it = times.empty() ? assignments_.erase(it) : std::next(it);
@@ -49,11 +71,37 @@ int64_t BackendChooser::recentLocked(const std::string& endpoint) const {
   return it == assignments_.end() ? 0 : static_cast<int64_t>(it->second.size());
 }
 
+int64_t BackendChooser::reservedLocked(const std::string& endpoint, int64_t gpuIndex) const {
+  auto it = assignments_.find(endpoint);
+  int64_t total = 0;
+  for (size_t i = 0; it != assignments_.end() && i < it->second.size(); ++i) {
+    if (it->second[i].gpuIndex == gpuIndex) {
+      total += it->second[i].memoryMiB;
+    }
+  }
+  return total;
+}
+
 void BackendChooser::recordAssignment(const std::string& endpoint) {
   std::lock_guard lock(mutex_);
   const auto now = options_.now();
   pruneLocked(now);
-  assignments_[endpoint].push_back(now);
+  assignments_[endpoint].push_back({now, nextReservation_++, std::nullopt, 0});
+}
+
+void BackendChooser::cancelAssignment(const Choice& choice) {
+  if (choice.reservation == 0) {
+    return;
+  }
+  std::lock_guard lock(mutex_);
+  auto it = assignments_.find(choice.backend.endpoint());
+  if (it == assignments_.end()) {
+    return;
+  }
+  std::erase_if(it->second, [&](const Reservation& r) { return r.id == choice.reservation; });
+  if (it->second.empty()) {
+    assignments_.erase(it);
+  }
 }
 
 int64_t BackendChooser::recentAssignments(const std::string& endpoint) {
@@ -84,7 +132,8 @@ ChooseResult BackendChooser::choose(const std::vector<Backend>& backends,
       ++full;
       continue;
     }
-    if ((pod.gpus || pod.gpuMemoryMiB) && !load) {
+    const bool wantsMemory = asksForGpuMemory(pod);
+    if ((pod.gpus || wantsMemory) && !load) {
       ++unknown;
       continue;
     }
@@ -92,14 +141,26 @@ ChooseResult BackendChooser::choose(const std::vector<Backend>& backends,
       ++fewGpus;
       continue;
     }
-    if (pod.gpuMemoryMiB &&
-        std::none_of(load->gpus.begin(), load->gpus.end(), [&](const GpuLoad& gpu) {
-          return gpu.memoryFreeMiB() >= *pod.gpuMemoryMiB;
-        })) {
-      ++noMemory;
-      continue;
+    Candidate candidate{&backend, fresh, connections, std::nullopt, 0};
+    if (wantsMemory) {
+      // The GPU with the most memory left after own recent assignments, among those with
+      // enough.
+      int64_t bestLeft = -1;
+      for (const auto& gpu : load->gpus) {
+        const int64_t demand = memoryDemandMiB(pod, gpu.memoryTotalMiB);
+        const int64_t left = gpu.memoryFreeMiB() - reservedLocked(backend.endpoint(), gpu.index);
+        if (left >= demand && left > bestLeft) {
+          bestLeft = left;
+          candidate.gpuIndex = gpu.index;
+          candidate.memoryMiB = demand;
+        }
+      }
+      if (!candidate.gpuIndex) {
+        ++noMemory;
+        continue;
+      }
     }
-    candidates.push_back({&backend, fresh, connections});
+    candidates.push_back(candidate);
   }
 
   if (candidates.empty()) {
@@ -117,8 +178,7 @@ ChooseResult BackendChooser::choose(const std::vector<Backend>& backends,
       }
     };
     add(full, "at maxSessions");
-    add(noMemory,
-        "without a GPU with " + std::to_string(pod.gpuMemoryMiB.value_or(0)) + " MiB free");
+    add(noMemory, "without a GPU with " + memoryWanted(pod) + " free");
     add(fewGpus, "with fewer than " + std::to_string(pod.gpus.value_or(0)) + " GPUs");
     add(unknown, "without a load report to check GPUs against");
     add(gone, "with a load report older than " + formatDuration(options_.goneAfter));
@@ -133,20 +193,19 @@ ChooseResult BackendChooser::choose(const std::vector<Backend>& backends,
     return a.backend->endpoint() < b.backend->endpoint();
   });
   auto leastConnections = [](const std::vector<Candidate>& from) {
-    return std::min_element(
-               from.begin(), from.end(),
-               [](const auto& a, const auto& b) { return a.connections < b.connections; })
-        ->backend;
+    return *std::min_element(from.begin(), from.end(), [](const auto& a, const auto& b) {
+      return a.connections < b.connections;
+    });
   };
 
-  const Backend* chosen = nullptr;
+  std::optional<Candidate> chosen;
   std::string preferredZone;
   switch (policy) {
     case Policy::LeastConnections:
       chosen = leastConnections(candidates);
       break;
     case Policy::RoundRobin:
-      chosen = candidates[nextRoundRobin_ % candidates.size()].backend;
+      chosen = candidates[nextRoundRobin_ % candidates.size()];
       if (record) {
         ++nextRoundRobin_;
       }
@@ -154,7 +213,7 @@ ChooseResult BackendChooser::choose(const std::vector<Backend>& backends,
     case Policy::Random: {
       const double r = std::clamp(options_.random(), 0.0, 1.0);
       auto index = static_cast<size_t>(r * static_cast<double>(candidates.size()));
-      chosen = candidates[std::min(index, candidates.size() - 1)].backend;
+      chosen = candidates[std::min(index, candidates.size() - 1)];
       break;
     }
     case Policy::SameZone: {
@@ -164,14 +223,17 @@ ChooseResult BackendChooser::choose(const std::vector<Backend>& backends,
                      [&](const Candidate& c) { return c.backend->zone == pod.zone; });
       }
       chosen = leastConnections(inZone.empty() ? candidates : inZone);
-      preferredZone = chosen->zone;
+      preferredZone = chosen->backend->zone;
       break;
     }
   }
+  Choice choice{*chosen->backend, policy, preferredZone, chosen->gpuIndex, chosen->memoryMiB, 0};
   if (record) {
-    assignments_[chosen->endpoint()].push_back(now);
+    choice.reservation = nextReservation_++;
+    assignments_[choice.backend.endpoint()].push_back(
+        {now, choice.reservation, chosen->gpuIndex, chosen->memoryMiB});
   }
-  return Choice{*chosen, policy, preferredZone};
+  return choice;
 }
 
 }  // namespace gvirtus::webhook

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,12 @@ struct Choice {
   Policy policy = Policy::LeastConnections;
   // same-zone: the zone the pod should prefer (a preferred node affinity); empty otherwise.
   std::string preferredZone;
+  // The GPU of the backend the pod's GPU memory counts against, and how much (MiB); none
+  // when the pod asks for no GPU memory.
+  std::optional<int64_t> gpuIndex;
+  int64_t memoryMiB = 0;
+  // Set when choose() recorded the assignment: what cancelAssignment() takes back.
+  uint64_t reservation = 0;
 };
 
 // Why no backend can take a pod, in words for an admission warning and an Event.
@@ -50,6 +57,9 @@ struct ChooserOptions {
 // A backend is left out when its load report is older than goneAfter, when its
 // connections plus recent assignments reach maxSessions, or when the pod asks for GPU
 // memory or a GPU count its load report does not show (an unknown load shows nothing).
+// GPU memory (gvirtus.io/gpu-memory, KAI gpu-memory, KAI gpu-fraction of that GPU's total)
+// must be free on one GPU, less what recent assignments took of it; the pod takes it from
+// the GPU with the most left.
 // Of the rest, backends with a fresh load report come first; the policy picks among them:
 // least-connections (connections plus recent assignments, then the endpoint for ties),
 // round-robin (in endpoint order), random, same-zone (least-connections within the pod's
@@ -64,21 +74,34 @@ class BackendChooser {
   ChooseResult choose(const std::vector<Backend>& backends, const BackendRequirements& pod,
                       bool record);
 
-  // Counts an assignment made elsewhere (a waiting pod released by the controller).
+  // Counts an assignment made elsewhere.
   void recordAssignment(const std::string& endpoint);
+  // Takes back an assignment choose() recorded (the pod was not given the backend after
+  // all: its patch failed). Does nothing for an unrecorded or expired one.
+  void cancelAssignment(const Choice& choice);
   // Assignments to `endpoint` within the window.
   int64_t recentAssignments(const std::string& endpoint);
   Policy defaultPolicy() const { return options_.policy; }
 
  private:
   using TimePoint = std::chrono::system_clock::time_point;
+  // One recent assignment to a backend, with the GPU memory it took.
+  struct Reservation {
+    TimePoint at;
+    uint64_t id = 0;
+    std::optional<int64_t> gpuIndex;
+    int64_t memoryMiB = 0;
+  };
   void pruneLocked(TimePoint now);
   int64_t recentLocked(const std::string& endpoint) const;
+  // MiB recent assignments took from one GPU of `endpoint`.
+  int64_t reservedLocked(const std::string& endpoint, int64_t gpuIndex) const;
 
   ChooserOptions options_;
   std::mutex mutex_;
-  std::map<std::string, std::deque<TimePoint>> assignments_;
+  std::map<std::string, std::deque<Reservation>> assignments_;
   uint64_t nextRoundRobin_ = 0;
+  uint64_t nextReservation_ = 1;
 };
 
 }  // namespace gvirtus::webhook

@@ -1,6 +1,8 @@
 #include "webhook/backend_requirements.h"
 
+#include <algorithm>
 #include <charconv>
+#include <cmath>
 
 #include "webhook/names.h"
 #include "webhook/quantity.h"
@@ -38,7 +40,31 @@ std::string trim(std::string_view text) {
   return std::string(text.substr(first, last - first + 1));
 }
 
+// A non-negative integer, the whole text.
+std::optional<int64_t> parseCount(const std::string& value) {
+  int64_t n = 0;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+  if (value.empty() || ec != std::errc() || end != value.data() + value.size() || n < 0) {
+    return std::nullopt;
+  }
+  return n;
+}
+
 }  // namespace
+
+int64_t memoryDemandMiB(const BackendRequirements& pod, int64_t totalMiB) {
+  int64_t demand = std::max(pod.gpuMemoryMiB.value_or(0), pod.kaiGpuMemoryMiB.value_or(0));
+  if (pod.gpuFraction) {
+    const double share = std::ceil(*pod.gpuFraction * static_cast<double>(totalMiB));
+    demand = std::max(demand, static_cast<int64_t>(share));
+  }
+  return demand;
+}
+
+bool asksForGpuMemory(const BackendRequirements& pod) {
+  return pod.gpuMemoryMiB.value_or(0) > 0 || pod.kaiGpuMemoryMiB.value_or(0) > 0 ||
+         pod.gpuFraction.has_value();
+}
 
 Result<Policy> parsePolicy(std::string_view text) {
   if (text == "least-connections")
@@ -81,13 +107,29 @@ Result<BackendRequirements> requirementsFromPod(const json& pod) {
     out.gpuMemoryMiB = *mib;
   }
   if (auto text = annotation(kGpusAnnotation)) {
-    const std::string value = trim(*text);
-    int64_t gpus = 0;
-    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), gpus);
-    if (ec != std::errc() || end != value.data() + value.size() || gpus < 0 || value.empty()) {
+    auto gpus = parseCount(trim(*text));
+    if (!gpus) {
       return invalid(kGpusAnnotation, *text, "not a non-negative integer");
     }
-    out.gpus = gpus;
+    out.gpus = *gpus;
+  }
+  if (auto text = annotation(kKaiGpuFractionAnnotation)) {
+    const std::string value = trim(*text);
+    double fraction = 0;
+    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), fraction);
+    if (value.empty() || ec != std::errc() || end != value.data() + value.size() ||
+        !(fraction > 0 && fraction <= 1)) {
+      return invalid(kKaiGpuFractionAnnotation, *text,
+                     "not a share of one GPU above 0 and at most 1");
+    }
+    out.gpuFraction = fraction;
+  }
+  if (auto text = annotation(kKaiGpuMemoryAnnotation)) {
+    auto mib = parseCount(trim(*text));
+    if (!mib) {
+      return invalid(kKaiGpuMemoryAnnotation, *text, "not a non-negative integer (MiB)");
+    }
+    out.kaiGpuMemoryMiB = *mib;
   }
   if (auto text = annotation(kPolicyAnnotation)) {
     auto policy = parsePolicy(trim(*text));

@@ -12,7 +12,18 @@ WebhookMetrics::WebhookMetrics(MetricsRegistry& registry, std::function<double()
                                   "Time to answer one AdmissionReview, body to body",
                                   exponentialBuckets(0.00005, 2, 15))),
       choices_(registry.counterFamily("gvirtus_webhook_backend_choices_total",
-                                      "Pods given a backend, by backend IP:PORT", {"backend"})) {
+                                      "Pods given a backend, by backend IP:PORT", {"backend"})),
+      waiting_(registry.gauge("gvirtus_webhook_waiting_pods",
+                              "GVirtuS pods waiting behind the scheduling gate for a backend, as "
+                              "the waiting-pod controller sees them (0 where it does not run)")),
+      releases_(registry.counter("gvirtus_webhook_releases_total",
+                                 "Waiting pods given a backend and released (gate removed)")),
+      // 5 ms to ~80 s.
+      releaseLatency_(registry.histogram(
+          "gvirtus_webhook_release_latency_seconds",
+          "Time from a backend becoming able to take a waiting pod (turning Ready, or its load "
+          "report changing; the pod's creation when later) to the pod's release",
+          exponentialBuckets(0.005, 2, 15))) {
   if (backendsAvailable) {
     registry.gaugeFunction("gvirtus_webhook_backends_available",
                            "Backends the backend source offers now (Ready, with an IPv4 address)",
@@ -27,6 +38,17 @@ void WebhookMetrics::review(std::string_view result, std::chrono::nanoseconds la
 
 void WebhookMetrics::backendChosen(const std::string& endpoint) {
   choices_.withLabels({endpoint}).inc();
+}
+
+void WebhookMetrics::waitingPods(double count) {
+  waiting_.set(count);
+}
+
+void WebhookMetrics::released(std::optional<std::chrono::nanoseconds> sinceBackendReady) {
+  releases_.inc();
+  if (sinceBackendReady) {
+    releaseLatency_.observe(std::chrono::duration<double>(*sinceBackendReady).count());
+  }
 }
 
 }  // namespace gvirtus::webhook

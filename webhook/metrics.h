@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -14,6 +15,9 @@ namespace gvirtus::webhook {
 //   gvirtus_webhook_review_duration_seconds           handler latency (histogram)
 //   gvirtus_webhook_backend_choices_total{backend}    pods given each backend (IP:PORT)
 //   gvirtus_webhook_backends_available                backends the source offers now
+//   gvirtus_webhook_waiting_pods                      pods waiting behind the gate (leader)
+//   gvirtus_webhook_releases_total                    waiting pods released to a backend
+//   gvirtus_webhook_release_latency_seconds           backend ready to pod released (histogram)
 class WebhookMetrics {
  public:
   // `backendsAvailable` is read at each scrape (empty: the gauge is not registered).
@@ -22,11 +26,18 @@ class WebhookMetrics {
 
   void review(std::string_view result, std::chrono::nanoseconds latency);
   void backendChosen(const std::string& endpoint);
+  // The waiting-pod controller: the pods it sees waiting, and one release, with the time
+  // since the backend could take the pod when known.
+  void waitingPods(double count);
+  void released(std::optional<std::chrono::nanoseconds> sinceBackendReady);
 
  private:
   CounterFamily& reviews_;
   Histogram& latency_;
   CounterFamily& choices_;
+  Gauge& waiting_;
+  Counter& releases_;
+  Histogram& releaseLatency_;
 };
 
 }  // namespace gvirtus::webhook

@@ -32,6 +32,10 @@ inline constexpr std::string_view kConfigPath = "/etc/gvirtus/properties.json";
 inline constexpr std::string_view kFrontendNodeLabel = names::kFrontendAllowed;
 inline constexpr std::string_view kGpuResource = names::kGpuResource;
 inline constexpr std::string_view kKaiQueueLabel = "kai.scheduler/queue";
+// KAI-Scheduler's GPU sharing annotations on a pod: a share of one GPU ("0.5"), or MiB of
+// one GPU's memory ("2000"). On a GVirtuS pod they count against the backend's GPU.
+inline constexpr std::string_view kKaiGpuFractionAnnotation = "gpu-fraction";
+inline constexpr std::string_view kKaiGpuMemoryAnnotation = "gpu-memory";
 inline constexpr std::string_view kCudaVisibleDevicesEnv = "CUDA_VISIBLE_DEVICES";
 
 // On backend pods (written by the backend shim) and nodes.

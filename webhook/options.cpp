@@ -94,7 +94,15 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
   flags.addString("kai-queue", &options.kaiQueue,
                   "label kai.scheduler/queue for GVirtuS pods without one");
   flags.addBool("leader-elect", &options.leaderElect,
-                "elect one replica (Lease) to run the waiting-pod controller");
+                "elect one replica (Lease gvirtus-webhook in --namespace) to run the "
+                "waiting-pod controller; without it every replica runs it");
+  flags.addDuration("leader-elect-lease-duration", &options.leaderElectLeaseDuration,
+                    "how long a leader's Lease holds without renewal before another replica "
+                    "takes over");
+  flags.addDuration("leader-elect-renew-deadline", &options.leaderElectRenewDeadline,
+                    "how long the leader retries renewing before it stops leading");
+  flags.addDuration("leader-elect-retry-period", &options.leaderElectRetryPeriod,
+                    "time between tries to acquire or renew the Lease");
   flags.addList("plugins", &options.plugins, "GVirtuS frontend plugins listed in properties.json");
   flags.addInt("max-request-bytes", &options.maxRequestBytes,
                "larger AdmissionReview bodies are refused with 400", 4096, 64 * 1024 * 1024);
@@ -140,6 +148,24 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
   }
   if (options.plugins.empty())
     return bad("--plugins: must name at least one plugin");
+  if (options.leaderElectLeaseDuration < std::chrono::seconds(1)) {
+    return bad(
+        "--leader-elect-lease-duration: must be at least 1s (the Lease holds whole "
+        "seconds)");
+  }
+  if (options.leaderElectRenewDeadline <= Duration::zero() ||
+      options.leaderElectRenewDeadline >=
+          std::chrono::duration_cast<std::chrono::seconds>(options.leaderElectLeaseDuration)) {
+    return bad(
+        "--leader-elect-renew-deadline: must be positive and shorter than "
+        "--leader-elect-lease-duration");
+  }
+  if (options.leaderElectRetryPeriod <= Duration::zero() ||
+      options.leaderElectRetryPeriod * 12 / 10 >= options.leaderElectRenewDeadline) {
+    return bad(
+        "--leader-elect-retry-period: must be positive and shorter than "
+        "--leader-elect-renew-deadline / 1.2");
+  }
   return options;
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/duration.h"
 #include "common/flags.h"
 #include "webhook/backend_requirements.h"
 #include "webhook/static_backend_source.h"
@@ -33,6 +34,10 @@ struct Options {
   std::string schedulerName;
   std::string kaiQueue;
   bool leaderElect = false;
+  // The Lease gvirtus-webhook in --namespace (client-go's defaults).
+  Duration leaderElectLeaseDuration = std::chrono::seconds(15);
+  Duration leaderElectRenewDeadline = std::chrono::seconds(10);
+  Duration leaderElectRetryPeriod = std::chrono::seconds(2);
   std::vector<std::string> plugins;
   int64_t maxRequestBytes = 3 * 1024 * 1024;
 

@@ -1,13 +1,19 @@
 #include "webhook/run.h"
 
-#include <cstdio>
-#include <memory>
+#include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <thread>
+
+#include "common/event_recorder.h"
 #include "common/health_server.h"
 #include "common/http_server.h"
 #include "common/ipv4_resolver.h"
 #include "common/kube_client.h"
 #include "common/kube_config.h"
+#include "common/leader_election.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/signals.h"
@@ -18,30 +24,55 @@
 #include "webhook/options.h"
 #include "webhook/static_backend_source.h"
 #include "webhook/tls_bootstrap.h"
+#include "webhook/waiting_pod_controller.h"
 
 namespace gvirtus::webhook {
 namespace {
+
+// The Lease of --leader-elect, in the webhook's namespace (manifests/webhook/rbac.yaml).
+constexpr const char* kLeaseName = "gvirtus-webhook";
 
 int configurationError(const std::string& reason) {
   std::fprintf(stderr, "%s: %s\n", kProgram, reason.c_str());
   return kExitUsage;
 }
 
-Result<std::unique_ptr<KubeClient>> makeClient(const Options& options) {
+// `clientOptions` without the user agent, which is set here.
+Result<std::unique_ptr<KubeClient>> makeClient(const Options& options,
+                                               KubeClientOptions clientOptions) {
   auto config = loadKubeConfig(options.common.kubeconfig);
   if (!config) {
     return fail(config.error().context(options.common.kubeconfig.empty()
                                            ? "in-cluster configuration (or set --kubeconfig)"
                                            : "--kubeconfig"));
   }
-  KubeClientOptions clientOptions;
   clientOptions.userAgent = std::string(kProgram) + "/" + GVIRTUS_VERSION;
-  clientOptions.requestTimeout = std::chrono::seconds(10);
   auto client = KubeClient::create(*config, clientOptions);
   if (!client) {
     return fail(client.error().context("Kubernetes client"));
   }
   return std::move(*client);
+}
+
+KubeClientOptions clientOptions(Duration requestTimeout, int maxRetries = 5) {
+  KubeClientOptions out;
+  out.requestTimeout = requestTimeout;
+  out.maxRetries = maxRetries;
+  return out;
+}
+
+std::string envOr(const char* name, const std::string& fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? value : fallback;
+}
+
+// This replica in the Lease and in its Events: $POD_NAME, else host name and process id.
+std::string identity() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) {
+    std::snprintf(host, sizeof host, "unknown-host");
+  }
+  return envOr("POD_NAME", std::string(host) + "_" + std::to_string(getpid()));
 }
 
 }  // namespace
@@ -56,7 +87,7 @@ int run(int argc, const char* const* argv) {
 
   std::unique_ptr<KubeClient> client;
   if (options.needsApiServer()) {
-    auto made = makeClient(options);
+    auto made = makeClient(options, clientOptions(std::chrono::seconds(10)));
     if (!made) {
       return configurationError(made.error().message);
     }
@@ -96,6 +127,51 @@ int run(int argc, const char* const* argv) {
   config.plugins = options.plugins;
   config.maxRequestBytes = static_cast<size_t>(options.maxRequestBytes);
   MutateHandler handler(config, *source, chooser, &metrics);
+
+  // The waiting-pod controller, wherever there is an API server; with --leader-elect only
+  // on the replica holding the Lease. Events get their own client, so that a burst of them
+  // never holds up a release behind the client's rate limit.
+  const std::string self = identity();
+  std::unique_ptr<KubeClient> eventsClient;
+  std::unique_ptr<EventRecorder> events;
+  std::unique_ptr<WaitingPodController> controller;
+  std::unique_ptr<KubeClient> electionClient;
+  std::unique_ptr<LeaderElector> elector;
+  if (client) {
+    auto made = makeClient(options, clientOptions(std::chrono::seconds(10)));
+    if (!made) {
+      return configurationError(made.error().message);
+    }
+    eventsClient = std::move(*made);
+    EventRecorderOptions eventOptions;
+    eventOptions.component = kProgram;
+    eventOptions.host = envOr("NODE_NAME", "");
+    eventOptions.instance = self;
+    events = std::make_unique<EventRecorder>(*eventsClient, eventOptions);
+    WaitingPodControllerOptions controllerOptions;
+    controllerOptions.ownNamespace = options.ns;
+    controllerOptions.plugins = options.plugins;
+    controller = std::make_unique<WaitingPodController>(*client, *source, chooser, *events,
+                                                        &metrics, controllerOptions);
+    source->setOnChange([&controller] { controller->backendsChanged(); });
+    if (options.leaderElect) {
+      // A renewal must end well within the renew deadline (see LeaderElector).
+      made = makeClient(options, clientOptions(options.leaderElectRenewDeadline / 3, 0));
+      if (!made) {
+        return configurationError(made.error().message);
+      }
+      electionClient = std::move(*made);
+      LeaderElectionConfig election;
+      election.ns = options.ns;
+      election.name = kLeaseName;
+      election.identity = self;
+      election.leaseDuration = options.leaderElectLeaseDuration;
+      election.renewDeadline = options.leaderElectRenewDeadline;
+      election.retryPeriod = options.leaderElectRetryPeriod;
+      election.onStartedLeading = [&controller](std::stop_token stop) { controller->run(stop); };
+      elector = std::make_unique<LeaderElector>(*electionClient, election);
+    }
+  }
 
   // The admission listener. Bodies up to twice the limit are read and answered 400 by the
   // handler with a message; beyond that the server refuses them unread (413).
@@ -147,11 +223,33 @@ int run(int argc, const char* const* argv) {
   }
 
   source->start();
+  // On every way out, the source stops before the controller it calls back goes away.
+  struct SourceStopper {
+    BackendSource& source;
+    ~SourceStopper() { source.stop(); }
+  } stopSource{*source};
   if (tls) {
     tls->start();
   }
   if (auto started = (*server)->start(); !started) {
     return configurationError("--listen: " + started.error().message);
+  }
+  std::jthread controllerThread;
+  if (events) {
+    events->start();
+  }
+  if (elector) {
+    if (auto started = elector->start(); !started) {
+      return configurationError("--leader-elect: " + started.error().message);
+    }
+  } else if (controller) {
+    controllerThread = std::jthread([&controller](std::stop_token stop) { controller->run(stop); });
+  }
+  std::string controllerMode = "off (no API server)";
+  if (controller) {
+    controllerMode = options.leaderElect ? "when leading (Lease " + options.ns + "/" + kLeaseName +
+                                               ", identity " + self + ")"
+                                         : "on";
   }
   log::info(
       "gvirtus-webhook started",
@@ -160,10 +258,23 @@ int run(int argc, const char* const* argv) {
        {"backends", options.staticBackends.empty() ? "pods in " + options.backendNamespace + " (" +
                                                          options.backendSelector + ")"
                                                    : "static"},
-       {"tls", options.tlsFromFiles() ? "files" : "own CA in Secret " + options.tlsSecretName}});
+       {"tls", options.tlsFromFiles() ? "files" : "own CA in Secret " + options.tlsSecretName},
+       {"waitingPodController", controllerMode}});
 
   shutdown.wait();
   (*server)->stop();
+  // Leadership is given up (the Lease released, so that another replica takes over at
+  // once) only after the controller's work has ended.
+  if (elector) {
+    elector->stop();
+  }
+  if (controllerThread.joinable()) {
+    controllerThread.request_stop();
+    controllerThread.join();
+  }
+  if (events) {
+    events->stop();
+  }
   if (tls) {
     tls->stop();
   }

@@ -97,7 +97,7 @@ TEST_CASE("backend-shim listen_probe: malformed lines are skipped", "[listen_pro
   CHECK(state.established == 0);
 }
 
-TEST_CASE("backend-shim listen_probe: reads the injected files; a missing one is skipped",
+TEST_CASE("backend-shim listen_probe: reads the injected files, a missing one is skipped",
           "[listen_probe]") {
   test::TempDir dir;
   writeFile(dir.file("tcp"), kTcp);

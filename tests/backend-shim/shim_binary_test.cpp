@@ -205,7 +205,7 @@ TEST_CASE("backend-shim binary: ready, measured, and on SIGTERM drained then sto
   CHECK_THAT(log, Catch::Contains("no connection left"));
 }
 
-TEST_CASE("backend-shim binary: the drain timeout bounds the wait; the backend is then stopped",
+TEST_CASE("backend-shim binary: the drain timeout bounds the wait, the backend is then stopped",
           "[shim_binary]") {
   RunningShim shim;
   shim.start({"--drain-timeout", "1s"});
@@ -224,7 +224,7 @@ TEST_CASE("backend-shim binary: the drain timeout bounds the wait; the backend i
   CHECK_THAT(shim.process->output(), Catch::Contains("drain timeout reached"));
 }
 
-TEST_CASE("backend-shim binary: a backend that ignores SIGTERM is killed; the shim exits 0",
+TEST_CASE("backend-shim binary: a backend that ignores SIGTERM is killed, the shim exits 0",
           "[shim_binary]") {
   RunningShim shim;
   shim.start({"--drain-timeout", "0s", "--stop-timeout", "500ms"}, {"--ignore-sigterm"});

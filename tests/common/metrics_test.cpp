@@ -124,7 +124,7 @@ TEST_CASE("MetricsRegistry tolerates a wrong number of label values", "[metrics]
   CHECK(text.find("gvirtus_pairs{a=\"x\",b=\"y\"} 2\n") != std::string::npos);
 }
 
-TEST_CASE("Counters only go up; gauges go both ways", "[metrics]") {
+TEST_CASE("Counters only go up, gauges go both ways", "[metrics]") {
   MetricsRegistry registry;
   auto& c = registry.counter("gvirtus_c_total", "C.");
   c.inc(-5);

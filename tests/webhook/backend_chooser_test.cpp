@@ -175,7 +175,7 @@ TEST_CASE("GPU memory and GPU count constraints", "[chooser]") {
   CHECK(none.error().reason.find("1 without a load report") != std::string::npos);
 }
 
-TEST_CASE("fresh load reports rank before stale ones; very old ones are gone", "[chooser]") {
+TEST_CASE("fresh load reports rank before stale ones and very old ones are gone", "[chooser]") {
   FakeClock clock;
   BackendChooser chooser(optionsFor(Policy::LeastConnections, clock));
   Backend fresh = backend("10.0.0.2", 10);
@@ -216,4 +216,55 @@ TEST_CASE("static backends without load reports still take pods", "[chooser]") {
   chooser.recordAssignment("192.0.2.1:9999");
   chooser.recordAssignment("192.0.2.1:9999");
   CHECK(pick(chooser, {a, b}) == "192.0.2.2");
+}
+
+TEST_CASE("a cancelled assignment no longer counts", "[chooser]") {
+  FakeClock clock;
+  BackendChooser chooser(optionsFor(Policy::LeastConnections, clock));
+  const std::vector<Backend> backends = {backend("10.0.0.1", 0, 1)};
+  auto first = chooser.choose(backends, {}, true);
+  REQUIRE(first.has_value());
+  CHECK(first->reservation != 0);
+  CHECK_FALSE(chooser.choose(backends, {}, true).has_value());
+  chooser.cancelAssignment(*first);
+  CHECK(chooser.recentAssignments("10.0.0.1:9999") == 0);
+  auto again = chooser.choose(backends, {}, true);
+  REQUIRE(again.has_value());
+  // A dry run reserves nothing, so there is nothing to cancel.
+  auto dry = chooser.choose({backend("10.0.0.2")}, {}, false);
+  REQUIRE(dry.has_value());
+  CHECK(dry->reservation == 0);
+  chooser.cancelAssignment(*dry);
+  CHECK(chooser.recentAssignments("10.0.0.1:9999") == 1);
+}
+
+TEST_CASE("GPU memory taken by recent assignments counts against that GPU", "[chooser]") {
+  FakeClock clock;
+  BackendChooser chooser(optionsFor(Policy::LeastConnections, clock));
+  Backend two = backend("10.0.0.1");
+  two.load->gpus = {GpuLoad{0, 40960, 0, 0}, GpuLoad{1, 40960, 10240, 0}};
+  BackendRequirements quarter;
+  quarter.gpuFraction = 0.25;  // 10240 MiB of a 40 GiB GPU
+  // Each goes to the GPU with the most left (the first on a tie), until neither has 10240.
+  std::vector<int64_t> gpus;
+  while (auto choice = chooser.choose({two}, quarter, true)) {
+    REQUIRE(choice->memoryMiB == 10240);
+    gpus.push_back(*choice->gpuIndex);
+  }
+  CHECK(gpus == std::vector<int64_t>{0, 0, 1, 0, 1, 0, 1});
+
+  // The largest of the three asks counts: KAI gpu-memory, gvirtus.io/gpu-memory, fraction.
+  BackendRequirements mixed;
+  mixed.gpuMemoryMiB = 1000;
+  mixed.kaiGpuMemoryMiB = 3000;
+  mixed.gpuFraction = 0.05;
+  CHECK(memoryDemandMiB(mixed, 40960) == 3000);
+  CHECK(memoryDemandMiB(mixed, 81920) == 4096);
+  CHECK(memoryDemandMiB({}, 81920) == 0);
+  CHECK_FALSE(asksForGpuMemory({}));
+  CHECK(asksForGpuMemory(mixed));
+
+  // A minute later the reservations are gone.
+  clock.now += minutes(1);
+  CHECK(chooser.choose({two}, quarter, false).has_value());
 }

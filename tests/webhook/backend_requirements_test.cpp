@@ -46,10 +46,30 @@ TEST_CASE("a bad requirement names its annotation", "[requirements]") {
   for (auto [key, value] :
        {std::pair{"gvirtus.io/gpu-memory", "lots"}, std::pair{"gvirtus.io/gpu-memory", "-1Gi"},
         std::pair{"gvirtus.io/gpus", "two"}, std::pair{"gvirtus.io/gpus", "-1"},
-        std::pair{"gvirtus.io/gpus", ""}, std::pair{"gvirtus.io/backend-policy", "fastest"}}) {
+        std::pair{"gvirtus.io/gpus", ""}, std::pair{"gvirtus.io/backend-policy", "fastest"},
+        std::pair{"gpu-fraction", "0"}, std::pair{"gpu-fraction", "1.5"},
+        std::pair{"gpu-fraction", "half"}, std::pair{"gpu-fraction", "nan"},
+        std::pair{"gpu-memory", "2Gi"}, std::pair{"gpu-memory", "-5"}}) {
     INFO(key << "=" << value);
     auto r = requirementsFromPod(podWithAnnotations({{key, value}}));
     REQUIRE_FALSE(r.has_value());
     CHECK(r.error().message.find(key) != std::string::npos);
   }
+}
+
+TEST_CASE("KAI-Scheduler's GPU sharing annotations", "[requirements]") {
+  auto fraction = requirementsFromPod(podWithAnnotations({{"gpu-fraction", " 0.5 "}}));
+  REQUIRE(fraction.has_value());
+  CHECK(fraction->gpuFraction == 0.5);
+  CHECK_FALSE(fraction->kaiGpuMemoryMiB);
+  CHECK(memoryDemandMiB(*fraction, 81920) == 40960);
+
+  auto memory = requirementsFromPod(podWithAnnotations({{"gpu-memory", "2000"}}));
+  REQUIRE(memory.has_value());
+  CHECK(memory->kaiGpuMemoryMiB == 2000);
+  CHECK(memoryDemandMiB(*memory, 81920) == 2000);
+
+  auto whole = requirementsFromPod(podWithAnnotations({{"gpu-fraction", "1"}}));
+  REQUIRE(whole.has_value());
+  CHECK(memoryDemandMiB(*whole, 16384) == 16384);
 }

@@ -253,3 +253,26 @@ TEST_CASE("bad bodies are answered 400 with a message", "[mutate]") {
   CHECK_THAT(h.registry.render(),
              Catch::Contains("gvirtus_webhook_reviews_total{result=\"invalid\"} 4"));
 }
+
+TEST_CASE("a KAI gpu-fraction counts against the backend's GPU at admission", "[mutate]") {
+  Harness h;
+  h.source.set({backend("10.0.0.1", 0, 16, "backend-a")});  // one GPU: 80896 of 81920 free
+  json half = gvirtusPod();
+  half["metadata"]["annotations"] = {{"gpu-fraction", "0.5"}};
+  const json first = applied(half, patchOf(h.post(admissionReview(half))));
+  CHECK(annotations(first)["gvirtus.io/backend"] == "10.0.0.1:9999");
+  // The first half is taken (until the load report shows it): the second one waits.
+  const json answer = h.post(admissionReview(half, "uid-2"));
+  REQUIRE(answer["response"]["warnings"].size() == 1);
+  CHECK_THAT(answer["response"]["warnings"][0].get<std::string>(),
+             Catch::Contains("1 without a GPU with 0.5 of its memory free"));
+  CHECK(applied(half, patchOf(answer))["spec"]["schedulingGates"][0]["name"] ==
+        "gvirtus.io/backend");
+
+  json bad = gvirtusPod();
+  bad["metadata"]["annotations"] = {{"gpu-fraction", "2"}};
+  const json denied = h.post(admissionReview(bad, "uid-3"));
+  CHECK(denied["response"]["allowed"] == false);
+  CHECK_THAT(denied["response"]["status"]["message"].get<std::string>(),
+             Catch::Contains("gpu-fraction"));
+}

@@ -19,7 +19,7 @@ TEST_CASE("static-backends items", "[static-backends]") {
   }
 }
 
-TEST_CASE("host names resolve to one backend per IPv4 address; failures keep the last",
+TEST_CASE("host names resolve to one backend per IPv4 address, failures keep the last",
           "[static-backends]") {
   std::mutex mutex;
   std::map<std::string, gvirtus::Result<std::vector<std::string>>> answers = {

@@ -34,6 +34,10 @@ TEST_CASE("help and version flags exit 0", "[webhook-binary]") {
         "--kubeconfig", "--log-level", "--log-format", "--health-addr"}) {
     CHECK_THAT(help, Catch::Contains(flag));
   }
+  for (const char* flag : {"--leader-elect-lease-duration", "--leader-elect-renew-deadline",
+                           "--leader-elect-retry-period"}) {
+    CHECK_THAT(help, Catch::Contains(flag));
+  }
   auto [versionCode, version] = runCommand({webhookBinary(), "--version"});
   CHECK(versionCode == 0);
   CHECK_THAT(version, Catch::StartsWith("gvirtus-webhook "));
@@ -61,6 +65,13 @@ TEST_CASE("bad flags exit 2 with one line naming the flag", "[webhook-binary]") 
            {{"--add-gpu-limit=maybe"}, "gvirtus-webhook: --add-gpu-limit: "},
            {{"--log-format", "xml"}, "gvirtus-webhook: --log-format: "},
            {{"--backend-selector", ""}, "gvirtus-webhook: --backend-selector: "},
+           {{"--leader-elect-lease-duration", "500ms"},
+            "gvirtus-webhook: --leader-elect-lease-duration: must be at least 1s"},
+           {{"--leader-elect-renew-deadline", "15s"},
+            "gvirtus-webhook: --leader-elect-renew-deadline: must be positive and shorter"},
+           {{"--leader-elect-retry-period", "9s"},
+            "gvirtus-webhook: --leader-elect-retry-period: must be positive and shorter"},
+           {{"--leader-elect-retry-period", "2"}, "gvirtus-webhook: --leader-elect-retry-period: "},
            {{"--kubeconfig", "/nonexistent/kubeconfig"}, "gvirtus-webhook: --kubeconfig: "}}) {
     std::vector<std::string> argv = {webhookBinary()};
     argv.insert(argv.end(), c.args.begin(), c.args.end());

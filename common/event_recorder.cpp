@@ -1,0 +1,280 @@
+#include "common/event_recorder.h"
+
+#include <cstdio>
+#include <optional>
+
+#include "common/kube_resource.h"
+#include "common/leader_election.h"
+#include "common/log.h"
+
+namespace gvirtus {
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kMaxMessageBytes = 1024;
+constexpr size_t kMaxNameBytes = 253;
+// Keys remembered for aggregation; beyond this, the ones seen least recently are forgotten
+// (a repeat of a forgotten key makes a new Event instead of raising a count).
+constexpr size_t kMaxWritten = 4096;
+// How long stop() keeps writing what is queued.
+constexpr auto kDrainTime = std::chrono::seconds(3);
+
+std::string stringAt(const json& object, std::string_view section, std::string_view key) {
+  if (!object.is_object()) {
+    return {};
+  }
+  auto outer = object.find(section);
+  if (outer == object.end() || !outer->is_object()) {
+    return {};
+  }
+  auto inner = outer->find(key);
+  return inner != outer->end() && inner->is_string() ? inner->get<std::string>() : std::string();
+}
+
+std::string topString(const json& object, std::string_view key, std::string_view fallback) {
+  if (object.is_object()) {
+    auto it = object.find(key);
+    if (it != object.end() && it->is_string() && !it->get_ref<const std::string&>().empty()) {
+      return it->get<std::string>();
+    }
+  }
+  return std::string(fallback);
+}
+
+// Cuts `text` to at most `bytes` bytes without splitting a UTF-8 sequence.
+std::string cut(const std::string& text, size_t bytes) {
+  if (text.size() <= bytes) {
+    return text;
+  }
+  size_t end = bytes;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) {
+    --end;
+  }
+  return text.substr(0, end);
+}
+
+std::string dedupeKey(const ObjectReference& object, EventType type, const std::string& reason,
+                      const std::string& message) {
+  const std::string id = object.uid.empty() ? object.ns + "/" + object.name : object.uid;
+  return id + '\x1f' + std::string(eventTypeName(type)) + '\x1f' + reason + '\x1f' + message;
+}
+
+}  // namespace
+
+std::string_view eventTypeName(EventType type) {
+  return type == EventType::Warning ? "Warning" : "Normal";
+}
+
+ObjectReference referenceTo(const json& object, std::string_view apiVersion,
+                            std::string_view kind) {
+  ObjectReference ref;
+  ref.apiVersion = topString(object, "apiVersion", apiVersion);
+  ref.kind = topString(object, "kind", kind);
+  ref.ns = stringAt(object, "metadata", "namespace");
+  ref.name = stringAt(object, "metadata", "name");
+  ref.uid = stringAt(object, "metadata", "uid");
+  ref.resourceVersion = stringAt(object, "metadata", "resourceVersion");
+  return ref;
+}
+
+json buildEvent(const ObjectReference& object, EventType type, const std::string& reason,
+                const std::string& message, const EventRecorderOptions& options,
+                std::chrono::system_clock::time_point at) {
+  const auto nanos =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch()).count();
+  char hex[32];
+  std::snprintf(hex, sizeof hex, ".%llx", static_cast<unsigned long long>(nanos));
+  const std::string name = cut(object.name, kMaxNameBytes - std::string_view(hex).size()) + hex;
+  const std::string time = formatMicroTime(at);
+
+  json involved = {{"apiVersion", object.apiVersion},
+                   {"kind", object.kind},
+                   {"namespace", object.ns},
+                   {"name", object.name}};
+  if (!object.uid.empty()) {
+    involved["uid"] = object.uid;
+  }
+  if (!object.resourceVersion.empty()) {
+    involved["resourceVersion"] = object.resourceVersion;
+  }
+  json source = {{"component", options.component}};
+  if (!options.host.empty()) {
+    source["host"] = options.host;
+  }
+  json event = {{"apiVersion", "v1"},
+                {"kind", "Event"},
+                {"metadata", {{"name", name}, {"namespace", object.ns}}},
+                {"involvedObject", involved},
+                {"reason", reason},
+                {"message", cut(message, kMaxMessageBytes)},
+                {"type", eventTypeName(type)},
+                {"source", source},
+                {"firstTimestamp", time},
+                {"lastTimestamp", time},
+                {"count", 1},
+                {"reportingComponent", options.component}};
+  if (!options.instance.empty()) {
+    event["reportingInstance"] = options.instance;
+  }
+  return event;
+}
+
+EventRecorder::EventRecorder(KubeClient& client, EventRecorderOptions options)
+    : client_(client), options_(std::move(options)) {
+  if (!options_.now) {
+    options_.now = [] { return std::chrono::system_clock::now(); };
+  }
+}
+
+EventRecorder::~EventRecorder() {
+  stop();
+}
+
+void EventRecorder::start() {
+  std::lock_guard lock(mutex_);
+  if (!thread_.joinable()) {
+    thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
+  }
+}
+
+void EventRecorder::stop() {
+  if (thread_.joinable()) {
+    thread_.request_stop();
+    thread_.join();
+  }
+}
+
+void EventRecorder::pruneLocked(std::chrono::system_clock::time_point now) {
+  if (written_.size() <= kMaxWritten) {
+    return;
+  }
+  std::erase_if(written_, [&](const auto& entry) {
+    return now - entry.second.last >= options_.dedupeWindow;
+  });
+  while (written_.size() > kMaxWritten) {
+    auto oldest = written_.begin();
+    for (auto it = written_.begin(); it != written_.end(); ++it) {
+      if (it->second.last < oldest->second.last) {
+        oldest = it;
+      }
+    }
+    written_.erase(oldest);
+  }
+}
+
+bool EventRecorder::record(const ObjectReference& object, EventType type, const std::string& reason,
+                           const std::string& message) {
+  const std::string key = dedupeKey(object, type, reason, message);
+  std::lock_guard lock(mutex_);
+  auto now = options_.now();
+  auto it = written_.find(key);
+  if (it != written_.end() && now - it->second.last < options_.dedupeWindow) {
+    ++stats_.deduped;
+    return false;
+  }
+  if (queue_.size() >= options_.maxQueued) {
+    ++stats_.dropped;
+    log::warn("event queue full; event dropped",
+              {{"object", object.ns + "/" + object.name}, {"reason", reason}});
+    return false;
+  }
+  // Names carry the time in nanoseconds: keep them distinct even when the clock stands.
+  if (now <= lastNamed_) {
+    now = lastNamed_ + std::chrono::nanoseconds(1);
+  }
+  lastNamed_ = now;
+  json event = buildEvent(object, type, reason, message, options_, now);
+  const bool repeat = it != written_.end();
+  if (repeat) {
+    Written& written = it->second;
+    written.last = now;
+    ++written.count;
+    event["metadata"]["name"] = written.name;
+    event["count"] = written.count;
+  } else {
+    written_[key] = Written{object.ns, event["metadata"]["name"], 1, now};
+    pruneLocked(now);
+  }
+  queue_.push_back({key, std::move(event), repeat});
+  changed_.notify_all();
+  return true;
+}
+
+void EventRecorder::write(Pending& pending) {
+  json& event = pending.event;
+  const std::string ns = event["metadata"]["namespace"];
+  const std::string name = event["metadata"]["name"];
+  if (pending.repeat) {
+    const json body = {{"count", event["count"]}, {"lastTimestamp", event["lastTimestamp"]}};
+    auto patched = client_.patch(resources::kEvents, ns, name, PatchType::Merge, body.dump());
+    if (patched || !patched.error().isNotFound()) {
+      std::lock_guard lock(mutex_);
+      if (patched) {
+        ++stats_.patched;
+      } else {
+        ++stats_.failed;
+        log::warn("cannot update event", {{"event", ns + "/" + name},
+                                          {"reason", event.value("reason", "")},
+                                          {"error", patched.error().message}});
+      }
+      return;
+    }
+    // The Event expired (the API server keeps Events an hour by default): write it anew.
+    event["count"] = 1;
+    event["firstTimestamp"] = event["lastTimestamp"];
+    std::lock_guard lock(mutex_);
+    if (auto it = written_.find(pending.key); it != written_.end() && it->second.name == name) {
+      it->second.count = 1;
+    }
+  }
+  auto created = client_.create(resources::kEvents, ns, event);
+  std::lock_guard lock(mutex_);
+  if (created) {
+    ++stats_.created;
+    return;
+  }
+  ++stats_.failed;
+  log::warn("cannot write event", {{"object", ns + "/" + event["involvedObject"].value("name", "")},
+                                   {"reason", event.value("reason", "")},
+                                   {"error", created.error().message}});
+}
+
+void EventRecorder::run(std::stop_token stop) {
+  std::optional<std::chrono::steady_clock::time_point> drainUntil;
+  std::unique_lock lock(mutex_);
+  while (true) {
+    changed_.wait(lock, stop, [&] { return !queue_.empty(); });
+    if (stop.stop_requested()) {
+      if (!drainUntil) {
+        drainUntil = std::chrono::steady_clock::now() + kDrainTime;
+      }
+      if (queue_.empty() || std::chrono::steady_clock::now() >= *drainUntil) {
+        break;
+      }
+    }
+    Pending pending = std::move(queue_.front());
+    queue_.pop_front();
+    writing_ = true;
+    lock.unlock();
+    write(pending);
+    lock.lock();
+    writing_ = false;
+    changed_.notify_all();
+  }
+  stats_.failed += static_cast<int64_t>(queue_.size());
+  queue_.clear();
+  changed_.notify_all();
+}
+
+bool EventRecorder::flush(Duration timeout) {
+  std::unique_lock lock(mutex_);
+  return changed_.wait_for(lock, timeout, [&] { return queue_.empty() && !writing_; });
+}
+
+EventRecorder::Stats EventRecorder::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+}  // namespace gvirtus

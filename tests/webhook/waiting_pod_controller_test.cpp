@@ -1,0 +1,297 @@
+// The waiting-pod controller's logic without an API server: which pods wait, in what
+// order they are released, how many a backend takes, the guarded release patch. The
+// controller on the real control plane is in waiting_pod_integration_test.cpp.
+#include "webhook/waiting_pod_controller.h"
+
+#include <catch2/catch.hpp>
+#include <map>
+#include <set>
+
+#include "webhook/fixtures.h"
+
+using namespace gvirtus::webhook;
+using namespace gvirtus::webhook::testing;
+using gvirtus::Error;
+using gvirtus::JsonPatch;
+using gvirtus::Result;
+
+namespace {
+
+// A GVirtuS pod as the admission left it when no backend could take it.
+json waitingPod(const std::string& name, const std::string& created,
+                json annotations = json::object(), const std::string& ns = "team-a") {
+  json pod = gvirtusPod();
+  pod["metadata"]["name"] = name;
+  pod["metadata"]["namespace"] = ns;
+  pod["metadata"]["uid"] = "uid-" + ns + "-" + name;
+  pod["metadata"]["resourceVersion"] = "100";
+  pod["metadata"]["creationTimestamp"] = created;
+  annotations["gvirtus.io/backend-status"] = "waiting";
+  pod["metadata"]["annotations"] = annotations;
+  pod["spec"]["schedulingGates"] = json::array({{{"name", "gvirtus.io/backend"}}});
+  return pod;
+}
+
+// Five pods created a second apart, in a shuffled list.
+std::vector<json> fivePods() {
+  std::vector<json> pods;
+  for (int i : {3, 1, 5, 2, 4}) {
+    pods.push_back(
+        waitingPod("pod-" + std::to_string(i), "2026-11-22T10:00:0" + std::to_string(i) + "Z"));
+  }
+  return waitingPods(pods);
+}
+
+std::string nameOf(const json& pod) {
+  return pod["metadata"]["name"];
+}
+
+// A writer that applies each patch to its own copy of the pods, as the API server would,
+// and can be told to refuse some.
+struct FakeApi {
+  std::map<std::string, json> pods;
+  std::set<std::string> refuse;
+  std::vector<std::string> written;
+
+  explicit FakeApi(const std::vector<json>& from) {
+    for (const auto& pod : from) {
+      pods[nameOf(pod)] = pod;
+    }
+  }
+  ReleaseWriter writer() {
+    return [this](const json& pod, const JsonPatch& patch) -> Result<void> {
+      const std::string name = nameOf(pod);
+      if (refuse.contains(name)) {
+        return gvirtus::fail("Internal error", 500);
+      }
+      auto result = gvirtus::applyJsonPatch(pods.at(name), patch.toJson());
+      if (!result) {
+        return gvirtus::fail("testing value failed: " + result.error().message, 422);
+      }
+      pods[name] = *result;
+      written.push_back(name);
+      return {};
+    };
+  }
+};
+
+std::vector<std::string> released(const std::vector<PodOutcome>& outcomes) {
+  std::vector<std::string> out;
+  for (const auto& o : outcomes) {
+    if (o.kind == PodOutcome::Kind::Released) {
+      out.push_back(nameOf(o.pod));
+    }
+  }
+  return out;
+}
+
+std::map<std::string, std::string> waitingReasons(const std::vector<PodOutcome>& outcomes) {
+  std::map<std::string, std::string> out;
+  for (const auto& o : outcomes) {
+    if (o.kind == PodOutcome::Kind::Waiting) {
+      out[nameOf(o.pod)] = o.reason;
+    }
+  }
+  return out;
+}
+
+using Names = std::vector<std::string>;
+
+}  // namespace
+
+TEST_CASE("waiting pods are the gated ones and the oldest come first", "[waiting]") {
+  json plain = gvirtusPod();
+  plain["metadata"]["name"] = "released";
+  json deleting = waitingPod("deleting", "2026-11-22T09:00:00Z");
+  deleting["metadata"]["deletionTimestamp"] = "2026-11-22T10:00:00Z";
+  json otherGate = waitingPod("other-gate", "2026-11-22T09:00:00Z");
+  otherGate["spec"]["schedulingGates"] = json::array({{{"name", "example.com/quota"}}});
+  json both = waitingPod("both-gates", "2026-11-22T10:00:01Z");
+  both["spec"]["schedulingGates"] =
+      json::array({{{"name", "example.com/quota"}}, {{"name", "gvirtus.io/backend"}}});
+  const std::vector<json> pods = {waitingPod("b", "2026-11-22T10:00:01Z"),
+                                  plain,
+                                  waitingPod("late", "2026-11-22T10:05:00Z"),
+                                  deleting,
+                                  waitingPod("a", "2026-11-22T10:00:01Z", json::object(), "team-b"),
+                                  otherGate,
+                                  waitingPod("first", "2026-11-22T09:59:59.5Z"),
+                                  both};
+  CHECK_FALSE(isWaiting(plain));
+  CHECK_FALSE(isWaiting(deleting));
+  CHECK(isWaiting(both));
+  Names order;
+  for (const auto& pod : waitingPods(pods)) {
+    order.push_back(nameOf(pod));
+  }
+  // Same second: by namespace/name (team-a/b, team-a/both-gates, team-b/a).
+  CHECK(order == Names{"first", "b", "both-gates", "a", "late"});
+}
+
+TEST_CASE("the release patch writes the backend and removes only our gate behind test operations",
+          "[waiting]") {
+  json pod = waitingPod("p", "2026-11-22T10:00:00Z", {{"team", "ml"}});
+  pod["spec"]["schedulingGates"] =
+      json::array({{{"name", "example.com/quota"}}, {{"name", "gvirtus.io/backend"}}});
+  const Assignment assignment{"10.0.0.7:9999", "gvirtus-system/backend-a", "{\"x\":1}", ""};
+  const JsonPatch patch = releasePatch(pod, assignment);
+  const json ops = patch.toJson();
+  CHECK(ops[0] == json({{"op", "test"}, {"path", "/metadata/resourceVersion"}, {"value", "100"}}));
+  CHECK(ops[1] == json({{"op", "test"},
+                        {"path", "/spec/schedulingGates/1/name"},
+                        {"value", "gvirtus.io/backend"}}));
+
+  const json out = applied(pod, ops);
+  CHECK(out["spec"]["schedulingGates"] == json::parse(R"([{"name":"example.com/quota"}])"));
+  CHECK(out["metadata"]["annotations"] ==
+        json({{"team", "ml"},
+              {"gvirtus.io/backend", "10.0.0.7:9999"},
+              {"gvirtus.io/backend-pod", "gvirtus-system/backend-a"},
+              {"gvirtus.io/properties", "{\"x\":1}"}}));
+
+  // A pod changed since it was read (another replica released it; the gates moved) gets
+  // nothing: the whole patch is refused.
+  json changed = pod;
+  changed["metadata"]["resourceVersion"] = "101";
+  CHECK_FALSE(gvirtus::applyJsonPatch(changed, ops).has_value());
+  json moved = pod;
+  moved["spec"]["schedulingGates"] =
+      json::array({{{"name", "gvirtus.io/backend"}}, {{"name", "example.com/quota"}}});
+  CHECK_FALSE(gvirtus::applyJsonPatch(moved, ops).has_value());
+  CHECK_FALSE(gvirtus::applyJsonPatch(out, ops).has_value());  // released already
+
+  CHECK(isReleaseConflict(Error{"Operation cannot be fulfilled", 409, "Conflict"}));
+  CHECK(isReleaseConflict(Error{"testing value /metadata/resourceVersion failed", 422, "Invalid"}));
+  CHECK_FALSE(isReleaseConflict(Error{"spec: Forbidden", 422, "Invalid"}));
+  CHECK_FALSE(isReleaseConflict(Error{"boom", 500, ""}));
+}
+
+TEST_CASE("a backend with room for three releases the three oldest and a second backend the rest",
+          "[waiting]") {
+  BackendChooser chooser;
+  const auto pods = fivePods();
+  FakeApi api(pods);
+  const Backend first = backend("10.0.0.1", 0, 3, "backend-a");
+
+  auto outcomes = releaseWaitingPods(pods, {first}, chooser, {}, api.writer());
+  CHECK(released(outcomes) == Names{"pod-1", "pod-2", "pod-3"});
+  const auto reasons = waitingReasons(outcomes);
+  REQUIRE(reasons.size() == 2);
+  CHECK(reasons.at("pod-4") == "none of 1 backend can take the pod: 1 at maxSessions");
+  for (const auto& name : {"pod-1", "pod-2", "pod-3"}) {
+    const json& pod = api.pods.at(name);
+    CHECK(pod["metadata"]["annotations"]["gvirtus.io/backend"] == "10.0.0.1:9999");
+    CHECK(pod["metadata"]["annotations"]["gvirtus.io/backend-pod"] == "gvirtus-system/backend-a");
+    CHECK_FALSE(pod["metadata"]["annotations"].contains("gvirtus.io/backend-status"));
+    CHECK(pod["spec"]["schedulingGates"].empty());
+    const json properties =
+        json::parse(pod["metadata"]["annotations"]["gvirtus.io/properties"].get<std::string>());
+    CHECK(properties["communicator"][0]["endpoint"]["server_address"] == "10.0.0.1");
+  }
+
+  // The next pass, with the released pods gone from the waiting list: the first backend is
+  // still full (its own assignments count), the second takes the rest.
+  std::vector<json> rest = {api.pods.at("pod-4"), api.pods.at("pod-5")};
+  outcomes = releaseWaitingPods(rest, {first}, chooser, {}, api.writer());
+  CHECK(released(outcomes).empty());
+  const Backend second = backend("10.0.0.2", 0, 3, "backend-b");
+  outcomes = releaseWaitingPods(rest, {first, second}, chooser, {}, api.writer());
+  CHECK(released(outcomes) == Names{"pod-4", "pod-5"});
+  CHECK(api.pods.at("pod-5")["metadata"]["annotations"]["gvirtus.io/backend"] == "10.0.0.2:9999");
+  CHECK(api.written.size() == 5);
+}
+
+TEST_CASE("least-connections spreads a pass over backends with room", "[waiting]") {
+  BackendChooser chooser;
+  const auto pods = fivePods();
+  FakeApi api(pods);
+  auto outcomes = releaseWaitingPods(pods, {backend("10.0.0.1", 1, 3), backend("10.0.0.2", 0, 3)},
+                                     chooser, {}, api.writer());
+  CHECK(released(outcomes).size() == 5);
+  std::map<std::string, int> landed;
+  for (const auto& [name, pod] : api.pods) {
+    ++landed[pod["metadata"]["annotations"]["gvirtus.io/backend"]];
+  }
+  CHECK(landed["10.0.0.1:9999"] == 2);  // 1 connection + 2 = 3
+  CHECK(landed["10.0.0.2:9999"] == 3);
+}
+
+TEST_CASE("a failed release gives the backend back to the next pod", "[waiting]") {
+  BackendChooser chooser;
+  const auto pods = fivePods();
+  FakeApi api(pods);
+  api.refuse = {"pod-1"};
+  // Another replica released pod-2 meanwhile: our copy is stale, its test fails.
+  api.pods["pod-2"]["metadata"]["resourceVersion"] = "105";
+  auto outcomes = releaseWaitingPods(pods, {backend("10.0.0.1", 0, 2)}, chooser, {}, api.writer());
+  CHECK(released(outcomes) == Names{"pod-3", "pod-4"});
+  REQUIRE(outcomes[0].kind == PodOutcome::Kind::Failed);
+  CHECK(outcomes[0].error->httpStatus == 500);
+  REQUIRE(outcomes[1].kind == PodOutcome::Kind::Failed);
+  CHECK(isReleaseConflict(*outcomes[1].error));
+  CHECK(chooser.recentAssignments("10.0.0.1:9999") == 2);
+  CHECK(waitingReasons(outcomes).contains("pod-5"));
+}
+
+TEST_CASE("a pod no backend can take waits with the reason while younger pods go ahead",
+          "[waiting]") {
+  BackendChooser chooser;
+  std::vector<json> pods = {
+      waitingPod("huge", "2026-11-22T10:00:00Z", {{"gvirtus.io/gpu-memory", "1Ti"}}),
+      waitingPod("many-gpus", "2026-11-22T10:00:01Z", {{"gvirtus.io/gpus", "4"}}),
+      waitingPod("bad", "2026-11-22T10:00:02Z", {{"gvirtus.io/gpus", "four"}}),
+      waitingPod("small", "2026-11-22T10:00:03Z", {{"gvirtus.io/gpu-memory", "8Gi"}})};
+  FakeApi api(pods);
+  auto outcomes = releaseWaitingPods(waitingPods(pods), {backend("10.0.0.1", 0, 16)}, chooser, {},
+                                     api.writer());
+  CHECK(released(outcomes) == Names{"small"});
+  const auto reasons = waitingReasons(outcomes);
+  CHECK(reasons.at("huge") ==
+        "none of 1 backend can take the pod: 1 without a GPU with 1048576 MiB free");
+  CHECK(reasons.at("many-gpus") == "none of 1 backend can take the pod: 1 with fewer than 4 GPUs");
+  CHECK_THAT(reasons.at("bad"), Catch::StartsWith("annotation gvirtus.io/gpus=\"four\""));
+
+  outcomes = releaseWaitingPods({}, {}, chooser, {}, api.writer());
+  CHECK(outcomes.empty());
+  outcomes = releaseWaitingPods({pods[0]}, {}, chooser, {}, api.writer());
+  CHECK(waitingReasons(outcomes).at("huge") == "no GVirtuS backend is ready");
+}
+
+TEST_CASE("KAI gpu-fraction and gpu-memory count against the backend's GPU", "[waiting]") {
+  BackendChooser chooser;
+  // One GPU of 81920 MiB, 1024 used: 80896 free.
+  const Backend gpu = backend("10.0.0.1", 0, 16);
+  std::vector<json> pods = {waitingPod("half-1", "2026-11-22T10:00:00Z", {{"gpu-fraction", "0.5"}}),
+                            waitingPod("half-2", "2026-11-22T10:00:01Z", {{"gpu-fraction", "0.5"}}),
+                            waitingPod("mib", "2026-11-22T10:00:02Z", {{"gpu-memory", "30000"}}),
+                            waitingPod("mib-2", "2026-11-22T10:00:03Z", {{"gpu-memory", "30000"}})};
+  FakeApi api(pods);
+  auto outcomes = releaseWaitingPods(pods, {gpu}, chooser, {}, api.writer());
+  // 80896 - 40960 = 39936 left: the second half does not fit, 30000 MiB does, once.
+  CHECK(released(outcomes) == Names{"half-1", "mib"});
+  const auto reasons = waitingReasons(outcomes);
+  CHECK(reasons.at("half-2") ==
+        "none of 1 backend can take the pod: 1 without a GPU with 0.5 of its memory free");
+  CHECK(reasons.at("mib-2") ==
+        "none of 1 backend can take the pod: 1 without a GPU with 30000 MiB free");
+  REQUIRE(outcomes[0].choice.has_value());
+  CHECK(outcomes[0].choice->gpuIndex == 0);
+  CHECK(outcomes[0].choice->memoryMiB == 40960);
+}
+
+TEST_CASE("a pass stops between pods when asked to", "[waiting]") {
+  BackendChooser chooser;
+  const auto pods = fivePods();
+  FakeApi api(pods);
+  std::stop_source stop;
+  auto writer = api.writer();
+  auto outcomes = releaseWaitingPods(
+      pods, {backend("10.0.0.1", 0, 16)}, chooser, {},
+      [&](const json& pod, const JsonPatch& patch) {
+        stop.request_stop();  // leadership lost during the first write
+        return writer(pod, patch);
+      },
+      stop.get_token());
+  CHECK(outcomes.size() == 1);
+  CHECK(api.written == Names{"pod-1"});
+}

@@ -1,0 +1,377 @@
+#include "webhook/waiting_pod_controller.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <set>
+#include <tuple>
+
+#include "common/kube_resource.h"
+#include "common/log.h"
+#include "common/resource_cache.h"
+#include "webhook/backend_requirements.h"
+#include "webhook/gvirtus_properties.h"
+#include "webhook/metrics.h"
+#include "webhook/names.h"
+
+namespace gvirtus::webhook {
+namespace {
+
+using nlohmann::json;
+using SystemTime = std::chrono::system_clock::time_point;
+
+// The one key of the controller's queue: every change asks for a pass over all waiting
+// pods, since which pod gets a backend depends on the others (oldest first, capacity).
+constexpr const char* kPassKey = "pass";
+// How often run() looks again while the caches have not synced yet.
+constexpr auto kSyncPoll = std::chrono::milliseconds(200);
+
+const json* member(const json& object, std::string_view key) {
+  if (!object.is_object()) {
+    return nullptr;
+  }
+  auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
+std::string stringAt(const json& object, std::initializer_list<std::string_view> keys) {
+  const json* node = &object;
+  for (auto key : keys) {
+    node = member(*node, key);
+    if (node == nullptr) {
+      return {};
+    }
+  }
+  return node->is_string() ? node->get<std::string>() : std::string();
+}
+
+// The index of the gate gvirtus.io/backend in spec.schedulingGates.
+std::optional<size_t> gateIndex(const json& pod) {
+  const json* spec = member(pod, "spec");
+  const json* gates = spec != nullptr ? member(*spec, "schedulingGates") : nullptr;
+  if (gates == nullptr || !gates->is_array()) {
+    return std::nullopt;
+  }
+  for (size_t i = 0; i < gates->size(); ++i) {
+    if (stringAt((*gates)[i], {"name"}) == kSchedulingGate) {
+      return i;
+    }
+  }
+  return std::nullopt;
+}
+
+SystemTime createdAt(const json& pod) {
+  auto parsed = parseRfc3339(stringAt(pod, {"metadata", "creationTimestamp"}));
+  return parsed ? *parsed : SystemTime::max();
+}
+
+std::string podKey(const json& pod) {
+  return stringAt(pod, {"metadata", "namespace"}) + "/" + stringAt(pod, {"metadata", "name"});
+}
+
+std::string podUid(const json& pod) {
+  const std::string uid = stringAt(pod, {"metadata", "uid"});
+  return uid.empty() ? podKey(pod) : uid;
+}
+
+double milliseconds(std::chrono::system_clock::duration d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
+
+}  // namespace
+
+bool isWaiting(const json& pod) {
+  const json* metadata = member(pod, "metadata");
+  return metadata != nullptr && member(*metadata, "deletionTimestamp") == nullptr &&
+         gateIndex(pod).has_value();
+}
+
+std::vector<json> waitingPods(const std::vector<json>& pods) {
+  std::vector<std::tuple<SystemTime, std::string, const json*>> ranked;
+  for (const auto& pod : pods) {
+    if (isWaiting(pod)) {
+      ranked.emplace_back(createdAt(pod), podKey(pod), &pod);
+    }
+  }
+  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+    return std::tie(std::get<0>(a), std::get<1>(a)) < std::tie(std::get<0>(b), std::get<1>(b));
+  });
+  std::vector<json> out;
+  out.reserve(ranked.size());
+  for (const auto& entry : ranked) {
+    out.push_back(*std::get<2>(entry));
+  }
+  return out;
+}
+
+JsonPatch releasePatch(const json& pod, const Assignment& assignment) {
+  JsonPatch patch;
+  const std::string resourceVersion = stringAt(pod, {"metadata", "resourceVersion"});
+  if (!resourceVersion.empty()) {
+    patch.test(jsonPointer({"metadata", "resourceVersion"}), resourceVersion);
+  }
+  if (auto index = gateIndex(pod)) {
+    patch.test(jsonPointer({"spec", "schedulingGates", std::to_string(*index), "name"}),
+               std::string(kSchedulingGate));
+  }
+  patch.append(assignmentPatch(pod, assignment));
+  return patch;
+}
+
+bool isReleaseConflict(const Error& error) {
+  return error.isConflict() ||
+         (error.httpStatus == 422 && error.message.find("test") != std::string::npos);
+}
+
+std::vector<PodOutcome> releaseWaitingPods(const std::vector<json>& waiting,
+                                           const std::vector<Backend>& backends,
+                                           BackendChooser& chooser,
+                                           const std::vector<std::string>& plugins,
+                                           const ReleaseWriter& write, std::stop_token stop) {
+  const std::vector<std::string>& wanted = plugins.empty() ? defaultPlugins() : plugins;
+  std::vector<PodOutcome> outcomes;
+  for (const auto& pod : waiting) {
+    if (stop.stop_requested()) {
+      break;
+    }
+    PodOutcome outcome;
+    outcome.pod = pod;
+    auto requirements = requirementsFromPod(pod);
+    if (!requirements) {
+      outcome.reason = requirements.error().message;
+      outcomes.push_back(std::move(outcome));
+      continue;
+    }
+    auto choice = chooser.choose(backends, *requirements, true);
+    if (!choice) {
+      outcome.reason = choice.error().reason;
+      outcomes.push_back(std::move(outcome));
+      continue;
+    }
+    outcome.kind = PodOutcome::Kind::Failed;
+    auto properties = renderProperties(choice->backend.ip, choice->backend.port, wanted);
+    Result<void> written =
+        properties
+            ? write(pod, releasePatch(pod, {choice->backend.endpoint(), choice->backend.podRef(),
+                                            *properties, choice->preferredZone}))
+            : fail(properties.error());
+    if (written) {
+      outcome.kind = PodOutcome::Kind::Released;
+      outcome.at = std::chrono::system_clock::now();
+    } else {
+      chooser.cancelAssignment(*choice);
+      outcome.error = written.error();
+    }
+    outcome.choice = std::move(*choice);
+    outcomes.push_back(std::move(outcome));
+  }
+  return outcomes;
+}
+
+WaitingPodController::WaitingPodController(KubeClient& client, const BackendSource& backends,
+                                           BackendChooser& chooser, EventRecorder& events,
+                                           WebhookMetrics* metrics,
+                                           WaitingPodControllerOptions options)
+    : client_(client),
+      backends_(backends),
+      chooser_(chooser),
+      events_(events),
+      metrics_(metrics),
+      options_(std::move(options)) {}
+
+void WaitingPodController::backendsChanged() {
+  const auto now = std::chrono::system_clock::now();
+  const auto backends = backends_.backends();
+  std::lock_guard lock(mutex_);
+  std::map<std::string, Offer> next;
+  for (const auto& backend : backends) {
+    Backend seen = backend;
+    if (seen.load) {
+      seen.load->updated.reset();
+    }
+    auto it = offers_.find(seen.endpoint());
+    const auto since = it != offers_.end() && it->second.backend == seen ? it->second.since : now;
+    next.emplace(seen.endpoint(), Offer{seen, since});
+  }
+  offers_ = std::move(next);
+  if (queue_) {
+    queue_->add(kPassKey);
+  }
+}
+
+void WaitingPodController::wake() {
+  std::lock_guard lock(mutex_);
+  if (queue_) {
+    queue_->add(kPassKey);
+  }
+}
+
+void WaitingPodController::run(std::stop_token stop) {
+  auto queue =
+      std::make_shared<WorkQueue>(std::chrono::milliseconds(500), std::chrono::seconds(30));
+  {
+    std::lock_guard lock(mutex_);
+    queue_ = queue;
+  }
+  std::stop_callback shutDown(stop, [queue] { queue->shutDown(); });
+  // Unscheduled GVirtuS pods outside the webhook's namespace: a released pod leaves the
+  // cache once the scheduler binds it.
+  std::string fieldSelector = "spec.nodeName=";
+  if (!options_.ownNamespace.empty()) {
+    fieldSelector += ",metadata.namespace!=" + options_.ownNamespace;
+  }
+  ResourceCache pods(client_, resources::kPods, "", std::string(kEnabledLabel) + "=true",
+                     fieldSelector);
+  auto changed = [this] { wake(); };
+  pods.addHandlers({[changed](const json&) { changed(); },
+                    [changed](const json&, const json&) { changed(); },
+                    [changed](const json&) { changed(); }});
+  pods.start();
+  log::info("waiting-pod controller started", {{"excludedNamespace", options_.ownNamespace}});
+  {
+    std::mutex mutex;
+    std::condition_variable_any sleeper;
+    std::unique_lock lock(mutex);
+    while (!stop.stop_requested() && !(pods.hasSynced() && backends_.ready())) {
+      sleeper.wait_for(lock, stop, kSyncPoll, [] { return false; });
+    }
+  }
+
+  RunState state;
+  auto nextResync = std::chrono::steady_clock::now();
+  queue->add(kPassKey);
+  while (auto key = queue->get(stop)) {
+    const bool ok = pass(stop, pods.list(), state);
+    queue->done(*key);
+    if (ok) {
+      queue->forget(*key);
+    } else {
+      queue->addRateLimited(*key);
+    }
+    if (const auto now = std::chrono::steady_clock::now(); now >= nextResync) {
+      queue->addAfter(*key, options_.resync);
+      nextResync = now + options_.resync;
+    }
+  }
+  {
+    std::lock_guard lock(mutex_);
+    queue_.reset();
+  }
+  pods.stop();
+  if (metrics_ != nullptr) {
+    metrics_->waitingPods(0);
+  }
+  log::info("waiting-pod controller stopped");
+}
+
+bool WaitingPodController::pass(std::stop_token stop, const std::vector<json>& pods,
+                                RunState& state) {
+  std::vector<json> waiting;
+  std::set<std::string> present;
+  for (auto& pod : waitingPods(pods)) {
+    const std::string uid = podUid(pod);
+    present.insert(uid);
+    // Released by us, and the cache has not caught up yet: the patch's test would fail.
+    auto released = state.releasedFrom.find(uid);
+    if (released != state.releasedFrom.end() &&
+        released->second == stringAt(pod, {"metadata", "resourceVersion"})) {
+      continue;
+    }
+    waiting.push_back(std::move(pod));
+  }
+  // A pod deleted, or released, is forgotten.
+  std::erase_if(state.told, [&](const auto& entry) { return !present.contains(entry.first); });
+  std::erase_if(state.releasedFrom,
+                [&](const auto& entry) { return !present.contains(entry.first); });
+  if (metrics_ != nullptr) {
+    metrics_->waitingPods(static_cast<double>(waiting.size()));
+  }
+  if (waiting.empty()) {
+    return true;
+  }
+
+  auto write = [this](const json& pod, const JsonPatch& patch) -> Result<void> {
+    auto patched =
+        client_.patch(resources::kPods, stringAt(pod, {"metadata", "namespace"}),
+                      stringAt(pod, {"metadata", "name"}), PatchType::Json, patch.dump());
+    if (!patched) {
+      return fail(patched.error());
+    }
+    return {};
+  };
+  bool ok = true;
+  for (const auto& outcome :
+       releaseWaitingPods(waiting, backends_.backends(), chooser_, options_.plugins, write, stop)) {
+    if (outcome.kind == PodOutcome::Kind::Released) {
+      state.releasedFrom[podUid(outcome.pod)] =
+          stringAt(outcome.pod, {"metadata", "resourceVersion"});
+    }
+    if (outcome.kind == PodOutcome::Kind::Failed && !isReleaseConflict(*outcome.error) &&
+        !outcome.error->isNotFound()) {
+      ok = false;
+    }
+    report(outcome, state);
+  }
+  return ok;
+}
+
+void WaitingPodController::report(const PodOutcome& outcome, RunState& state) {
+  const json& pod = outcome.pod;
+  const ObjectReference ref = referenceTo(pod, "v1", "Pod");
+  const std::string key = podKey(pod);
+  switch (outcome.kind) {
+    case PodOutcome::Kind::Waiting: {
+      auto& told = state.told[podUid(pod)];
+      if (std::find(told.begin(), told.end(), outcome.reason) != told.end()) {
+        return;
+      }
+      told.push_back(outcome.reason);
+      log::info("pod waits for a backend", {{"pod", key}, {"reason", outcome.reason}});
+      events_.record(ref, EventType::Normal, kWaitingForBackendReason,
+                     "Waiting for a GVirtuS backend: " + outcome.reason);
+      return;
+    }
+    case PodOutcome::Kind::Released: {
+      const Backend& backend = outcome.choice->backend;
+      std::optional<std::chrono::system_clock::duration> latency;
+      {
+        std::lock_guard lock(mutex_);
+        if (auto it = offers_.find(backend.endpoint()); it != offers_.end()) {
+          latency = outcome.at - std::max(it->second.since, createdAt(pod));
+        }
+      }
+      if (latency && *latency < std::chrono::system_clock::duration::zero()) {
+        latency = std::chrono::system_clock::duration::zero();
+      }
+      if (metrics_ != nullptr) {
+        metrics_->released(latency);
+      }
+      json fields = {{"pod", key},
+                     {"backend", backend.endpoint()},
+                     {"backendPod", backend.podRef()},
+                     {"policy", policyName(outcome.choice->policy)}};
+      if (latency) {
+        fields["sinceBackendReadyMs"] = milliseconds(*latency);
+      }
+      log::info("pod released to a backend", fields);
+      std::string message = "Assigned GVirtuS backend " + backend.endpoint();
+      if (!backend.podRef().empty()) {
+        message += " (pod " + backend.podRef() + ")";
+      }
+      events_.record(ref, EventType::Normal, kBackendAssignedReason, message);
+      return;
+    }
+    case PodOutcome::Kind::Failed: {
+      const Error& error = *outcome.error;
+      if (isReleaseConflict(error) || error.isNotFound()) {
+        log::debug("pod changed while being released; trying again",
+                   {{"pod", key}, {"error", error.message}});
+      } else {
+        log::warn("cannot release pod; retrying with backoff",
+                  {{"pod", key}, {"error", error.message}});
+      }
+      return;
+    }
+  }
+}
+
+}  // namespace gvirtus::webhook

@@ -1,0 +1,140 @@
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "common/duration.h"
+#include "common/error.h"
+#include "common/event_recorder.h"
+#include "common/json_patch.h"
+#include "common/kube_client.h"
+#include "common/work_queue.h"
+#include "webhook/backend_chooser.h"
+#include "webhook/backend_source.h"
+#include "webhook/pod_patch.h"
+
+// The waiting-pod controller (DESIGN.md, "Pod contract (webhook)"): GVirtuS pods admitted
+// while no backend could take them carry the scheduling gate gvirtus.io/backend; when a
+// backend can take one, one patch writes its backend annotations and removes the gate.
+namespace gvirtus::webhook {
+
+class WebhookMetrics;
+
+// Event reasons on the pod.
+inline constexpr const char* kWaitingForBackendReason = "WaitingForBackend";
+inline constexpr const char* kBackendAssignedReason = "BackendAssigned";
+
+// A pod waits while it carries the gate gvirtus.io/backend and is not being deleted.
+bool isWaiting(const nlohmann::json& pod);
+
+// The waiting pods among `pods`, oldest first: by creationTimestamp, then namespace/name.
+std::vector<nlohmann::json> waitingPods(const std::vector<nlohmann::json>& pods);
+
+// The patch that releases a waiting pod: assignmentPatch() (backend annotations; gate and
+// waiting status removed) behind `test` operations on the pod's resourceVersion and on the
+// gate at its index, so that on a pod changed since it was read (released by another
+// replica, a gate list reordered) the API server refuses the whole patch instead of
+// applying it.
+JsonPatch releasePatch(const nlohmann::json& pod, const Assignment& assignment);
+
+// True for a refused release patch that means the pod changed meanwhile: 409, or 422 from a
+// failed `test` operation.
+bool isReleaseConflict(const Error& error);
+
+// What one pass did with one waiting pod.
+struct PodOutcome {
+  enum class Kind { Released, Waiting, Failed };
+  Kind kind = Kind::Waiting;
+  nlohmann::json pod;                        // as the pass read it
+  std::optional<Choice> choice;              // Released: the backend given
+  std::string reason;                        // Waiting: why no backend can take it
+  std::optional<Error> error;                // Failed: the patch's error
+  std::chrono::system_clock::time_point at;  // Released: when the patch succeeded
+};
+
+// Writes one release patch to one pod.
+using ReleaseWriter =
+    std::function<Result<void>(const nlohmann::json& pod, const JsonPatch& patch)>;
+
+// One pass over waiting pods, in the given order (oldest first): the chooser picks a
+// backend for each and records it, so that the next pod sees it taken (never more pods
+// than a backend's capacity), and `write` releases the pod; a failed write gives the
+// backend back. A pod no backend can take waits and the next one is tried. Stops early
+// when `stop` is requested.
+std::vector<PodOutcome> releaseWaitingPods(const std::vector<nlohmann::json>& waiting,
+                                           const std::vector<Backend>& backends,
+                                           BackendChooser& chooser,
+                                           const std::vector<std::string>& plugins,
+                                           const ReleaseWriter& write, std::stop_token stop = {});
+
+struct WaitingPodControllerOptions {
+  // The webhook's own namespace: its pods are never gated, never touched.
+  std::string ownNamespace;
+  std::vector<std::string> plugins;  // empty: defaultPlugins()
+  // A pass also runs this long after the last one: load reports age and own assignments
+  // expire without any event.
+  Duration resync = std::chrono::seconds(10);
+};
+
+// Watches the waiting GVirtuS pods (label gvirtus.io/enabled=true, unscheduled, in every
+// namespace but the webhook's own) and the backends, and releases waiting pods in passes:
+// a pass runs on every change of either, and at least every `resync`. Records the Events
+// WaitingForBackend (once per pod and reason) and BackendAssigned on the pods.
+//
+// run() is the leader's work (or everyone's without --leader-elect): it watches only while
+// it runs. backendsChanged() is called by the backend source on every replica, so that a
+// new leader knows since when each backend could take pods.
+class WaitingPodController {
+ public:
+  // `metrics` may be null. Everything passed must outlive the controller.
+  WaitingPodController(KubeClient& client, const BackendSource& backends, BackendChooser& chooser,
+                       EventRecorder& events, WebhookMetrics* metrics,
+                       WaitingPodControllerOptions options);
+
+  // From the backend source's change callback: never blocks.
+  void backendsChanged();
+
+  // Runs until `stop`: the pod watch and the passes. May run again after it returned.
+  void run(std::stop_token stop);
+
+ private:
+  // What one run() remembers about the waiting pods, by UID.
+  struct RunState {
+    // The reasons a pod was already told (WaitingForBackend once per pod and reason).
+    std::map<std::string, std::vector<std::string>> told;
+    // The resourceVersion each released pod was patched from: while the cache still holds
+    // that version, the pod is not tried again.
+    std::map<std::string, std::string> releasedFrom;
+  };
+  // One pass; false when a patch failed for another reason than a conflict.
+  bool pass(std::stop_token stop, const std::vector<nlohmann::json>& pods, RunState& state);
+  void report(const PodOutcome& outcome, RunState& state);
+  void wake();
+
+  KubeClient& client_;
+  const BackendSource& backends_;
+  BackendChooser& chooser_;
+  EventRecorder& events_;
+  WebhookMetrics* metrics_;
+  WaitingPodControllerOptions options_;
+
+  std::mutex mutex_;
+  std::shared_ptr<WorkQueue> queue_;  // while run() runs
+  // Per backend (IP:PORT): the backend as last seen, its load's `updated` left out (a
+  // heartbeat changes nothing), and since when it has been so.
+  struct Offer {
+    Backend backend;
+    std::chrono::system_clock::time_point since;
+  };
+  std::map<std::string, Offer> offers_;
+};
+
+}  // namespace gvirtus::webhook
