@@ -13,7 +13,13 @@ say() { printf '[local %s %s] %s\n' "$name" "$(date +%H:%M:%S)" "$*" >&2; }
 step_start=$SECONDS
 step() { say "$* (+$((SECONDS - step_start))s)"; }
 
+bin=${GVIRTUS_BIN_DIR:-$repo/build/bin}
+for b in "$bin/gvirtus-labeler" "$bin/gvirtus-webhook" "$bin/gvirtus-backend-shim" \
+  "${GVIRTUS_FAKE_BACKEND:-$repo/build/tests/fake_gvirtus_backend}"; do
+  [ -x "$b" ] || { say "missing $b: run make build first"; exit 1; }
+done
 bash "$here/local-down.sh" "$name" --keep-cluster 2>/dev/null || true
+rm -rf "$state/logs" "$state/procs"
 env_lines=$(bash "$repo/tests/cluster/up.sh" "$name")
 eval "$env_lines"
 mkdir -p "$state/gpus" "$state/logs"

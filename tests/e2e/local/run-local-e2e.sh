@@ -12,7 +12,8 @@ start=$SECONDS
 # No backend at first: scenario 50 shows a pod waiting; 60 opts gpu-a in and sees it released.
 env_lines=$(E2E_OPT_IN_BACKENDS=false bash "$here/local-up.sh" "$name") || exit 1
 eval "$env_lines"
-export E2E_BACKEND_NODE=gpu-a E2E_TIMEOUT=${E2E_TIMEOUT:-90}
+# kwok pods have no containers to exec into.
+export E2E_BACKEND_NODE=gpu-a E2E_TIMEOUT=${E2E_TIMEOUT:-90} E2E_NO_EXEC=1
 export E2E_ARTIFACTS=${E2E_ARTIFACTS:-$GVIRTUS_E2E_STATE/artifacts}
 passed=0 failed=0 names=()
 run() {
