@@ -34,6 +34,8 @@ inline std::unexpected<Error> fail(std::string message, int httpStatus = 0,
                                    std::string reason = {}) {
   return std::unexpected<Error>(Error{std::move(message), httpStatus, std::move(reason)});
 }
-inline std::unexpected<Error> fail(Error error) { return std::unexpected<Error>(std::move(error)); }
+inline std::unexpected<Error> fail(Error error) {
+  return std::unexpected<Error>(std::move(error));
+}
 
 }  // namespace gvirtus

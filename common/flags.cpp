@@ -14,7 +14,8 @@ std::vector<std::string> splitCommaList(const std::string& text) {
   std::string item;
   while (std::getline(stream, item, ',')) {
     const auto first = item.find_first_not_of(" \t");
-    if (first == std::string::npos) continue;
+    if (first == std::string::npos)
+      continue;
     const auto last = item.find_last_not_of(" \t");
     items.push_back(item.substr(first, last - first + 1));
   }
@@ -24,7 +25,8 @@ std::vector<std::string> splitCommaList(const std::string& text) {
 std::string joinCommaList(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& item : items) {
-    if (!out.empty()) out += ',';
+    if (!out.empty())
+      out += ',';
     out += item;
   }
   return out;
@@ -79,8 +81,10 @@ void FlagSet::addDuration(std::string name, Duration* target, std::string help) 
   addCustom(std::move(name), "duration", formatDuration(*target), std::move(help),
             [target](const std::string& v) -> Result<void> {
               auto d = parseDuration(v);
-              if (!d) return fail(d.error());
-              if (d->count() < 0) return fail("must not be negative");
+              if (!d)
+                return fail(d.error());
+              if (d->count() < 0)
+                return fail("must not be negative");
               *target = *d;
               return {};
             });
@@ -95,22 +99,23 @@ void FlagSet::addList(std::string name, std::vector<std::string>* target, std::s
 }
 
 void FlagSet::addCustom(std::string name, std::string valueName, std::string defaultText,
-                        std::string help,
-                        std::function<Result<void>(const std::string&)> parse) {
+                        std::string help, std::function<Result<void>(const std::string&)> parse) {
   flags_.push_back(Flag{std::move(name), std::move(valueName), std::move(defaultText),
                         std::move(help), std::move(parse)});
 }
 
 FlagSet::Flag* FlagSet::find(const std::string& name) {
   for (auto& flag : flags_) {
-    if (flag.name == name) return &flag;
+    if (flag.name == name)
+      return &flag;
   }
   return nullptr;
 }
 
 bool FlagSet::wasSet(const std::string& name) const {
   for (const auto& flag : flags_) {
-    if (flag.name == name) return flag.set;
+    if (flag.name == name)
+      return flag.set;
   }
   return false;
 }
@@ -122,8 +127,10 @@ Result<FlagSet::Outcome> FlagSet::parse(int argc, const char* const* argv) {
       rest_.assign(argv + i + 1, argv + argc);
       break;
     }
-    if (arg == "--help" || arg == "-h") return Outcome::Help;
-    if (arg == "--version") return Outcome::Version;
+    if (arg == "--help" || arg == "-h")
+      return Outcome::Help;
+    if (arg == "--version")
+      return Outcome::Version;
     if (arg.size() < 3 || arg.rfind("--", 0) != 0) {
       return fail("unexpected argument \"" + arg + "\" (flags start with --; see --help)");
     }
@@ -158,9 +165,11 @@ std::string FlagSet::helpText() const {
   std::string out = "Usage: " + program_ + " [flags]\n\n" + summary_ + "\n\nFlags:\n";
   for (const auto& flag : flags_) {
     std::string head = "  --" + flag.name;
-    if (!flag.valueName.empty()) head += " " + flag.valueName;
+    if (!flag.valueName.empty())
+      head += " " + flag.valueName;
     out += head + "\n      " + flag.help;
-    if (!flag.defaultText.empty()) out += " (default \"" + flag.defaultText + "\")";
+    if (!flag.defaultText.empty())
+      out += " (default \"" + flag.defaultText + "\")";
     out += "\n";
   }
   out += "  --help\n      show this help and exit\n  --version\n      print the version and exit\n";
@@ -196,9 +205,11 @@ std::optional<int> parseCommandLine(FlagSet& flags, CommonOptions& common, int a
     return kExitOk;
   }
   auto level = log::parseLevel(common.logLevel);
-  if (!level) return usageError(flags, "--log-level: " + level.error().message);
+  if (!level)
+    return usageError(flags, "--log-level: " + level.error().message);
   auto format = log::parseFormat(common.logFormat);
-  if (!format) return usageError(flags, "--log-format: " + format.error().message);
+  if (!format)
+    return usageError(flags, "--log-format: " + format.error().message);
   log::configure(*level, *format);
   return std::nullopt;
 }

@@ -32,8 +32,8 @@ class FlagSet {
   // A comma-separated list; empty items are dropped.
   void addList(std::string name, std::vector<std::string>* target, std::string help);
   // Any other type: `parse` validates and stores the text, returning a reason on failure.
-  void addCustom(std::string name, std::string valueName, std::string defaultText,
-                 std::string help, std::function<Result<void>(const std::string&)> parse);
+  void addCustom(std::string name, std::string valueName, std::string defaultText, std::string help,
+                 std::function<Result<void>(const std::string&)> parse);
 
   enum class Outcome { Run, Help, Version };
   // On error the message names the flag: "--port: must be between 1 and 65535".

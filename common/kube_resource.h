@@ -26,8 +26,8 @@ inline const KubeResource kConfigMaps{"", "v1", "configmaps", true};
 inline const KubeResource kEvents{"", "v1", "events", true};
 inline const KubeResource kServiceAccounts{"", "v1", "serviceaccounts", true};
 inline const KubeResource kLeases{"coordination.k8s.io", "v1", "leases", true};
-inline const KubeResource kMutatingWebhookConfigurations{
-    "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", false};
+inline const KubeResource kMutatingWebhookConfigurations{"admissionregistration.k8s.io", "v1",
+                                                         "mutatingwebhookconfigurations", false};
 inline const KubeResource kStatefulSets{"apps", "v1", "statefulsets", true};
 }  // namespace resources
 

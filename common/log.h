@@ -22,10 +22,18 @@ bool enabled(Level level);
 
 // `fields` is a JSON object of extra key/values: {{"node", name}, {"attempt", 3}}.
 void write(Level level, std::string_view message, const nlohmann::json& fields = nullptr);
-inline void debug(std::string_view m, const nlohmann::json& f = nullptr) { write(Level::Debug, m, f); }
-inline void info(std::string_view m, const nlohmann::json& f = nullptr) { write(Level::Info, m, f); }
-inline void warn(std::string_view m, const nlohmann::json& f = nullptr) { write(Level::Warn, m, f); }
-inline void error(std::string_view m, const nlohmann::json& f = nullptr) { write(Level::Error, m, f); }
+inline void debug(std::string_view m, const nlohmann::json& f = nullptr) {
+  write(Level::Debug, m, f);
+}
+inline void info(std::string_view m, const nlohmann::json& f = nullptr) {
+  write(Level::Info, m, f);
+}
+inline void warn(std::string_view m, const nlohmann::json& f = nullptr) {
+  write(Level::Warn, m, f);
+}
+inline void error(std::string_view m, const nlohmann::json& f = nullptr) {
+  write(Level::Error, m, f);
+}
 
 // Formats one line without writing it (for tests and for the text format).
 std::string formatLine(Level level, Format format, std::string_view timestamp,

@@ -32,8 +32,7 @@ TEST_CASE("a key added while processing runs again after done, never concurrentl
   CHECK(queue.get(stop.get_token()) == "a");
 }
 
-TEST_CASE("addAfter delivers no earlier than asked, and an earlier one overtakes",
-          "[work_queue]") {
+TEST_CASE("addAfter delivers no earlier than asked, and an earlier one overtakes", "[work_queue]") {
   WorkQueue queue;
   std::stop_source stop;
   const auto start = std::chrono::steady_clock::now();
