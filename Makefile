@@ -9,6 +9,7 @@ DEB_PACKAGES := clang-16 libclang-rt-16-dev build-essential cmake ninja-build pk
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc \
   ca-certificates curl git iproute2 procps
 
+.PHONY: bench
 .PHONY: deps build test unit-test integration-test e2e-test fuzz images images-test demo demo-down \
   cluster-build cluster-up cluster-down format format-check clean
 
@@ -78,6 +79,10 @@ e2e-test: build cluster-build
 
 test: format-check unit-test fuzz integration-test e2e-test images-test
 	@echo "[test] all suites passed"
+
+# Benchmarks against peers (agnhost), not part of make test: writes docs/performance.md.
+bench: deps cluster-build
+	@BUILD_DIR=$(BUILD_DIR) JOBS=$(JOBS) bash tests/bench/run.sh
 
 demo: build cluster-build
 	@bash tests/e2e/demo.sh
