@@ -3,15 +3,18 @@ SHELL := /bin/bash
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CLUSTER_NAME ?= gvirtus
+OPERATOR_CLUSTER ?= gvirtus-op
 FUZZ_SECONDS ?= 60
+FUZZ_PARSER_SECONDS ?= 15
 DEB_PACKAGES := clang-16 libclang-rt-16-dev build-essential cmake ninja-build pkg-config clang-format \
   libcpp-httplib-dev nlohmann-json3-dev libssl-dev libc-ares-dev libyaml-cpp-dev catch2 \
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc \
   ca-certificates curl git iproute2 procps
 
-.PHONY: bench
+.PHONY: bench bench-real
+.PHONY: tools docs docs-check operator-test
 .PHONY: deps build test unit-test integration-test e2e-test fuzz images images-test demo demo-down \
-  cluster-build cluster-up cluster-down format format-check clean
+  cluster-build node-image cluster-up cluster-down format format-check clean
 
 # Installs the Debian packages the build needs; does nothing when they are all there.
 deps:
@@ -35,8 +38,15 @@ unit-test: build
 	ctest --test-dir $(BUILD_DIR) -L unit --output-on-failure -j $(JOBS) && \
 	echo "[unit-test] done in $$((SECONDS - start))s"
 
+# The control plane, the real nodes' kubelet and kube-proxy, containerd and KAI-Scheduler,
+# cached by version.
 cluster-build:
-	@bash tests/cluster/build.sh >/dev/null
+	@bash tests/cluster/build.sh >/dev/null && bash tests/cluster/node/build.sh --binaries-only && \
+	  bash tests/cluster/kai/build.sh >/dev/null
+
+# The real nodes' image (kubelet + containerd + kube-proxy in a container).
+node-image: cluster-build
+	@bash tests/cluster/node/build.sh >/dev/null
 
 cluster-up: cluster-build
 	@bash tests/cluster/up.sh $(CLUSTER_NAME)
@@ -59,36 +69,75 @@ images:
 images-test:
 	@bash images/build.sh --test
 
-# libFuzzer over the webhook's AdmissionReview handler, ASan and UBSan, for a bounded
-# time. clang 16 defines __cpp_concepts one revision short of what libstdc++ 12 wants
-# before it offers std::expected (all its uses compile): hence the redefinition.
+# libFuzzer, ASan and UBSan, for a bounded time each: the webhook's AdmissionReview handler
+# (FUZZ_SECONDS), then the parsers of untrusted text: watch events, gpu-scheduling-map,
+# quantities, kubeconfig (FUZZ_PARSER_SECONDS each). clang 16 defines __cpp_concepts one
+# revision short of what libstdc++ 12 wants before it offers std::expected (all its uses
+# compile): hence the redefinition.
+FUZZ_TARGETS := watch_event scheduling_map quantity kubeconfig
 fuzz: deps
 	@set -o pipefail; start=$$SECONDS; \
 	CXX=clang++-16 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DGVIRTUS_FUZZ=ON -DGVIRTUS_WERROR=OFF \
 	  -DCMAKE_CXX_FLAGS="-D__cpp_concepts=202002L -Wno-macro-redefined" >/dev/null && \
-	cmake --build build-fuzz -j $(JOBS) --target mutate_fuzz && \
+	cmake --build build-fuzz -j $(JOBS) --target mutate_fuzz $(FUZZ_TARGETS:%=%_fuzz) && \
 	mkdir -p build-fuzz/corpus && \
 	build-fuzz/tests/mutate_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	  build-fuzz/corpus tests/webhook/fuzz/corpus 2>&1 | tail -n 12 && \
-	echo "[fuzz] $(FUZZ_SECONDS)s of fuzzing without a finding; done in $$((SECONDS - start))s"
+	echo "[fuzz] mutate: $(FUZZ_SECONDS)s without a finding" && \
+	for target in $(FUZZ_TARGETS); do \
+	  mkdir -p build-fuzz/corpus-$$target && \
+	  build-fuzz/tests/$${target}_fuzz -max_total_time=$(FUZZ_PARSER_SECONDS) \
+	    build-fuzz/corpus-$$target tests/fuzz/corpus/$$target >build-fuzz/$$target.log 2>&1 || \
+	    { tail -n 40 build-fuzz/$$target.log; echo "[fuzz] $$target: FAILED (build-fuzz/$$target.log)"; exit 1; }; \
+	  echo "[fuzz] $$target: $(FUZZ_PARSER_SECONDS)s without a finding, $$(grep -oE 'corp: [0-9]+/[0-9a-zA-Z]+' build-fuzz/$$target.log | tail -1)"; \
+	done && \
+	echo "[fuzz] done in $$((SECONDS - start))s"
 
-# The end-to-end scenarios on their own local cluster, components as host processes.
-e2e-test: build cluster-build
-	@bash tests/e2e/local/run-local-e2e.sh gvirtus-e2e
+# The end-to-end scenarios on their own local cluster with real nodes: the project's
+# images run as pods under kubelet + containerd.
+e2e-test: node-image
+	@bash tests/e2e/real/run-e2e.sh gvirtus-e2e
 
-test: format-check unit-test fuzz integration-test e2e-test images-test
+# helm and promtool from the Go module proxy, cached by version (tests/tools/versions.sh),
+# with the Go that cluster-build finds or installs.
+tools: cluster-build
+	@bash tests/tools/build-tools.sh >/dev/null
+
+# docs/flags.md from the binaries' --help; docs-check fails when it is stale or when a
+# link points outside the repository.
+docs: build
+	@bash tests/docs/flags-reference.sh $(BUILD_DIR)/bin >docs/flags.md.tmp && \
+	  mv docs/flags.md.tmp docs/flags.md && echo "[docs] docs/flags.md regenerated"
+
+docs-check: build
+	@bash tests/docs/docs_check.sh $(BUILD_DIR)/bin
+
+# The chart, the alert rules and the metrics they use (CTest label operator), then the
+# chart installed, upgraded and uninstalled on a throwaway cluster (operator-cluster).
+operator-test: build cluster-build tools
+	@start=$$SECONDS; \
+	ctest --test-dir $(BUILD_DIR) -L '^operator$$' --output-on-failure && \
+	bash tests/cluster/with-cluster.sh $(OPERATOR_CLUSTER) \
+	  ctest --test-dir $(BUILD_DIR) -L '^operator-cluster$$' --output-on-failure && \
+	echo "[operator-test] done in $$((SECONDS - start))s"
+
+test: format-check docs-check unit-test fuzz operator-test integration-test e2e-test images-test
 	@echo "[test] all suites passed"
 
 # Benchmarks against peers (agnhost), not part of make test: writes docs/performance.md.
 bench: deps cluster-build
 	@BUILD_DIR=$(BUILD_DIR) JOBS=$(JOBS) bash tests/bench/run.sh
 
-demo: build cluster-build
+# Pods on real nodes: create -> Running of GVirtuS pods against plain pods, node memory.
+bench-real: deps node-image
+	@bash tests/bench/real-nodes-bench.sh
+
+demo: build node-image
 	@bash tests/e2e/demo.sh
 
 demo-down:
-	@bash tests/e2e/local/local-down.sh gvirtus-demo
+	@bash tests/e2e/real/down.sh gvirtus-demo
 
 format:
 	@git ls-files '*.cpp' '*.h' | xargs clang-format -i

@@ -9,6 +9,7 @@ namespace {
 
 // Socket states as the kernel numbers them (include/net/tcp_states.h).
 constexpr unsigned kTcpEstablished = 0x01;
+constexpr unsigned kTcpCloseWait = 0x08;
 constexpr unsigned kTcpListen = 0x0A;
 
 bool parseHex(std::string_view text, unsigned& value) {
@@ -69,6 +70,8 @@ void addProcNetTcp(std::string_view text, uint16_t port, PortState& state) {
       state.listening = true;
     } else if (socketState == kTcpEstablished) {
       ++state.established;
+    } else if (socketState == kTcpCloseWait) {
+      ++state.closeWait;
     }
   }
 }

@@ -17,6 +17,9 @@ struct PortState {
   bool listening = false;
   // Sockets in ESTABLISHED state whose local port is the port: the backend's clients.
   int established = 0;
+  // Sockets in CLOSE_WAIT state on the port: clients that hung up and whose socket the
+  // backend never closed. GVirtuS leaks one (and a file descriptor) per finished client.
+  int closeWait = 0;
 
   bool operator==(const PortState&) const = default;
 };

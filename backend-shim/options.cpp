@@ -65,6 +65,7 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
   options.podNamespace = env("POD_NAMESPACE");
   int64_t port = options.port;
   int64_t maxSessions = options.maxSessions;
+  int64_t maxLeakedSockets = options.maxLeakedSockets;
 
   FlagSet flags(kProgram,
                 "Runs the GVirtuS backend in its own process group, restarts it when it exits or "
@@ -80,6 +81,10 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
   flags.addInt("max-sessions", &maxSessions,
                "connections this backend takes; published as maxSessions for the webhook", 1,
                1000000);
+  flags.addInt("max-leaked-sockets", &maxLeakedSockets,
+               "GVirtuS never closes a finished client's socket: past this many (CLOSE_WAIT), "
+               "the backend is restarted as soon as no client is connected; 0: never",
+               0, 1000000);
   flags.addDuration("publish-interval", &options.publishInterval,
                     "least time between two writes of the gvirtus.io/load annotation");
   flags.addDuration("drain-timeout", &options.drainTimeout,
@@ -107,6 +112,7 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
   }
   options.port = static_cast<uint16_t>(port);
   options.maxSessions = static_cast<int>(maxSessions);
+  options.maxLeakedSockets = static_cast<int>(maxLeakedSockets);
   options.backendCommand = flags.rest();
   if (auto valid = validateOptions(options); !valid) {
     return std::unexpected(usageError(flags, valid.error().message));

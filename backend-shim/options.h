@@ -19,6 +19,7 @@ struct Options {
   std::vector<std::string> plugins;
   std::string configOut = "/tmp/gvirtus/properties.json";
   int maxSessions = 16;
+  int maxLeakedSockets = 256;  // 0: never restart for leaked sockets
   Duration publishInterval = std::chrono::seconds(5);
   Duration drainTimeout = std::chrono::seconds(30);
   Duration stopTimeout = std::chrono::seconds(5);

@@ -32,7 +32,7 @@ int configurationError(const std::string& reason) {
 }
 
 // The client the load publisher writes with: --kubeconfig, else the in-cluster account.
-Result<std::unique_ptr<KubeClient>> makeClient(const Options& options) {
+Result<std::unique_ptr<KubeClient>> makeClient(const Options& options, std::stop_token cancel) {
   auto config = loadKubeConfig(options.common.kubeconfig);
   if (!config) {
     return fail(config.error().context(
@@ -42,6 +42,7 @@ Result<std::unique_ptr<KubeClient>> makeClient(const Options& options) {
   clientOptions.userAgent = std::string(kProgram) + "/" + GVIRTUS_VERSION;
   clientOptions.requestTimeout = std::chrono::seconds(10);
   clientOptions.maxRetries = 2;  // the publisher retries on its own schedule
+  clientOptions.cancel = std::move(cancel);
   auto client = KubeClient::create(*config, clientOptions);
   if (!client) {
     return fail(client.error().context("Kubernetes client"));
@@ -109,7 +110,7 @@ int run(int argc, const char* const* argv) {
   if (options.podName.empty() || options.podNamespace.empty()) {
     log::info("POD_NAME or POD_NAMESPACE is not set; the load annotation is not published");
   } else {
-    auto made = makeClient(options);
+    auto made = makeClient(options, shutdown.deadline(kShutdownClientGrace));
     if (!made) {
       return configurationError(made.error().message);
     }
@@ -147,6 +148,7 @@ int run(int argc, const char* const* argv) {
   supervision.reapScope = ReapScope::AnyChild;
   supervision.startupTimeout = options.startupTimeout;
   supervision.stopTimeout = options.stopTimeout;
+  supervision.maxLeakedSockets = options.maxLeakedSockets;
   Supervisor supervisor(std::move(supervision));
 
   (*health)->setReadinessCheck([&supervisor, &draining, &options]() -> Result<void> {

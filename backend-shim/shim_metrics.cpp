@@ -25,8 +25,16 @@ ShimMetrics::ShimMetrics(MetricsRegistry& registry, int maxSessions)
       connections_(registry.gauge("gvirtus_backend_connections",
                                   "ESTABLISHED TCP connections on the backend's port.")),
       gpus_(registry.gauge("gvirtus_gpus", "GPUs NVML reports on this node (0 without NVML).")),
+      leakedSockets_(registry.gauge(
+          "gvirtus_backend_leaked_sockets",
+          "Sockets on the backend's port left in CLOSE_WAIT by finished clients (GVirtuS "
+          "never closes them; each holds a file descriptor).")),
       restarts_(registry.counter("gvirtus_backend_restarts_total",
-                                 "Times the backend was started again after its first start.")) {
+                                 "Times the backend was started again after its first start.")),
+      leakRestarts_(registry.counter(
+          "gvirtus_backend_leak_restarts_total",
+          "Restarts of an idle backend to free leaked sockets (--max-leaked-sockets); also "
+          "counted in gvirtus_backend_restarts_total.")) {
   registry.gauge("gvirtus_backend_max_sessions", "Connections this backend takes (--max-sessions).")
       .set(maxSessions);
 }
@@ -36,6 +44,11 @@ void ShimMetrics::observeBackend(const SupervisorStatus& status, bool ready) {
   ready_.set(ready ? 1 : 0);
   running_.set(status.running ? 1 : 0);
   connections_.set(status.connections);
+  leakedSockets_.set(status.leakedSockets);
+  if (status.leakRestarts > leakRestartsSeen_) {
+    leakRestarts_.inc(static_cast<double>(status.leakRestarts - leakRestartsSeen_));
+    leakRestartsSeen_ = status.leakRestarts;
+  }
   if (status.restarts > restartsSeen_) {
     restarts_.inc(static_cast<double>(status.restarts - restartsSeen_));
     restartsSeen_ = status.restarts;

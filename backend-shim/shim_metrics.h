@@ -28,8 +28,11 @@ class ShimMetrics {
   Gauge& running_;
   Gauge& connections_;
   Gauge& gpus_;
+  Gauge& leakedSockets_;
   Counter& restarts_;
+  Counter& leakRestarts_;
   int64_t restartsSeen_ = 0;
+  int64_t leakRestartsSeen_ = 0;
 };
 
 }  // namespace gvirtus::backend_shim

@@ -96,6 +96,12 @@ void Supervisor::loop(std::stop_token stop) {
   // Stops the current group and schedules the next start after a backoff delay.
   auto restartLater = [&](const std::string& why) {
     const Duration uptime = since(startedAt);
+    // Not ready from now on: stopping the group can take stopTimeout, and the backend
+    // must not be handed new pods meanwhile.
+    status.running = false;
+    status.listening = false;
+    status.pid = 0;
+    setStatus(status);
     if (group) {
       group->stop(options_.stopTimeout);
       group.reset();
@@ -154,8 +160,11 @@ void Supervisor::loop(std::stop_token stop) {
     auto state = probe_.probe(options_.port);
     if (state) {
       probeFailedLogged = false;
-      status.listening = state->listening;
+      // Only the backend this supervisor runs counts: a port held by anything else (an
+      // orphan of a stopped run) is not a ready backend.
+      status.listening = group.has_value() && state->listening;
       status.connections = state->established;
+      status.leakedSockets = state->closeWait;
     } else if (!probeFailedLogged) {
       log::error("cannot read the port's state", {{"error", state.error().message}});
       probeFailedLogged = true;
@@ -168,6 +177,13 @@ void Supervisor::loop(std::stop_token stop) {
                     {{"port", options_.port}, {"after", formatDuration(since(startedAt))}});
         }
         seenListening = true;
+        if (options_.maxLeakedSockets > 0 && state->closeWait > options_.maxLeakedSockets &&
+            state->established == 0 && !holdRestarts_) {
+          ++status.leakRestarts;
+          restartLater(std::to_string(state->closeWait) +
+                       " sockets of finished clients left open (CLOSE_WAIT), more than " +
+                       std::to_string(options_.maxLeakedSockets) + ", and no client connected");
+        }
       } else if (!holdRestarts_) {
         if (seenListening) {
           restartLater("its port " + std::to_string(options_.port) +

@@ -34,6 +34,10 @@ struct SupervisorOptions {
   Duration startupTimeout = std::chrono::minutes(1);
   // A run that lasted this long resets the backoff.
   Duration stableAfter = std::chrono::minutes(1);
+  // More sockets than this left in CLOSE_WAIT by finished clients (GVirtuS never closes
+  // them) restart the backend, but only while no client is connected: a drain, never a
+  // cut of live sessions. 0: never.
+  int maxLeakedSockets = 0;
   // Between SIGTERM and SIGKILL when the backend's group is stopped.
   Duration stopTimeout = std::chrono::seconds(5);
   Duration backoffInitial = std::chrono::seconds(1);
@@ -46,9 +50,11 @@ struct SupervisorOptions {
 };
 
 struct SupervisorStatus {
-  bool running = false;    // the backend process (its group's leader) is alive
-  bool listening = false;  // the port is in LISTEN state
-  int connections = 0;     // ESTABLISHED sockets on the port
+  bool running = false;      // the backend process (its group's leader) is alive
+  bool listening = false;    // the port is in LISTEN state
+  int connections = 0;       // ESTABLISHED sockets on the port
+  int leakedSockets = 0;     // CLOSE_WAIT sockets on the port
+  int64_t leakRestarts = 0;  // restarts to free leaked sockets (counted in restarts too)
   int64_t starts = 0;
   int64_t restarts = 0;  // starts after the first
   pid_t pid = 0;         // the running backend's pid (and process group), 0 when none

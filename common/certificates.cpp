@@ -318,11 +318,7 @@ Result<std::chrono::system_clock::time_point> certificateNotAfter(const std::str
   if (!cert) {
     return fail(cert.error());
   }
-  std::tm tm{};
-  if (ASN1_TIME_to_tm(X509_get0_notAfter(cert->get()), &tm) != 1) {
-    return fail(opensslError("certificate notAfter"));
-  }
-  return std::chrono::system_clock::from_time_t(timegm(&tm));
+  return certificateEnd(cert->get());
 }
 
 Result<void> validateCertificatePem(const std::string& pem) {

@@ -1376,6 +1376,18 @@ Result<void> HttpServer::setCertificate(const PemKeyPair& pair) {
   return {};
 }
 
+std::optional<std::chrono::system_clock::time_point> HttpServer::certificateNotAfter() const {
+  std::shared_ptr<const TlsMaterial> material;
+  {
+    std::lock_guard lock(impl_->certMutex);
+    material = impl_->material;
+  }
+  if (!material || !material->cert)
+    return std::nullopt;
+  auto end = certificateEnd(material->cert.get());
+  return end ? std::optional(*end) : std::nullopt;
+}
+
 size_t HttpServer::rejectedConnections() const {
   return impl_->rejected;
 }

@@ -107,6 +107,8 @@ class HttpServer {
   // pair is an error and the previous one keeps serving. With certificate files, the next
   // change of the files replaces it again.
   Result<void> setCertificate(const PemKeyPair& pair);
+  // The notAfter of the serving certificate in use (nullopt: not TLS, or none loaded).
+  std::optional<std::chrono::system_clock::time_point> certificateNotAfter() const;
 
   // Connections closed at once because every worker was busy and the queue full.
   std::size_t rejectedConnections() const;

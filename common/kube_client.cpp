@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -40,7 +41,7 @@ constexpr Duration kRetryMax = std::chrono::seconds(10);
 constexpr Duration kMaxRetryAfter = std::chrono::seconds(60);
 // The token file is looked at no more often than this.
 constexpr auto kTokenCheckInterval = std::chrono::seconds(1);
-// Idle keep-alive connections kept for reuse.
+// Idle keep-alive connections kept for reuse (each for at most KubeClientOptions::maxIdle).
 constexpr size_t kMaxIdleConnections = 8;
 // How much of a non-Status error body goes into a message.
 constexpr size_t kMaxBodyInMessage = 200;
@@ -373,6 +374,57 @@ struct Connection {
   std::unique_ptr<httplib::ClientImpl> http;
   // Why the server certificate was refused, filled in by the verify callback.
   std::string verifyError;
+  std::chrono::steady_clock::time_point idleSince;
+};
+
+// Cuts the request in flight on `http` when either token is requested. The socket a
+// request makes is shut down directly: httplib's stop() would wait for a connect or TLS
+// handshake in progress (it holds a lock through both), up to the connection timeout,
+// while an API server that black-holes connections keeps the handshake hanging. A stop
+// before the request has a socket is caught by the socket-options hook, which runs on the
+// requesting thread while the socket is made and shrinks its timeouts; a kept-alive
+// socket (no hook) is cut by stop(), which then does not wait.
+class RequestCancellation {
+ public:
+  RequestCancellation(httplib::ClientImpl& http, std::stop_token first, std::stop_token second)
+      : http_(http) {
+    http_.set_socket_options([this](socket_t socket) {
+      socket_.store(socket);
+      if (cut_.load()) {
+        http_.set_connection_timeout(0, 1000);
+        http_.set_read_timeout(0, 1000);
+      }
+    });
+    onFirst_.emplace(std::move(first), Cut{this});
+    onSecond_.emplace(std::move(second), Cut{this});
+  }
+  ~RequestCancellation() {
+    onFirst_.reset();
+    onSecond_.reset();
+    http_.set_socket_options(nullptr);
+  }
+  RequestCancellation(const RequestCancellation&) = delete;
+  RequestCancellation& operator=(const RequestCancellation&) = delete;
+
+  bool cut() const { return cut_.load(); }
+
+ private:
+  struct Cut {
+    RequestCancellation* self;
+    void operator()() const {
+      self->cut_.store(true);
+      if (const int socket = self->socket_.load(); socket >= 0) {
+        ::shutdown(socket, SHUT_RDWR);  // not close: the descriptor stays httplib's
+      } else {
+        self->http_.stop();
+      }
+    }
+  };
+  httplib::ClientImpl& http_;
+  std::atomic<bool> cut_{false};
+  std::atomic<int> socket_{-1};
+  std::optional<std::stop_callback<Cut>> onFirst_;
+  std::optional<std::stop_callback<Cut>> onSecond_;
 };
 
 constexpr int kConnectionExIndex = 0;  // SSL_CTX "app data"
@@ -497,6 +549,10 @@ class KubeClient::Impl {
 
   Result<httplib::Response> send(const Call& call);
   Result<json> sendJson(const Call& call);
+  // Waits `duration` unless the client is cancelled first; false when cancelled.
+  bool waitUnlessCancelled(Duration duration);
+  // A rate-limiter token, waiting for it unless cancelled; false when cancelled.
+  bool takeToken();
   Result<void> watch(const std::string& path, const WatchOptions& options,
                      const std::function<bool(const WatchEvent&)>& onEvent, std::stop_token stop);
 
@@ -504,6 +560,7 @@ class KubeClient::Impl {
   Result<std::unique_ptr<Connection>> newConnection(Duration readTimeout);
   std::unique_ptr<Connection> takeIdle();
   void giveBack(std::unique_ptr<Connection> connection);
+  void dropIdle();
   httplib::Headers headers();
 
   const KubeConfig config_;
@@ -601,19 +658,42 @@ Result<std::unique_ptr<Connection>> KubeClient::Impl::newConnection(Duration rea
 
 std::unique_ptr<Connection> KubeClient::Impl::takeIdle() {
   std::lock_guard lock(idleMutex_);
-  if (idle_.empty()) {
-    return nullptr;
+  const auto now = std::chrono::steady_clock::now();
+  while (!idle_.empty()) {
+    auto connection = std::move(idle_.back());
+    idle_.pop_back();
+    if (now - connection->idleSince < options_.maxIdle) {
+      return connection;
+    }
   }
-  auto connection = std::move(idle_.back());
-  idle_.pop_back();
-  return connection;
+  return nullptr;
 }
 
 void KubeClient::Impl::giveBack(std::unique_ptr<Connection> connection) {
+  connection->idleSince = std::chrono::steady_clock::now();
   std::lock_guard lock(idleMutex_);
   if (idle_.size() < kMaxIdleConnections) {
     idle_.push_back(std::move(connection));
   }
+}
+
+void KubeClient::Impl::dropIdle() {
+  std::lock_guard lock(idleMutex_);
+  idle_.clear();
+}
+
+bool KubeClient::Impl::waitUnlessCancelled(Duration duration) {
+  std::mutex mutex;
+  std::condition_variable_any never;
+  std::unique_lock lock(mutex);
+  never.wait_for(lock, options_.cancel, duration, [] { return false; });
+  return !options_.cancel.stop_requested();
+}
+
+bool KubeClient::Impl::takeToken() {
+  const auto wait = limiter_.reserve();
+  return wait <= RateLimiter::Clock::duration::zero() ||
+         waitUnlessCancelled(std::chrono::duration_cast<Duration>(wait));
 }
 
 httplib::Headers KubeClient::Impl::headers() {
@@ -629,9 +709,13 @@ Result<httplib::Response> KubeClient::Impl::send(const Call& call) {
   count(call.verb);
   const bool idempotent = isIdempotent(call.method);
   Backoff backoff(kRetryInitial, kRetryMax);
+  const std::string cancelled = call.what() + ": cancelled: the process is shutting down";
+  bool freshConnection = false;
   for (int attempt = 0;; ++attempt) {
-    limiter_.acquire();
-    std::unique_ptr<Connection> connection = takeIdle();
+    if (options_.cancel.stop_requested() || !takeToken()) {
+      return fail(cancelled);
+    }
+    std::unique_ptr<Connection> connection = freshConnection ? nullptr : takeIdle();
     if (!connection) {
       auto fresh = newConnection(options_.requestTimeout);
       if (!fresh) {
@@ -650,7 +734,13 @@ Result<httplib::Response> KubeClient::Impl::send(const Call& call) {
     connection->verifyError.clear();
     const bool reused = connection->http->is_socket_open() != 0;
     const auto sentAt = std::chrono::steady_clock::now();
-    httplib::Result result = connection->http->send(request);
+    httplib::Result result = [&] {
+      RequestCancellation cancellation(*connection->http, options_.cancel, {});
+      return connection->http->send(request);
+    }();
+    if (options_.cancel.stop_requested()) {
+      return fail(cancelled);
+    }
     if (!result) {
       const httplib::Error error = result.error();
       const std::string detail = transportError(error, *connection, config_.server);
@@ -667,12 +757,20 @@ Result<httplib::Response> KubeClient::Impl::send(const Call& call) {
           std::chrono::steady_clock::now() - sentAt >= options_.requestTimeout * 9 / 10;
       const bool lostRead = error == httplib::Error::Read && idempotent && !timedOut;
       if (attempt < options_.maxRetries && (notSent || lostRead)) {
-        const Duration wait = backoff.next();
+        // A kept-alive connection that failed says the idle ones may be dead too (the
+        // server restarted, or dropped them): retry on a fresh one, not on the next of them.
+        if (reused) {
+          dropIdle();
+          freshConnection = true;
+        }
+        const Duration wait = reused ? Duration::zero() : backoff.next();
         log::debug("retrying Kubernetes request", {{"request", call.what()},
                                                    {"error", detail},
                                                    {"attempt", attempt + 1},
                                                    {"retryIn", formatDuration(wait)}});
-        std::this_thread::sleep_for(wait);
+        if (!waitUnlessCancelled(wait)) {
+          return fail(cancelled);
+        }
         continue;
       }
       return fail(call.what() + ": " + detail);
@@ -690,7 +788,9 @@ Result<httplib::Response> KubeClient::Impl::send(const Call& call) {
                                                    {"status", status},
                                                    {"attempt", attempt + 1},
                                                    {"retryIn", formatDuration(wait)}});
-        std::this_thread::sleep_for(wait);
+        if (!waitUnlessCancelled(wait)) {
+          return fail(cancelled);
+        }
         continue;
       }
     }
@@ -721,7 +821,7 @@ Result<void> KubeClient::Impl::watch(const std::string& path, const WatchOptions
                                      std::stop_token stop) {
   count("watch");
   const std::string what = "GET " + path + " (watch)";
-  if (stop.stop_requested()) {
+  if (stop.stop_requested() || options_.cancel.stop_requested()) {
     return {};
   }
   const int timeoutSeconds =
@@ -741,8 +841,10 @@ Result<void> KubeClient::Impl::watch(const std::string& path, const WatchOptions
   }
   query.emplace_back("timeoutSeconds", std::to_string(timeoutSeconds));
 
-  limiter_.acquire();
-  // Each watch has its own client, so that stop() on it interrupts only this watch.
+  if (!takeToken()) {
+    return {};  // cancelled: the process is shutting down
+  }
+  // Each watch has its own client, so that cutting it interrupts only this watch.
   auto made = newConnection(std::chrono::seconds(timeoutSeconds + kWatchReadSlackSeconds));
   if (!made) {
     return fail(made.error().context(what));
@@ -750,23 +852,7 @@ Result<void> KubeClient::Impl::watch(const std::string& path, const WatchOptions
   std::unique_ptr<Connection> connection = std::move(*made);
   httplib::ClientImpl& http = *connection->http;
   http.set_keep_alive(false);
-
-  // Cancellation. httplib's stop() shuts down the socket of a request in flight, and waits
-  // for one being connected. A stop that comes before the request even starts connecting is
-  // caught by the socket-options hook, which runs on this thread while the socket is made:
-  // it shrinks the TLS handshake and read timeouts so that the request ends at once (a TCP
-  // connect already under way keeps its own timeout, at most 30s).
-  std::atomic<bool> stopped{false};
-  http.set_socket_options([&stopped, &http](socket_t) {
-    if (stopped.load()) {
-      http.set_connection_timeout(0, 1000);
-      http.set_read_timeout(0, 1000);
-    }
-  });
-  std::stop_callback onStop(stop, [&stopped, &http] {
-    stopped.store(true);
-    http.stop();
-  });
+  RequestCancellation cancellation(http, stop, options_.cancel);
 
   int status = 0;
   std::string errorBody;
@@ -799,7 +885,7 @@ Result<void> KubeClient::Impl::watch(const std::string& path, const WatchOptions
     return true;
   };
   request.content_receiver = [&](const char* data, size_t size, uint64_t, uint64_t) -> bool {
-    if (stopped.load()) {
+    if (cancellation.cut()) {
       return false;
     }
     if (status != 200) {
@@ -824,7 +910,7 @@ Result<void> KubeClient::Impl::watch(const std::string& path, const WatchOptions
   };
 
   httplib::Result result = http.send(request);
-  if (stopped.load() || endedByCaller) {
+  if (cancellation.cut() || endedByCaller) {
     return {};
   }
   if (failure) {

@@ -23,6 +23,14 @@ struct KubeClientOptions {
   std::string userAgent = "gvirtus";
   Duration requestTimeout = std::chrono::seconds(30);
   int maxRetries = 5;  // for 429 and 5xx, honouring Retry-After
+  // A kept-alive connection idle longer than this is not reused: servers and proxies drop
+  // idle connections (the API server's Go server after 90 s), and a request sent on a
+  // dropped one fails, unretried when it is not idempotent.
+  Duration maxIdle = std::chrono::seconds(30);
+  // When requested, requests in flight are cut, retry and rate-limit waits end, and new
+  // requests fail at once: a binary exits promptly even when the API server does not
+  // answer (ShutdownSignal::deadline()).
+  std::stop_token cancel;
 };
 
 struct ListOptions {

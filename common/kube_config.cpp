@@ -308,6 +308,9 @@ Result<KubeConfig> parseKubeconfig(const YAML::Node& root, const fs::path& dir,
     return fail("context \"" + contextName + "\": cluster \"" + *clusterName + "\" not found");
   }
   KubeConfig config;
+  if (auto ns = scalar(*context, "namespace"); ns) {
+    config.ns = *ns;
+  }
   if (auto r = loadCluster(*cluster, dir, config); !r) {
     return fail(r.error().context("cluster \"" + *clusterName + "\""));
   }
@@ -335,20 +338,28 @@ std::string oneLine(std::string text) {
 }  // namespace
 
 Result<KubeConfig> loadKubeconfigFile(const std::string& path, const std::string& context) {
-  const std::string where = "kubeconfig " + path;
   auto text = readFile(path);
   if (!text) {
     return fail("kubeconfig " + text.error().message);
   }
+  auto config = parseKubeconfigText(*text, fs::path(path).parent_path().string(), context);
+  if (!config) {
+    return fail(config.error().context("kubeconfig " + path));
+  }
+  return config;
+}
+
+Result<KubeConfig> parseKubeconfigText(std::string_view text, const std::string& dir,
+                                       const std::string& context) {
   try {
-    YAML::Node root = YAML::Load(*text);
-    auto config = parseKubeconfig(root, fs::path(path).parent_path(), context);
+    YAML::Node root = YAML::Load(std::string(text));
+    auto config = parseKubeconfig(root, fs::path(dir), context);
     if (!config) {
-      return fail(Error{oneLine(config.error().message), 0, {}}.context(where));
+      return fail(oneLine(config.error().message));
     }
     return config;
   } catch (const YAML::Exception& e) {
-    return fail(where + ": invalid YAML: " + oneLine(e.what()));
+    return fail("invalid YAML: " + oneLine(e.what()));
   }
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "common/error.h"
 
@@ -17,6 +18,7 @@ struct KubeConfig {
   std::string clientKeyPem;
   std::string token;      // a static bearer token
   std::string tokenFile;  // re-read when it changes (projected tokens rotate)
+  std::string ns;         // the context's namespace (kubeconfig only; empty when unset)
 };
 
 // Reads a kubeconfig: the current context (or `context` when not empty), its cluster
@@ -25,6 +27,9 @@ struct KubeConfig {
 // paths are relative to the kubeconfig's folder. Errors are one line naming the problem:
 // missing file, unknown context, bad base64, unreadable key.
 Result<KubeConfig> loadKubeconfigFile(const std::string& path, const std::string& context = {});
+// The same from the file's text; relative file references are taken from `dir`.
+Result<KubeConfig> parseKubeconfigText(std::string_view text, const std::string& dir,
+                                       const std::string& context = {});
 
 // In-cluster: KUBERNETES_SERVICE_HOST/PORT and the service account files under
 // `accountDir` (token, ca.crt).

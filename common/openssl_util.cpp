@@ -4,6 +4,7 @@
 
 #include <array>
 #include <climits>
+#include <ctime>
 #include <utility>
 
 namespace gvirtus {
@@ -109,6 +110,14 @@ std::string opensslErrors() {
     out += buffer.data();
   }
   return out.empty() ? std::string("unknown OpenSSL error") : out;
+}
+
+Result<std::chrono::system_clock::time_point> certificateEnd(const X509* cert) {
+  std::tm tm{};
+  if (ASN1_TIME_to_tm(X509_get0_notAfter(cert), &tm) != 1) {
+    return fail(opensslError("certificate notAfter"));
+  }
+  return std::chrono::system_clock::from_time_t(timegm(&tm));
 }
 
 }  // namespace gvirtus

@@ -13,6 +13,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -80,6 +81,8 @@ bool isEndOfPem();
 
 // "what: PEM routines: no start line" from the last error; just `what` when there is none.
 Error opensslError(const std::string& what);
+// The certificate's notAfter.
+Result<std::chrono::system_clock::time_point> certificateEnd(const X509* cert);
 // The reason of the last error ("no start line"); "unknown OpenSSL error" when there is none.
 std::string opensslReason();
 // Every error in full, "; "-separated; "unknown OpenSSL error" when there is none.

@@ -22,6 +22,10 @@ struct State {
   bool claimed = false;  // a request was made (guarded by mutex)
   bool done = false;     // ... and its stop callbacks ran (guarded by mutex)
   int signal = 0;        // guarded by mutex
+  // deadline(): requested a grace period after `source`, by its own thread.
+  std::once_flag deadlineStarted;
+  std::stop_source deadline;
+  std::jthread deadlineThread;
 };
 
 State& state() {
@@ -115,6 +119,29 @@ ShutdownSignal& ShutdownSignal::install() {
 
 std::stop_token ShutdownSignal::token() const {
   return state().source.get_token();
+}
+
+std::stop_token ShutdownSignal::deadline(Duration grace) const {
+  State& s = state();
+  std::call_once(s.deadlineStarted, [&s, grace] {
+    s.deadlineThread = std::jthread([&s, grace](std::stop_token exiting) {
+      std::mutex mutex;
+      std::condition_variable_any wake;
+      std::stop_callback onShutdown(s.source.get_token(), [&mutex, &wake] {
+        std::lock_guard lock(mutex);
+        wake.notify_all();
+      });
+      std::unique_lock lock(mutex);
+      if (!wake.wait(lock, exiting, [&s] { return s.source.stop_requested(); })) {
+        return;  // the process exits without a shutdown request
+      }
+      wake.wait_for(lock, exiting, grace, [] { return false; });
+      if (!exiting.stop_requested()) {
+        s.deadline.request_stop();
+      }
+    });
+  });
+  return s.deadline.get_token();
 }
 
 void ShutdownSignal::wait() const {

@@ -26,6 +26,7 @@ int runLabeler(const Options& options) {
   clientOptions.userAgent = "gvirtus-labeler/" GVIRTUS_VERSION;
   clientOptions.qps = static_cast<double>(options.kubeApiQps);
   clientOptions.burst = static_cast<int>(options.kubeApiBurst);
+  clientOptions.cancel = shutdown.deadline(kShutdownClientGrace);
   auto client = KubeClient::create(*config, clientOptions);
   if (!client) {
     log::error("cannot create the Kubernetes client", {{"error", client.error().message}});

@@ -14,11 +14,20 @@ constexpr std::string_view kApiVersion = "admission.k8s.io/v1";
 // Deeper JSON is refused before parsing: nlohmann::json copies and compares recursively,
 // and a Kubernetes object is never nested this deep.
 constexpr int kMaxDepth = 128;
+// More values than this are refused before parsing: a parsed value costs tens of bytes
+// however small its text (`[{},{},...]` takes 2 bytes a value and over 60 parsed), so the
+// body size alone does not bound the memory a parse takes. A pod rarely has 10,000.
+constexpr std::size_t kMaxValues = 100'000;
 
-// The deepest nesting of arrays and objects in `text`, outside strings.
-int nestingDepth(std::string_view text) {
+// What parsing `text` would build, counted outside strings without allocating.
+struct JsonShape {
+  int depth = 0;           // the deepest nesting of arrays and objects
+  std::size_t values = 0;  // at least the number of values (one per container, separator)
+};
+
+JsonShape shapeOf(std::string_view text) {
+  JsonShape shape;
   int depth = 0;
-  int deepest = 0;
   bool inString = false;
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
@@ -31,12 +40,15 @@ int nestingDepth(std::string_view text) {
     } else if (c == '"') {
       inString = true;
     } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
+      shape.depth = std::max(shape.depth, ++depth);
+      ++shape.values;
     } else if (c == ']' || c == '}') {
       --depth;
+    } else if (c == ',') {
+      ++shape.values;
     }
   }
-  return deepest;
+  return shape;
 }
 
 Result<std::string> optionalString(const json& object, const char* key) {
@@ -53,8 +65,12 @@ Result<std::string> optionalString(const json& object, const char* key) {
 }  // namespace
 
 Result<AdmissionRequest> parseAdmissionReview(std::string_view body) {
-  if (nestingDepth(body) > kMaxDepth) {
+  const JsonShape shape = shapeOf(body);
+  if (shape.depth > kMaxDepth) {
     return fail("the body nests deeper than " + std::to_string(kMaxDepth) + " levels");
+  }
+  if (shape.values > kMaxValues) {
+    return fail("the body holds more than " + std::to_string(kMaxValues) + " JSON values");
   }
   json doc = json::parse(body, nullptr, false);
   if (doc.is_discarded()) {
@@ -116,7 +132,7 @@ Result<AdmissionRequest> parseAdmissionReview(std::string_view body) {
     if (!object->is_null() && !object->is_object()) {
       return fail("request.object is not an object");
     }
-    out.object = *object;
+    out.object = std::move(*object);  // the review is not kept: one copy of the pod
   }
   return out;
 }

@@ -160,20 +160,4 @@ Result<BackendLoad> parseBackendLoad(std::string_view annotation) {
   return load;
 }
 
-Result<std::pair<std::string, int>> parseEndpoint(std::string_view text) {
-  const auto colon = text.rfind(':');
-  if (colon == std::string_view::npos) {
-    return fail("\"" + std::string(text) + "\" is not IP:PORT");
-  }
-  const std::string ip(text.substr(0, colon));
-  const std::string_view portText = text.substr(colon + 1);
-  int port = 0;
-  auto [end, ec] = std::from_chars(portText.data(), portText.data() + portText.size(), port);
-  if (!isDottedIpv4(ip) || ec != std::errc() || end != portText.data() + portText.size() ||
-      port < 1 || port > 65535) {
-    return fail("\"" + std::string(text) + "\" is not IP:PORT");
-  }
-  return std::pair{ip, port};
-}
-
 }  // namespace gvirtus::webhook

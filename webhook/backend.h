@@ -58,7 +58,4 @@ struct Backend {
   bool operator==(const Backend&) const = default;
 };
 
-// Splits "IP:PORT" (a dotted IPv4 address and a port 1-65535).
-Result<std::pair<std::string, int>> parseEndpoint(std::string_view text);
-
 }  // namespace gvirtus::webhook

@@ -2,7 +2,8 @@
 
 namespace gvirtus::webhook {
 
-WebhookMetrics::WebhookMetrics(MetricsRegistry& registry, std::function<double()> backendsAvailable)
+WebhookMetrics::WebhookMetrics(MetricsRegistry& registry, std::function<double()> backendsAvailable,
+                               std::function<double()> certificateExpiry)
     : reviews_(registry.counterFamily("gvirtus_webhook_reviews_total",
                                       "AdmissionReviews answered, by result: unchanged, patched, "
                                       "waiting, denied, invalid (HTTP 400), error",
@@ -16,6 +17,11 @@ WebhookMetrics::WebhookMetrics(MetricsRegistry& registry, std::function<double()
       waiting_(registry.gauge("gvirtus_webhook_waiting_pods",
                               "GVirtuS pods waiting behind the scheduling gate for a backend, as "
                               "the waiting-pod controller sees them (0 where it does not run)")),
+      oldestWaiting_(registry.gauge(
+          "gvirtus_webhook_oldest_waiting_pod_age_seconds",
+          "Age of the oldest GVirtuS pod waiting behind the scheduling gate, as the waiting-pod "
+          "controller saw it at its last pass (at least every 10s); 0 when none waits or where "
+          "the controller does not run")),
       releases_(registry.counter("gvirtus_webhook_releases_total",
                                  "Waiting pods given a backend and released (gate removed)")),
       // 5 ms to ~80 s.
@@ -29,6 +35,12 @@ WebhookMetrics::WebhookMetrics(MetricsRegistry& registry, std::function<double()
                            "Backends the backend source offers now (Ready, with an IPv4 address)",
                            std::move(backendsAvailable));
   }
+  if (certificateExpiry) {
+    registry.gaugeFunction("gvirtus_webhook_certificate_expiry_timestamp_seconds",
+                           "notAfter of the serving certificate in use, in seconds since the Unix "
+                           "epoch (0 before one is loaded)",
+                           std::move(certificateExpiry));
+  }
 }
 
 void WebhookMetrics::review(std::string_view result, std::chrono::nanoseconds latency) {
@@ -40,8 +52,9 @@ void WebhookMetrics::backendChosen(const std::string& endpoint) {
   choices_.withLabels({endpoint}).inc();
 }
 
-void WebhookMetrics::waitingPods(double count) {
+void WebhookMetrics::waitingPods(double count, std::chrono::seconds oldestAge) {
   waiting_.set(count);
+  oldestWaiting_.set(static_cast<double>(oldestAge.count()));
 }
 
 void WebhookMetrics::released(std::optional<std::chrono::nanoseconds> sinceBackendReady) {

@@ -18,17 +18,21 @@ namespace gvirtus::webhook {
 //   gvirtus_webhook_waiting_pods                      pods waiting behind the gate (leader)
 //   gvirtus_webhook_releases_total                    waiting pods released to a backend
 //   gvirtus_webhook_release_latency_seconds           backend ready to pod released (histogram)
+//   gvirtus_webhook_oldest_waiting_pod_age_seconds    age of the oldest waiting pod (leader)
+//   gvirtus_webhook_certificate_expiry_timestamp_seconds  notAfter of the serving certificate
 class WebhookMetrics {
  public:
-  // `backendsAvailable` is read at each scrape (empty: the gauge is not registered).
-  explicit WebhookMetrics(MetricsRegistry& registry,
-                          std::function<double()> backendsAvailable = {});
+  // `backendsAvailable` and `certificateExpiry` (the serving certificate's notAfter, Unix
+  // seconds) are read at each scrape (empty: that gauge is not registered).
+  explicit WebhookMetrics(MetricsRegistry& registry, std::function<double()> backendsAvailable = {},
+                          std::function<double()> certificateExpiry = {});
 
   void review(std::string_view result, std::chrono::nanoseconds latency);
   void backendChosen(const std::string& endpoint);
   // The waiting-pod controller: the pods it sees waiting, and one release, with the time
   // since the backend could take the pod when known.
-  void waitingPods(double count);
+  // `oldestAge`: the age of the oldest of them (0 when none waits).
+  void waitingPods(double count, std::chrono::seconds oldestAge = std::chrono::seconds(0));
   void released(std::optional<std::chrono::nanoseconds> sinceBackendReady);
 
  private:
@@ -36,6 +40,7 @@ class WebhookMetrics {
   Histogram& latency_;
   CounterFamily& choices_;
   Gauge& waiting_;
+  Gauge& oldestWaiting_;
   Counter& releases_;
   Histogram& releaseLatency_;
 };

@@ -1,5 +1,8 @@
 #include "webhook/mutate_handler.h"
 
+#include <malloc.h>
+
+#include <algorithm>
 #include <chrono>
 #include <exception>
 
@@ -159,20 +162,51 @@ AdmissionResponse MutateHandler::reviewPod(const AdmissionRequest& request, Revi
       return internal(ok.error());
     }
 
-    // A pod that already has a backend (a reinvoked webhook, or a pod pinned by its
-    // author) keeps it: choosing again would not be idempotent.
+    // A backend named by the pod's author is not trusted: it would bypass the policy,
+    // maxSessions and the GPU constraints, and could point the frontend anywhere. It is
+    // honoured only for a known backend that can take the pod, and counted like a choice.
     std::optional<Assignment> assignment;
-    if (const json* existing = metadataEntry(doc, "annotations", kBackendAnnotation)) {
-      if (auto endpoint = parseEndpoint(existing->get_ref<const std::string&>())) {
-        const json* backendPod = metadataEntry(doc, "annotations", kBackendPodAnnotation);
-        auto properties = renderProperties(endpoint->first, endpoint->second, config_.plugins);
-        if (!properties) {
-          return internal(properties.error());
+    if (const json* pinned = metadataEntry(doc, "annotations", kBackendAnnotation)) {
+      const std::string& endpoint = pinned->get_ref<const std::string&>();
+      std::vector<Backend> known;
+      for (const auto& backend : backends_.backends()) {
+        if (backend.endpoint() == endpoint) {
+          known.push_back(backend);
+          break;
         }
-        assignment = Assignment{existing->get<std::string>(),
-                                backendPod != nullptr ? backendPod->get<std::string>() : "",
-                                *properties, ""};
       }
+      if (known.empty()) {
+        return deny(403, std::string(kBackendAnnotation) + " \"" + endpoint.substr(0, 64) +
+                             "\" is not a known GVirtuS backend; remove the annotation and "
+                             "the webhook chooses one");
+      }
+      auto choice = chooser_.choose(known, *requirements, !request.dryRun);
+      if (!choice) {
+        return deny(403, std::string(kBackendAnnotation) + " \"" + endpoint +
+                             "\" cannot take this pod (" + choice.error().reason +
+                             "); remove the annotation and the webhook chooses one");
+      }
+      auto properties = renderProperties(known[0].ip, known[0].port, config_.plugins);
+      if (!properties) {
+        return internal(properties.error());
+      }
+      assignment = Assignment{endpoint, known[0].podRef(), *properties, ""};
+      if (!request.dryRun && metrics_ != nullptr) {
+        metrics_->backendChosen(endpoint);
+      }
+    }
+    // A member of a KAI PodGroup waits whatever the backends: its gang is released whole
+    // by the waiting-pod controller, which sees all its members (admission sees one).
+    const json* podGroup = metadataEntry(doc, "annotations", kPodGroupAnnotation);
+    if (!assignment && podGroup != nullptr) {
+      const std::string group = podGroup->get<std::string>().substr(0, 253);
+      if (auto ok = extend(response.patch, doc, waitingPatch(doc)); !ok) {
+        return internal(ok.error());
+      }
+      response.warnings.push_back("a member of KAI PodGroup " + group +
+                                  ": it waits until its whole gang can have GVirtuS backends");
+      result = ReviewResult::Waiting;
+      return response;
     }
     if (!assignment) {
       auto choice = chooser_.choose(backends_.backends(), *requirements, !request.dryRun);
@@ -217,19 +251,48 @@ AdmissionResponse MutateHandler::reviewPod(const AdmissionRequest& request, Revi
   return response;
 }
 
+bool MutateHandler::enterLargeReview() {
+  std::unique_lock lock(largeMutex_);
+  const int slots = std::max(config_.largeReviewsAtOnce, 1);
+  if (!largeFreed_.wait_for(lock, config_.largeReviewWait,
+                            [&] { return largeInProgress_ < slots; })) {
+    return false;
+  }
+  ++largeInProgress_;
+  return true;
+}
+
+void MutateHandler::leaveLargeReview() {
+  {
+    std::lock_guard lock(largeMutex_);
+    --largeInProgress_;
+  }
+  largeFreed_.notify_one();
+}
+
 HttpResponse MutateHandler::handle(std::string_view body) {
   const auto start = std::chrono::steady_clock::now();
   ReviewResult result = ReviewResult::Invalid;
   HttpResponse response;
+  const bool large = body.size() >= config_.largeReviewBytes;
   if (body.size() > config_.maxRequestBytes) {
     response = textResponse(400, "bad AdmissionReview: the body is larger than " +
                                      std::to_string(config_.maxRequestBytes) + " bytes");
-  } else if (auto request = parseAdmissionReview(body); !request) {
-    response = textResponse(400, "bad AdmissionReview: " + request.error().message);
+  } else if (large && !enterLargeReview()) {
+    response = textResponse(503, "too many large AdmissionReviews at once; retry");
   } else {
-    response.status = 200;
-    response.contentType = "application/json";
-    response.body = renderAdmissionReview(review(*request, &result));
+    if (auto request = parseAdmissionReview(body); !request) {
+      response = textResponse(400, "bad AdmissionReview: " + request.error().message);
+    } else {
+      response.status = 200;
+      response.contentType = "application/json";
+      response.body = renderAdmissionReview(review(*request, &result));
+    }
+    if (large) {
+      // The parse freed what it took, but glibc keeps it in its arenas: give it back.
+      ::malloc_trim(0);
+      leaveLargeReview();
+    }
   }
   if (metrics_ != nullptr) {
     metrics_->review(reviewResultName(result), std::chrono::steady_clock::now() - start);

@@ -1,5 +1,8 @@
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +22,14 @@ struct MutateConfig {
   std::vector<std::string> plugins;  // empty: defaultPlugins()
   // Larger bodies are answered 400.
   size_t maxRequestBytes = 3 * 1024 * 1024;
+  // Bodies from this size on are large: at most `largeReviewsAtOnce` of them are parsed
+  // and reviewed at once (the others wait up to `largeReviewWait`, then get 503), and the
+  // memory one took is handed back to the system after it. A parsed body takes several
+  // times its size, so this bounds the webhook's memory under a burst of crafted reviews
+  // whatever its worker count; real pods are far smaller.
+  size_t largeReviewBytes = 256 * 1024;
+  int largeReviewsAtOnce = 2;
+  std::chrono::milliseconds largeReviewWait{3000};
 };
 
 // The outcome of one review, as metrics count it.
@@ -39,17 +50,26 @@ class MutateHandler {
   AdmissionResponse review(const AdmissionRequest& request, ReviewResult* result = nullptr);
 
   // The HTTP exchange: 200 with an AdmissionReview, or 400 with a one-line message for a
-  // body that is not JSON, not an AdmissionReview v1, or too large.
+  // body that is not JSON, not an AdmissionReview v1, too large or with too many values;
+  // 503 when too many large reviews wait at once.
   HttpResponse handle(std::string_view body);
   HttpResponse handle(const HttpRequest& request) { return handle(request.body); }
 
  private:
   AdmissionResponse reviewPod(const AdmissionRequest& request, ReviewResult& result);
+  // A slot for one large review, waiting up to largeReviewWait; false: none freed.
+  bool enterLargeReview();
+  void leaveLargeReview();
 
   MutateConfig config_;
   const BackendSource& backends_;
   BackendChooser& chooser_;
   WebhookMetrics* metrics_;
+  // Large reviews in progress. (Not std::counting_semaphore: GCC 12's try_acquire_for
+  // can sleep past its timeout.)
+  std::mutex largeMutex_;
+  std::condition_variable largeFreed_;
+  int largeInProgress_ = 0;
 };
 
 }  // namespace gvirtus::webhook

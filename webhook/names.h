@@ -16,6 +16,8 @@ inline constexpr std::string_view kGpusAnnotation = names::kGpusAnnotation;
 inline constexpr std::string_view kPolicyAnnotation = names::kBackendPolicyAnnotation;
 inline constexpr std::string_view kSchedulingMapAnnotation = names::kSchedulingMapAnnotation;
 inline constexpr std::string_view kPodIndexLabel = "apps.kubernetes.io/pod-index";
+// KAI-Scheduler's pod annotation naming the pod's PodGroup (a gang).
+inline constexpr std::string_view kPodGroupAnnotation = "pod-group-name";
 
 // Output on the pod.
 inline constexpr std::string_view kBackendAnnotation = names::kBackendAnnotation;

@@ -96,11 +96,20 @@ Result<double> parseQuantity(std::string_view text) {
     for (size_t i = 0; i < n; ++i) {
       exponent = exponent * 10 + (suffix[p + i] - '0');
     }
-    return sign * value * std::pow(10.0, expSign * exponent);
+    // 0e390 is 0 times infinity: not a number. Such a value is refused, not computed with.
+    const double result = sign * value * std::pow(10.0, expSign * exponent);
+    if (!std::isfinite(result)) {
+      return bad(text, "out of range");
+    }
+    return result;
   }
   for (const auto& s : kSuffixes) {
     if (s.text == suffix) {
-      return sign * value * s.factor;
+      const double result = sign * value * s.factor;
+      if (!std::isfinite(result)) {
+        return bad(text, "out of range");
+      }
+      return result;
     }
   }
   return bad(text, "unknown suffix \"" + std::string(suffix) + "\"");

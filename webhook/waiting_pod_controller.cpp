@@ -73,6 +73,9 @@ std::string podUid(const json& pod) {
   return uid.empty() ? podKey(pod) : uid;
 }
 
+// KAI-Scheduler's PodGroups: read to learn a gang's minMember.
+const KubeResource kPodGroups{"scheduling.run.ai", "v2alpha2", "podgroups", true};
+
 double milliseconds(std::chrono::system_clock::duration d) {
   return std::chrono::duration<double, std::milli>(d).count();
 }
@@ -122,47 +125,112 @@ bool isReleaseConflict(const Error& error) {
          (error.httpStatus == 422 && error.message.find("test") != std::string::npos);
 }
 
+namespace {
+
+// One unit of a pass: a pod alone, or the waiting members of a gang.
+struct ReleaseUnit {
+  std::vector<const json*> pods;
+  std::optional<Gang> gang;
+};
+
+// The pass's units in the order of their oldest pod (`waiting` is oldest first).
+std::vector<ReleaseUnit> releaseUnits(const std::vector<json>& waiting, const GangLookup& gangOf) {
+  std::vector<ReleaseUnit> units;
+  std::map<std::string, size_t> unitOfGang;
+  for (const auto& pod : waiting) {
+    std::optional<Gang> gang = gangOf ? gangOf(pod) : std::nullopt;
+    if (!gang || gang->minMember <= 1) {
+      units.push_back({{&pod}, std::nullopt});
+      continue;
+    }
+    auto [it, added] = unitOfGang.emplace(gang->name, units.size());
+    if (added) {
+      units.push_back({{}, std::move(gang)});
+    }
+    units[it->second].pods.push_back(&pod);
+  }
+  return units;
+}
+
+// A pod that waits, and why.
+PodOutcome waits(const json& pod, std::string reason) {
+  PodOutcome outcome;
+  outcome.pod = pod;
+  outcome.reason = std::move(reason);
+  return outcome;
+}
+
+}  // namespace
+
 std::vector<PodOutcome> releaseWaitingPods(const std::vector<json>& waiting,
                                            const std::vector<Backend>& backends,
                                            BackendChooser& chooser,
                                            const std::vector<std::string>& plugins,
-                                           const ReleaseWriter& write, std::stop_token stop) {
+                                           const ReleaseWriter& write, std::stop_token stop,
+                                           const GangLookup& gangOf) {
   const std::vector<std::string>& wanted = plugins.empty() ? defaultPlugins() : plugins;
   std::vector<PodOutcome> outcomes;
-  for (const auto& pod : waiting) {
+  for (const auto& unit : releaseUnits(waiting, gangOf)) {
     if (stop.stop_requested()) {
       break;
     }
-    PodOutcome outcome;
-    outcome.pod = pod;
-    auto requirements = requirementsFromPod(pod);
-    if (!requirements) {
-      outcome.reason = requirements.error().message;
-      outcomes.push_back(std::move(outcome));
+    // Choose for every pod of the unit before writing any: a gang goes whole or not at all.
+    std::vector<Choice> choices;
+    std::string reason;
+    const int members = static_cast<int>(unit.pods.size()) + (unit.gang ? unit.gang->others : 0);
+    if (unit.gang && members < unit.gang->minMember) {
+      reason = "gang " + unit.gang->name + " has " + std::to_string(members) + " of its " +
+               std::to_string(unit.gang->minMember) + " pods";
+    }
+    for (const json* pod : unit.pods) {
+      if (!reason.empty()) {
+        break;
+      }
+      auto requirements = requirementsFromPod(*pod);
+      ChooseResult choice =
+          requirements ? chooser.choose(backends, *requirements, true)
+                       : ChooseResult(std::unexpect, NoBackend{requirements.error().message});
+      if (choice) {
+        choices.push_back(std::move(*choice));
+      } else if (!unit.gang) {
+        reason = choice.error().reason;
+      } else {
+        reason = "gang " + unit.gang->name + " is released whole and only " +
+                 std::to_string(choices.size()) + " of its " + std::to_string(unit.pods.size()) +
+                 " waiting pods can get a backend (" + choice.error().reason + ")";
+      }
+    }
+    if (!reason.empty()) {
+      for (const auto& choice : choices) {
+        chooser.cancelAssignment(choice);
+      }
+      for (const json* pod : unit.pods) {
+        outcomes.push_back(waits(*pod, reason));
+      }
       continue;
     }
-    auto choice = chooser.choose(backends, *requirements, true);
-    if (!choice) {
-      outcome.reason = choice.error().reason;
+    for (size_t i = 0; i < unit.pods.size(); ++i) {
+      const json& pod = *unit.pods[i];
+      Choice& choice = choices[i];
+      PodOutcome outcome;
+      outcome.pod = pod;
+      outcome.kind = PodOutcome::Kind::Failed;
+      auto properties = renderProperties(choice.backend.ip, choice.backend.port, wanted);
+      Result<void> written =
+          properties
+              ? write(pod, releasePatch(pod, {choice.backend.endpoint(), choice.backend.podRef(),
+                                              *properties, choice.preferredZone}))
+              : fail(properties.error());
+      if (written) {
+        outcome.kind = PodOutcome::Kind::Released;
+        outcome.at = std::chrono::system_clock::now();
+      } else {
+        chooser.cancelAssignment(choice);
+        outcome.error = written.error();
+      }
+      outcome.choice = std::move(choice);
       outcomes.push_back(std::move(outcome));
-      continue;
     }
-    outcome.kind = PodOutcome::Kind::Failed;
-    auto properties = renderProperties(choice->backend.ip, choice->backend.port, wanted);
-    Result<void> written =
-        properties
-            ? write(pod, releasePatch(pod, {choice->backend.endpoint(), choice->backend.podRef(),
-                                            *properties, choice->preferredZone}))
-            : fail(properties.error());
-    if (written) {
-      outcome.kind = PodOutcome::Kind::Released;
-      outcome.at = std::chrono::system_clock::now();
-    } else {
-      chooser.cancelAssignment(*choice);
-      outcome.error = written.error();
-    }
-    outcome.choice = std::move(*choice);
-    outcomes.push_back(std::move(outcome));
   }
   return outcomes;
 }
@@ -283,7 +351,15 @@ bool WaitingPodController::pass(std::stop_token stop, const std::vector<json>& p
   std::erase_if(state.releasedFrom,
                 [&](const auto& entry) { return !present.contains(entry.first); });
   if (metrics_ != nullptr) {
-    metrics_->waitingPods(static_cast<double>(waiting.size()));
+    // Oldest first: the front's age, when its creation time is known.
+    std::chrono::seconds oldest{0};
+    if (!waiting.empty()) {
+      if (const SystemTime created = createdAt(waiting.front()); created != SystemTime::max()) {
+        oldest = std::max(std::chrono::seconds(0), std::chrono::duration_cast<std::chrono::seconds>(
+                                                       std::chrono::system_clock::now() - created));
+      }
+    }
+    metrics_->waitingPods(static_cast<double>(waiting.size()), oldest);
   }
   if (waiting.empty()) {
     return true;
@@ -298,9 +374,11 @@ bool WaitingPodController::pass(std::stop_token stop, const std::vector<json>& p
     }
     return {};
   };
+  std::map<std::string, std::optional<Gang>> gangs;
+  auto lookup = [this, &gangs](const json& pod) { return gangOf(pod, gangs); };
   bool ok = true;
-  for (const auto& outcome :
-       releaseWaitingPods(waiting, backends_.backends(), chooser_, options_.plugins, write, stop)) {
+  for (const auto& outcome : releaseWaitingPods(waiting, backends_.backends(), chooser_,
+                                                options_.plugins, write, stop, lookup)) {
     if (outcome.kind == PodOutcome::Kind::Released) {
       state.releasedFrom[podUid(outcome.pod)] =
           stringAt(outcome.pod, {"metadata", "resourceVersion"});
@@ -312,6 +390,44 @@ bool WaitingPodController::pass(std::stop_token stop, const std::vector<json>& p
     report(outcome, state);
   }
   return ok;
+}
+
+std::optional<Gang> WaitingPodController::gangOf(const json& pod,
+                                                 std::map<std::string, std::optional<Gang>>& seen) {
+  const std::string group = stringAt(pod, {"metadata", "annotations", kPodGroupAnnotation});
+  if (group.empty()) {
+    return std::nullopt;
+  }
+  const std::string ns = stringAt(pod, {"metadata", "namespace"});
+  const std::string key = ns + "/" + group;
+  if (auto it = seen.find(key); it != seen.end()) {
+    return it->second;
+  }
+  std::optional<Gang> gang;
+  // Without KAI's CRD, or without the right to read it, every pod goes alone.
+  auto podGroup = client_.get(kPodGroups, ns, group);
+  const json* spec = podGroup ? member(*podGroup, "spec") : nullptr;
+  const json* minMember = spec != nullptr ? member(*spec, "minMember") : nullptr;
+  if (minMember != nullptr && minMember->is_number_integer() && minMember->get<int64_t>() > 1) {
+    gang = Gang{key, static_cast<int>(std::min<int64_t>(minMember->get<int64_t>(), 1 << 20)), 0};
+    ListOptions options;
+    options.labelSelector = std::string(kEnabledLabel) + "=true";
+    if (auto pods = client_.listAll(resources::kPods, ns, options)) {
+      for (const auto& other : pods->items) {
+        const std::string phase = stringAt(other, {"status", "phase"});
+        const bool deleted = !stringAt(other, {"metadata", "deletionTimestamp"}).empty();
+        if (stringAt(other, {"metadata", "annotations", kPodGroupAnnotation}) == group &&
+            !isWaiting(other) && !deleted && phase != "Succeeded" && phase != "Failed") {
+          ++gang->others;
+        }
+      }
+    }
+  } else if (!podGroup && !podGroup.error().isNotFound()) {
+    log::debug("cannot read the pod's PodGroup; the pod goes alone",
+               {{"podGroup", key}, {"error", podGroup.error().message}});
+  }
+  seen.emplace(key, gang);
+  return gang;
 }
 
 void WaitingPodController::report(const PodOutcome& outcome, RunState& state) {

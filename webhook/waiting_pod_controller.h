@@ -64,16 +64,32 @@ struct PodOutcome {
 using ReleaseWriter =
     std::function<Result<void>(const nlohmann::json& pod, const JsonPatch& patch)>;
 
+// A gang: the waiting pods of one KAI PodGroup whose minMember is more than 1. KAI binds
+// such a group only whole, so its pods are released together or not at all: a released
+// member would hold a backend session for a pod that cannot run yet.
+struct Gang {
+  std::string name;   // namespace/PodGroup
+  int minMember = 1;  // from the PodGroup
+  int others = 0;     // members that no longer wait (released earlier)
+};
+// The gang of a waiting pod; nullopt for a pod that goes alone (no PodGroup annotation,
+// no such PodGroup, minMember 1).
+using GangLookup = std::function<std::optional<Gang>(const nlohmann::json& pod)>;
+
 // One pass over waiting pods, in the given order (oldest first): the chooser picks a
 // backend for each and records it, so that the next pod sees it taken (never more pods
 // than a backend's capacity), and `write` releases the pod; a failed write gives the
-// backend back. A pod no backend can take waits and the next one is tried. Stops early
-// when `stop` is requested.
+// backend back. A pod no backend can take waits and the next one is tried. The waiting
+// members of a gang (`gangOf`) go at the place of their oldest member, all of them or
+// none: when fewer than minMember exist, or not all of them can get a backend, they all
+// wait with that reason and give back what was chosen for them. Stops early when `stop`
+// is requested.
 std::vector<PodOutcome> releaseWaitingPods(const std::vector<nlohmann::json>& waiting,
                                            const std::vector<Backend>& backends,
                                            BackendChooser& chooser,
                                            const std::vector<std::string>& plugins,
-                                           const ReleaseWriter& write, std::stop_token stop = {});
+                                           const ReleaseWriter& write, std::stop_token stop = {},
+                                           const GangLookup& gangOf = {});
 
 struct WaitingPodControllerOptions {
   // The webhook's own namespace: its pods are never gated, never touched.
@@ -117,6 +133,10 @@ class WaitingPodController {
   // One pass; false when a patch failed for another reason than a conflict.
   bool pass(std::stop_token stop, const std::vector<nlohmann::json>& pods, RunState& state);
   void report(const PodOutcome& outcome, RunState& state);
+  // The gang of a waiting pod, from its PodGroup (read once per pass) and the pods of its
+  // namespace that carry the same annotation but no longer wait.
+  std::optional<Gang> gangOf(const nlohmann::json& pod,
+                             std::map<std::string, std::optional<Gang>>& seen);
   void wake();
 
   KubeClient& client_;

@@ -85,6 +85,8 @@ struct Shim {
   std::string marker = dir.file("starts.txt");
   std::unique_ptr<ChildProcess> process;
 
+  int healthPort = freePort();
+
   explicit Shim(const std::string& podName) {
     process = std::make_unique<ChildProcess>(
         std::vector<std::string>{test::kShimBinary,
@@ -93,7 +95,7 @@ struct Shim {
                                  "--port",
                                  std::to_string(port),
                                  "--health-addr",
-                                 "127.0.0.1:" + std::to_string(freePort()),
+                                 "127.0.0.1:" + std::to_string(healthPort),
                                  "--config-out",
                                  dir.file("properties.json"),
                                  "--max-sessions",
@@ -179,13 +181,24 @@ TEST_CASE("backend-shim integration: the load annotation follows the connections
       },
       20s));
 
+  const auto starts = test::readStarts(shim.marker);
+  REQUIRE_FALSE(starts.empty());
+  const pid_t backend = starts.back().pid;
   shim.process->kill(SIGTERM);
-  std::this_thread::sleep_for(500ms);
+  // Draining: not ready at once, still running while a client is connected (the drain
+  // timeout is 5 s), the backend still serving it.
+  CHECK(eventually([&] { return test::httpGet(shim.healthPort, "/readyz").first == 503; }, 2s));
+  std::this_thread::sleep_for(1s);
+  CHECK(shim.process->running());
+  CHECK(test::processAlive(backend));
+  // The last client leaves: the shim stops the backend's group and exits 0.
   clients.clear();
-  const auto code = shim.process->wait(20s);
+  const auto code = shim.process->wait(4s);
   INFO(shim.process->output());
   REQUIRE(code.has_value());
   CHECK(*code == 0);
+  CHECK_FALSE(test::processAlive(backend));
+  CHECK_THAT(shim.process->output(), Catch::Contains("no connection left"));
 }
 
 TEST_CASE("backend-shim integration: API errors are retried, never fatal",

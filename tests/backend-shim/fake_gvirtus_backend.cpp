@@ -5,6 +5,8 @@
 //   --child-exit-after SECONDS  the listening child exits after that long; the parent idles
 //   --exit-after SECONDS        the parent exits (code 3) after that long; the child stays
 //   --ignore-sigterm            both processes ignore SIGTERM (only SIGKILL stops them)
+//   --leak-clients              like GVirtuS, never closes a finished client's socket
+//                               (it stays in CLOSE_WAIT)
 //   --marker FILE               appends "start PID MILLISECONDS_SINCE_EPOCH" per start, and
 //                               "exit PID MILLISECONDS_SINCE_EPOCH" when --exit-after ends it
 //   --env-out FILE              writes LD_LIBRARY_PATH and GVIRTUS_HOME as it saw them
@@ -34,6 +36,7 @@ struct Args {
   std::optional<double> childExitAfter;
   std::optional<double> exitAfter;
   bool ignoreSigterm = false;
+  bool leakClients = false;
   std::string marker;
   std::string envOut;
   std::string config;
@@ -53,6 +56,8 @@ std::optional<Args> parseArgs(int argc, char** argv) {
       args.exitAfter = std::atof(value().c_str());
     } else if (arg == "--ignore-sigterm") {
       args.ignoreSigterm = true;
+    } else if (arg == "--leak-clients") {
+      args.leakClients = true;
     } else if (arg == "--marker") {
       args.marker = value();
     } else if (arg == "--env-out") {
@@ -84,7 +89,7 @@ long long millisSinceEpoch() {
 }
 
 // The listening child: accepts clients and keeps each until it closes.
-int serve(int port, std::optional<double> exitAfter) {
+int serve(int port, std::optional<double> exitAfter, bool leakClients) {
   const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
   const int one = 1;
   ::setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -116,7 +121,9 @@ int serve(int port, std::optional<double> exitAfter) {
       }
       char buffer[512];
       if (::read(fds[i].fd, buffer, sizeof(buffer)) <= 0) {
-        ::close(fds[i].fd);
+        if (!leakClients) {
+          ::close(fds[i].fd);
+        }
         fds.erase(fds.begin() + static_cast<std::ptrdiff_t>(i));
       }
     }
@@ -160,7 +167,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (child == 0) {
-    std::_Exit(serve(port, args->childExitAfter));
+    std::_Exit(serve(port, args->childExitAfter, args->leakClients));
   }
   const auto start = Clock::now();
   bool childGone = false;

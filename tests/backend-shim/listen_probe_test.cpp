@@ -83,6 +83,7 @@ TEST_CASE("backend-shim listen_probe: /proc/net/tcp6 sample adds to the IPv4 num
   addProcNetTcp(kTcp6, 9999, state);
   CHECK(state.listening);
   CHECK(state.established == 1);
+  CHECK(state.closeWait == 1);  // a finished client whose socket the backend kept
   addProcNetTcp(kTcp, 9999, state);
   CHECK(state.established == 3);
 }

@@ -1,6 +1,10 @@
 #include "backend-shim/nvml_gpus.h"
 
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <string>
 
 using gvirtus::backend_shim::GpuInfo;
 using gvirtus::backend_shim::NvmlGpus;
@@ -24,17 +28,25 @@ TEST_CASE("backend-shim nvml_gpus: reads every GPU through the loaded library", 
   CHECK((*gpus)[1] == GpuInfo{1, 40ull << 30, 0, 0});
 }
 
-TEST_CASE("backend-shim nvml_gpus: the real NVML, when this machine has one", "[nvml_gpus]") {
-  auto nvml = NvmlGpus::open();
-  if (!nvml->available()) {
-    SUCCEED("no libnvidia-ml.so.1 here");
-    return;
-  }
+TEST_CASE("backend-shim nvml_gpus: a library under NVML's own file name is loaded like it",
+          "[nvml_gpus]") {
+  // The stand-in, installed as libnvidia-ml.so.1 in a folder of its own: what the shim
+  // finds on a GPU node where the driver mounted NVML.
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("gvirtus-nvml-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto library = dir / "libnvidia-ml.so.1";
+  std::filesystem::remove(library);
+  std::filesystem::create_symlink(FAKE_NVML_LIBRARY, library);
+  auto nvml = NvmlGpus::open(library.string());
+  REQUIRE(nvml->available());
   auto gpus = nvml->read();
   REQUIRE(gpus.has_value());
+  REQUIRE_FALSE(gpus->empty());
   for (const auto& gpu : *gpus) {
     CHECK(gpu.memoryTotalBytes > 0);
     CHECK(gpu.memoryUsedBytes <= gpu.memoryTotalBytes);
     CHECK(gpu.utilizationPercent <= 100);
   }
+  std::filesystem::remove_all(dir);
 }

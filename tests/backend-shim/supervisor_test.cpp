@@ -144,6 +144,66 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "backend-shim supervisor: not ready at once when the port stops listening, though "
+    "stopping the backend takes its grace period",
+    "[supervisor]") {
+  Fixture f;
+  // The parent ignores SIGTERM: stopping its group takes the whole stopTimeout.
+  auto options = f.options({"--child-exit-after", "1", "--ignore-sigterm"});
+  options.stopTimeout = 6s;
+  f.recordDelays(options);
+  Supervisor supervisor(options);
+  supervisor.start();
+  REQUIRE(eventually([&] { return supervisor.status().listening; }, 10s));
+  ListenProbe probe(options.probePaths);
+  auto portListening = [&] {
+    auto state = probe.probe(options.port);
+    return state && state->listening;
+  };
+  REQUIRE(eventually([&] { return !portListening(); }, 10s));
+  const auto stoppedListening = std::chrono::steady_clock::now();
+  // Within a few probe intervals, not after the 6 s it takes to stop the old group.
+  REQUIRE(eventually([&] { return !supervisor.status().listening; }, 3s));
+  CHECK(std::chrono::steady_clock::now() - stoppedListening < 3s);
+  CHECK_FALSE(supervisor.status().running);
+  // Ready again only once the new backend listens, and the restart is counted.
+  REQUIRE(eventually([&] { return supervisor.status().listening; }, 20s));
+  CHECK(portListening());
+  CHECK(supervisor.status().restarts == 1);
+}
+
+TEST_CASE(
+    "backend-shim supervisor: leaked sockets restart the backend once no client is "
+    "connected",
+    "[supervisor]") {
+  Fixture f;
+  auto options = f.options({"--leak-clients"});
+  options.maxLeakedSockets = 2;
+  f.recordDelays(options);
+  Supervisor supervisor(options);
+  supervisor.start();
+  REQUIRE(eventually([&] { return supervisor.status().listening; }, 10s));
+  const pid_t first = supervisor.status().pid;
+  auto live = std::make_unique<test::TcpClient>(f.port);
+  for (int i = 0; i < 3; ++i) {
+    test::TcpClient finished(f.port);
+  }
+  // Three leaked, more than 2, but a client is connected: its session is not cut.
+  REQUIRE(eventually([&] { return supervisor.status().leakedSockets == 3; }, 5s));
+  CHECK(supervisor.status().connections == 1);
+  CHECK(supervisor.status().restarts == 0);
+  CHECK(supervisor.status().pid == first);
+  // The last client leaves: the idle backend is restarted and the leak is gone.
+  live.reset();
+  REQUIRE(eventually([&] { return supervisor.status().restarts == 1; }, 10s));
+  CHECK(supervisor.status().leakRestarts == 1);
+  CHECK_THAT(f.firstReason(), Catch::Contains("CLOSE_WAIT") && Catch::Contains("more than 2"));
+  REQUIRE(eventually([&] { return supervisor.status().listening; }, 10s));
+  CHECK(supervisor.status().pid != first);
+  CHECK(eventually([&] { return supervisor.status().leakedSockets == 0; }, 5s));
+}
+
+TEST_CASE(
     "backend-shim supervisor: restarts a backend that never listens after the startup timeout",
     "[supervisor]") {
   Fixture f;

@@ -33,7 +33,7 @@ say "building into $build (RelWithDebInfo, -j$jobs)"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null || die "cmake"
 cmake --build "$build" -j "$jobs" --target gvirtus-labeler gvirtus-device-plugin \
   gvirtus-webhook gvirtus-backend-shim labeler_bench webhook_compare_bench pod_create_bench \
-  controller_bench footprint_bench >"$out.build.log" 2>&1 ||
+  controller_bench footprint_bench hostile_review_bench >"$out.build.log" 2>&1 ||
   { tail -30 "$out.build.log" >&2; die "build (log: $out.build.log)"; }
 bash tests/cluster/build.sh >/dev/null || die "the local control plane (tests/cluster/build.sh)"
 GVIRTUS_AGNHOST=$(bash "$here/build-agnhost.sh") || die "agnhost (tests/bench/build-agnhost.sh)"
@@ -68,6 +68,8 @@ bench labeler bash tests/cluster/with-cluster.sh bench-labeler "$tests/labeler_b
 # 4) The waiting-pod controller at scale, then 3) the two node agents' memory.
 bench controller bash tests/cluster/with-cluster.sh bench-ctl "$tests/controller_bench"
 bench footprint bash tests/cluster/with-cluster.sh bench-agents "$tests/footprint_bench"
+# 3) The webhook's memory under bursts of crafted AdmissionReviews.
+bench hostile "$tests/hostile_review_bench"
 
 # 3) Image sizes, when a Docker engine answers and holds our images.
 images=
@@ -179,6 +181,10 @@ $(section pods.md "Not measured (pod_create_bench failed: see its log).")
 Command: \`GVIRTUS_AGNHOST=\$(bash tests/bench/build-agnhost.sh) bash tests/cluster/with-cluster.sh bench-pods $build/tests/pod_create_bench\`
 
 ## 3. Resident memory and image sizes
+
+$(section hostile.md "Not measured (hostile_review_bench failed: see its log).")
+
+Command: \`$build/tests/hostile_review_bench\`
 
 VmRSS (from \`/proc/PID/status\`, or the binary's own \`process_resident_memory_bytes\`) of
 each process, idle and the highest seen under the load named.

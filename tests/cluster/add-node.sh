@@ -22,10 +22,11 @@ resources=""
 for key in "${!capacity[@]}"; do
   resources+="${resources:+, }\"$key\": \"${capacity[$key]}\""
 done
-# kwok keeps status.capacity/allocatable as written and manages the node's conditions.
+# kwok keeps status.capacity/allocatable as written and manages the node's conditions
+# (a cluster with real nodes leaves to kwok only the nodes annotated fake).
 kubectl apply -f - >/dev/null <<JSON
 {"apiVersion": "v1", "kind": "Node",
- "metadata": {"name": "$node", "labels": {$labels}},
+ "metadata": {"name": "$node", "labels": {$labels}, "annotations": {"kwok.x-k8s.io/node": "fake"}},
  "status": {"capacity": {$resources}, "allocatable": {$resources}}}
 JSON
 echo "[cluster] node $node" >&2

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the local control plane (kube-apiserver, kube-controller-manager,
-# kube-scheduler, kubectl, etcd, kwok, kwokctl) from the Go module proxy into a cache
+# kube-scheduler, kubectl, etcd, kwok, kwokctl) and the real nodes' kubelet and kube-proxy from the Go module proxy into a cache
 # folder keyed by version. Skips whatever is already built. Prints the folder last.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -8,47 +8,7 @@ source "$here/versions.sh"
 export GOTOOLCHAIN=local GOWORK=off CGO_ENABLED=0 GOFLAGS=-trimpath
 
 say() { printf '[cluster-build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-
-# Finds a Go of at least 1.24, installing one when none is there: Debian's golang-go is
-# older, so it only serves to fetch the toolchain module through the module proxy.
-ensure_go() {
-  local go_bin
-  for go_bin in "$(command -v go || true)" /usr/local/go/bin/go "$CLUSTER_CACHE/go/bin/go"; do
-    [ -x "$go_bin" ] || continue
-    local minor
-    minor=$("$go_bin" env GOVERSION | sed -E 's/^go1\.([0-9]+).*/\1/')
-    if [ "${minor:-0}" -ge 24 ]; then
-      export PATH=$(dirname "$go_bin"):$PATH
-      return
-    fi
-  done
-  say "no Go >= 1.24 found; installing Debian's golang-go to fetch go$GO_FALLBACK_VERSION"
-  command -v /usr/lib/go/bin/go >/dev/null 2>&1 || {
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq golang-go >/dev/null
-  }
-  local mod="golang.org/toolchain@v0.0.1-go$GO_FALLBACK_VERSION.linux-$(dpkg --print-architecture)"
-  local dir
-  dir=$(cd /tmp && GOFLAGS=-mod=mod /usr/lib/go/bin/go mod download -json "$mod" |
-    sed -nE 's/^\s*"Dir": "(.*)",?$/\1/p')
-  rm -rf "$CLUSTER_CACHE/go" && mkdir -p "$CLUSTER_CACHE" && cp -r "$dir/go" "$CLUSTER_CACHE/go"
-  chmod -R u+w "$CLUSTER_CACHE/go"
-  export PATH=$CLUSTER_CACHE/go/bin:$PATH
-}
-
-# Runs a minutes-long step with a heartbeat so that logs show it is alive.
-with_progress() {
-  local what=$1; shift
-  local start=$SECONDS
-  say "building $what ..."
-  "$@" &
-  local pid=$!
-  while kill -0 "$pid" 2>/dev/null; do
-    sleep 30
-    kill -0 "$pid" 2>/dev/null && say "  still building $what ($((SECONDS - start))s)"
-  done
-  wait "$pid" || { say "FAILED building $what"; return 1; }
-  say "built $what in $((SECONDS - start))s"
-}
+source "$here/build-lib.sh"
 
 ensure_go
 mkdir -p "$CLUSTER_BIN"
@@ -59,12 +19,14 @@ ldflags+=" -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION"
 
 missing() { local b; for b in "$@"; do [ -x "$CLUSTER_BIN/$b" ] || return 0; done; return 1; }
 
-if missing kube-apiserver kube-controller-manager kube-scheduler kubectl; then
-  # One go build for all four: they share most packages.
+if missing kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy; then
+  # One go build for all six: they share most packages. kubelet and kube-proxy run in
+  # the real node containers (tests/cluster/node/).
   (cd "$here/modules/kubernetes" && with_progress "kubernetes $K8S_VERSION" \
     go build -ldflags "$ldflags" -o "$CLUSTER_BIN/" \
     k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-    k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl)
+    k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl \
+    k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy)
 fi
 if missing etcd; then
   (cd "$here/modules/etcd" && with_progress "etcd $ETCD_VERSION" \

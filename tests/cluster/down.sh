@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Stops the local control plane $1 and every process it started.
+# Stops the local control plane $1, every process it started and its real nodes.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -7,6 +7,12 @@ source "$here/versions.sh"
 name=${1:?usage: down.sh NAME}
 export PATH=$CLUSTER_BIN:$PATH
 export KWOK_WORKDIR=${KWOK_WORKDIR:-$repo/build/cluster/kwok}
+bash "$here/kai/down.sh" "$name"
+# Real nodes first (their routes and cgroups live on this host), then the control plane.
+if command -v docker >/dev/null && { docker network inspect "gvirtus-$name" >/dev/null 2>&1 ||
+    [ -n "$(docker ps -aq --filter "label=gvirtus.io/cluster=$name" 2>/dev/null)" ]; }; then
+  bash "$here/node/network.sh" delete "$name"
+fi
 if [ -d "$KWOK_WORKDIR/clusters/$name" ]; then
   kwokctl --name "$name" delete cluster >/dev/null 2>&1 ||
     echo "[cluster $name] kwokctl delete failed; killing leftovers" >&2

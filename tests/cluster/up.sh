@@ -2,14 +2,25 @@
 # Starts (or reuses) a local control plane named $1 with kwokctl --runtime binary and
 # writes its kubeconfig to build/cluster/<name>/kubeconfig (and build/cluster/kubeconfig
 # for the default cluster). Prints `export` lines for the cluster's environment on stdout.
-#   up.sh NAME
+#   up.sh NAME [--real-nodes]
+# --real-nodes: the cluster can take real nodes (node/add.sh): a Docker network of its
+# own whose gateway (this host) is in the API server's certificate and is its advertised
+# address, kubelets reached at their InternalIP with the API server's client
+# certificate, and webhooks called at their endpoints' pod IPs (routed to by node/add.sh)
+# instead of their Service's cluster IP, which only the nodes' kube-proxy serves.
 # Environment: GVIRTUS_CACHE (cache root), KWOK_WORKDIR (default build/cluster/kwok),
 # CLUSTER_CONFIG (extra kwokctl config file, e.g. component args).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 source "$here/versions.sh"
-name=${1:?usage: up.sh NAME}
+name=${1:?usage: up.sh NAME [--real-nodes]}
+real_nodes=0
+case ${2:-} in
+  "") ;;
+  --real-nodes) real_nodes=1 ;;
+  *) echo "up.sh: unknown argument \"$2\" (usage: up.sh NAME [--real-nodes])" >&2; exit 2 ;;
+esac
 say() { printf '[cluster %s] %s\n' "$name" "$*" >&2; }
 
 for b in kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl; do
@@ -38,6 +49,10 @@ else
   say "starting kube-apiserver, etcd, controller-manager, scheduler and kwok ..."
   extra=()
   [ -n "${CLUSTER_CONFIG:-}" ] && extra+=(--config "$CLUSTER_CONFIG")
+  if [ "$real_nodes" = 1 ]; then
+    bash "$here/node/network.sh" create "$name"
+    extra+=(--config "$(bash "$here/node/network.sh" kwokctl-config "$name")")
+  fi
   if ! kwokctl create cluster --name "$name" --runtime binary "${extra[@]}" \
     --etcd-binary "$CLUSTER_BIN/etcd" \
     --kube-apiserver-binary "$CLUSTER_BIN/kube-apiserver" \

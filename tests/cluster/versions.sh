@@ -7,3 +7,9 @@ KWOK_VERSION=v0.7.0
 GO_FALLBACK_VERSION=1.24.6
 CLUSTER_CACHE=${GVIRTUS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gvirtus}
 CLUSTER_BIN=$CLUSTER_CACHE/control-plane/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION/bin
+# Real nodes (tests/cluster/node/): containerd 2.x has CDI on by default.
+CONTAINERD_VERSION=v2.1.4
+NODE_CACHE=$CLUSTER_CACHE/node/containerd-$CONTAINERD_VERSION
+# NVIDIA KAI-Scheduler (tests/cluster/kai/): the newest version the module proxy serves here.
+KAI_VERSION=v0.12.0
+KAI_CACHE=$CLUSTER_CACHE/kai/$KAI_VERSION

@@ -673,6 +673,23 @@ TEST_CASE("HttpServer without a certificate yet fails handshakes", "[http_server
   CHECK(tlsGet(server->port(), pki.ca.certPem).response.status == 200);
 }
 
+TEST_CASE("HttpServer reports the notAfter of the certificate it serves", "[http_server][tls]") {
+  HttpServerOptions options;
+  options.tls = true;
+  auto server = startServer(options);
+  CHECK_FALSE(server->certificateNotAfter());
+  Pki pki = makePki("expiry");
+  REQUIRE(server->setCertificate(pki.serving));
+  auto end = server->certificateNotAfter();
+  REQUIRE(end);
+  CHECK(*end == *certificateNotAfter(pki.serving.certPem));
+  // makePki's certificates last a day.
+  const auto left = *end - std::chrono::system_clock::now();
+  CHECK(left > std::chrono::hours(23));
+  CHECK(left <= std::chrono::hours(24));
+  CHECK_FALSE(startServer({})->certificateNotAfter());
+}
+
 TEST_CASE("HttpServer setCertificate on a plain server is an error", "[http_server]") {
   Pki pki = makePki("plain");
   auto server = startServer({});

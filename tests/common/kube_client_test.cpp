@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/black_hole.h"
 #include "support/tls_test_server.h"
 
 namespace gvirtus {
@@ -858,6 +859,71 @@ TEST_CASE("plain http servers and path prefixes work", "[kube_client]") {
   auto retried = makeClient(gone, options)->create(resources::kNodes, "", json::object());
   REQUIRE_FALSE(retried.has_value());
   CHECK(Clock::now() - start >= milliseconds(550));  // 250ms and 500ms, less 20% jitter
+}
+
+TEST_CASE("a cancelled client ends requests in flight, retry waits and new requests at once",
+          "[kube_client]") {
+  testing::BlackHole hole;  // connections accepted by the kernel, never answered
+  testing::TlsTestServer server(pki());
+  KubeConfig config = server.kubeConfig();
+  config.server = "https://127.0.0.1:" + std::to_string(hole.port());
+  server.http().Get("/api/v1/nodes/busy", [](const httplib::Request&, httplib::Response& r) {
+    r.status = 503;
+    r.set_header("Retry-After", "30");
+    r.set_content("{}", "application/json");
+  });
+  server.start();
+
+  // A request, cancelled after `after`; returns how long it took from the cancel.
+  auto cancelledAfter = [](KubeConfig kubeConfig, milliseconds after) {
+    std::stop_source cancel;
+    KubeClientOptions options;
+    options.requestTimeout = seconds(30);
+    options.cancel = cancel.get_token();
+    auto client = makeClient(std::move(kubeConfig), options);
+    Result<json> result = fail("not run");
+    std::thread caller([&] { result = client->get(resources::kNodes, "", "busy"); });
+    std::this_thread::sleep_for(after);
+    const auto cancelAt = Clock::now();
+    cancel.request_stop();
+    caller.join();
+    const auto took = Clock::now() - cancelAt;
+    REQUIRE_FALSE(result.has_value());
+    CHECK_THAT(result.error().message, Catch::Contains("cancelled"));
+    // And a new request fails at once.
+    const auto again = Clock::now();
+    CHECK_FALSE(client->get(resources::kNodes, "", "busy").has_value());
+    CHECK(Clock::now() - again < milliseconds(100));
+    return took;
+  };
+  SECTION("in flight to a server that never answers") {
+    CHECK(cancelledAfter(config, milliseconds(300)) < milliseconds(500));
+  }
+  SECTION("while waiting 30 s to retry a 503") {
+    CHECK(cancelledAfter(server.kubeConfig(), milliseconds(300)) < milliseconds(500));
+  }
+}
+
+TEST_CASE("a kept-alive connection idle past maxIdle is not reused", "[kube_client]") {
+  // The test server drops connections idle for 1 s; a POST (not retried: not idempotent)
+  // sent on such a connection would fail.
+  testing::TlsTestServer server(pki());
+  std::atomic<int> posts{0};
+  server.http().Post("/api/v1/nodes", [&](const httplib::Request&, httplib::Response& r) {
+    ++posts;
+    r.set_content(R"({"kind":"Node","metadata":{"name":"n"}})", "application/json");
+  });
+  server.start();
+  KubeClientOptions options;
+  options.maxIdle = milliseconds(500);
+  auto client = makeClient(server.kubeConfig(), options);
+  for (int round = 0; round < 3; ++round) {
+    INFO("round " << round);
+    auto created = client->create(resources::kNodes, "", json{{"kind", "Node"}});
+    REQUIRE(created.has_value());
+    std::this_thread::sleep_for(milliseconds(1500));  // the server has closed it by now
+  }
+  CHECK(posts == 3);
 }
 
 TEST_CASE("a request that times out is not retried", "[kube_client]") {

@@ -3,13 +3,14 @@
 # cluster in KUBECONFIG, where GVirtuS is installed. Used by tests/kind/run-e2e.sh and by
 # the local end-to-end tests; see scenarios/lib.sh for what a scenario may expect.
 #   run-scenarios.sh [PATTERN]   (only scenarios whose file name contains PATTERN)
+# Environment: E2E_SCENARIO_DIR (default tests/e2e/scenarios).
 # Exit 0 when none failed (skips are reported), 1 otherwise.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 : "${KUBECONFIG:?KUBECONFIG must name the cluster under test}"
 pattern=${1:-}
 passed=() skipped=() failed=()
-for scenario in "$here"/scenarios/[0-9]*.sh; do
+for scenario in "${E2E_SCENARIO_DIR:-$here/scenarios}"/[0-9]*.sh; do
   name=$(basename "$scenario" .sh)
   [ -z "$pattern" ] || [[ $name == *"$pattern"* ]] || continue
   start=$SECONDS

@@ -2,9 +2,10 @@
 # End-to-end tests on kind, for users' CI (.github/workflows/e2e.yaml): builds the
 # images, creates a kind cluster (one control plane, four workers), loads the images
 # with `kind load`, installs manifests/ and runs the shared scenarios
-# (tests/e2e/run-scenarios.sh) — the same ones as the local end-to-end tests; only the
-# cluster and the deployment differ. Needs docker, kind and kubectl, and a registry for
-# the base images (debian, the kind node image, busybox for test pods).
+# (tests/e2e/run-scenarios.sh), then, with two workers opted in as backends, the
+# real-node scenarios (tests/e2e/real/scenarios) — the same ones as the local end-to-end
+# tests on real nodes; only the cluster and the deployment differ. Needs docker, kind and
+# kubectl, and a registry for the base images (debian, the kind node image).
 #
 #   tests/kind/run-e2e.sh [--keep] [--no-build] [SCENARIO_PATTERN]
 #
@@ -49,7 +50,10 @@ if [ "$build" = 1 ]; then
 fi
 backend_tag=$tag
 [ "$gvirtus_image" = standin ] && backend_tag=$tag-standin
-images=("$prefix/labeler:$tag" "$prefix/device-plugin:$tag" "$prefix/webhook:$tag" "$prefix/backend:$backend_tag")
+testapp=$prefix/testapp:$tag
+[ "$build" = 1 ] && docker build -q -t "$testapp" "$repo/tests/e2e/testapp" >/dev/null
+images=("$prefix/labeler:$tag" "$prefix/device-plugin:$tag" "$prefix/webhook:$tag" "$prefix/backend:$backend_tag"
+  "$testapp")
 for image in "${images[@]}"; do
   docker image inspect "$image" >/dev/null 2>&1 || { say "missing image $image (build it, or drop --no-build)"; exit 1; }
 done
@@ -124,6 +128,16 @@ export E2E_BACKEND_NODE=${backend_node#node/}
 [ "$gvirtus_image" = standin ] && export E2E_BACKEND_ECHO=1
 export E2E_NETWORK_POLICY=${E2E_NETWORK_POLICY:-1}
 
+export E2E_TEST_IMAGE=$testapp
+# kind's node containers are named after their nodes.
+export E2E_NODE_CONTAINER_PREFIX=""
+
 say "scenarios (backend node $E2E_BACKEND_NODE)"
 bash "$repo/tests/e2e/run-scenarios.sh" $pattern
+# Two workers as backends, one left as a frontend, for the scenarios that restart and
+# kill things (restart-apiserver is local-only: it skips here).
+mapfile -t workers < <(kubectl get nodes -l '!node-role.kubernetes.io/control-plane' -o name | sort | sed 's|node/||')
+export E2E_BACKEND2_NODE=${workers[2]} E2E_FRONTEND_NODE=${workers[0]}
+kubectl label node "${workers[2]}" "${workers[3]}" gvirtus.io/backend.allowed=true nvidia.com/gpu.present=true --overwrite >/dev/null
+E2E_SCENARIO_DIR=$repo/tests/e2e/real/scenarios bash "$repo/tests/e2e/run-scenarios.sh" $pattern
 say "passed in $((SECONDS - start))s"

@@ -18,10 +18,7 @@ manifests=$repo/manifests
 add_node=$repo/tests/cluster/add-node.sh
 ns=gvirtus-system
 
-failures=0
-say() { printf '[%s %s] %s\n' "$(basename "$0" .sh)" "$(date +%H:%M:%S)" "$*" >&2; }
-ok() { printf '  ok    %s\n' "$*" >&2; }
-bad() { printf '  FAIL  %s\n' "$*" >&2; failures=$((failures + 1)); }
+source "$repo/tests/lib/checks.sh"
 k() { kubectl --request-timeout=30s "$@"; }
 
 # Removes everything the manifests create and waits until it is gone, so that a test
@@ -37,11 +34,3 @@ delete_test_nodes() {
   [ -z "$nodes" ] || k delete $nodes --wait=true --timeout=60s >/dev/null 2>&1 || true
 }
 
-finish() {
-  if [ "$failures" = 0 ]; then
-    say "passed"
-    exit 0
-  fi
-  say "FAILED: $failures checks"
-  exit 1
-}

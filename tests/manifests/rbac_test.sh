@@ -21,6 +21,25 @@ expect() {
   [ "$got" = "$want" ] && ok "$what -> $got" || bad "$what -> ${got:-error}, want $want"
 }
 
+# expect_group yes|no SERVICEACCOUNT VERB GROUP RESOURCE NAMESPACE: for a resource whose
+# CRD may not be installed (kubectl auth can-i answers "no" for a type it cannot find),
+# asked with a SubjectAccessReview.
+expect_group() {
+  local want=$1 sa=$2 verb=$3 group=$4 resource=$5 namespace=$6 got
+  got=$(k create -o jsonpath='{.status.allowed}' -f - 2>/dev/null <<SAR || true
+apiVersion: authorization.k8s.io/v1
+kind: SubjectAccessReview
+spec:
+  user: system:serviceaccount:$ns:$sa
+  groups: ["system:serviceaccounts", "system:serviceaccounts:$ns", "system:authenticated"]
+  resourceAttributes: {verb: $verb, group: $group, resource: $resource, namespace: $namespace}
+SAR
+  )
+  case $got in true) got=yes ;; false) got=no ;; esac
+  local what="$sa: $verb $resource.$group -n $namespace"
+  [ "$got" = "$want" ] && ok "$what -> $got" || bad "$what -> ${got:-error}, want $want"
+}
+
 say "gvirtus-labeler: get, list, watch, patch nodes; nothing else"
 for verb in get list watch patch; do expect yes gvirtus-labeler "$verb" nodes; done
 for verb in create update delete deletecollection; do expect no gvirtus-labeler "$verb" nodes; done
@@ -43,6 +62,9 @@ expect no gvirtus-webhook patch nodes
 expect yes gvirtus-webhook create events default
 expect yes gvirtus-webhook patch events default
 expect no gvirtus-webhook delete events default
+expect_group yes gvirtus-webhook get scheduling.run.ai podgroups default
+expect_group no gvirtus-webhook list scheduling.run.ai podgroups default
+expect_group no gvirtus-webhook patch scheduling.run.ai podgroups default
 expect yes gvirtus-webhook get secrets/gvirtus-webhook-tls "$ns"
 expect yes gvirtus-webhook update secrets/gvirtus-webhook-tls "$ns"
 expect yes gvirtus-webhook create secrets "$ns"

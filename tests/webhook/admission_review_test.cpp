@@ -66,6 +66,29 @@ TEST_CASE("bodies that are not an AdmissionReview v1 are errors", "[admission-re
   }
 }
 
+TEST_CASE("a body with more values than a pod ever has is refused before parsing",
+          "[admission-review]") {
+  // 2 bytes a value, tens of bytes each once parsed: the shape of a memory attack.
+  json many = admissionReview(gvirtusPod());
+  many["request"]["object"]["metadata"]["annotations"]["x"] = "y";
+  std::string body = many.dump();
+  std::string tiny = "[";
+  for (int i = 0; i < 150'000; ++i) {
+    tiny += i == 0 ? "{}" : ",{}";
+  }
+  tiny += "]";
+  const std::string crafted = body.replace(body.find("\"y\""), 3, tiny);
+  auto refused = parseAdmissionReview(crafted);
+  REQUIRE_FALSE(refused.has_value());
+  CHECK_THAT(refused.error().message, Catch::Contains("more than 100000 JSON values"));
+  // The same number of bytes in one string is a value like any other.
+  json big = admissionReview(gvirtusPod());
+  big["request"]["object"]["metadata"]["annotations"]["x"] = std::string(450'000, ',');
+  auto allowed = parseAdmissionReview(big.dump());
+  REQUIRE(allowed.has_value());
+  CHECK(allowed->object["metadata"]["annotations"]["x"].get<std::string>().size() == 450'000);
+}
+
 TEST_CASE("the answer echoes the uid and carries a base64 JSON patch", "[admission-review]") {
   AdmissionResponse response = AdmissionResponse::allow("uid-9");
   response.patch.add("/metadata/labels", json{{"a", "b"}});

@@ -50,16 +50,7 @@ TEST_CASE("RFC 3339 times", "[backend]") {
   }
 }
 
-TEST_CASE("endpoints are IPv4:PORT", "[backend]") {
-  auto endpoint = parseEndpoint("10.0.0.7:9999");
-  REQUIRE(endpoint.has_value());
-  CHECK(endpoint->first == "10.0.0.7");
-  CHECK(endpoint->second == 9999);
-  for (const char* text : {"10.0.0.7", "host:9999", "10.0.0.7:0", "10.0.0.7:70000", ":9999",
-                           "10.0.0.7:99x", "[::1]:9999"}) {
-    INFO(text);
-    CHECK_FALSE(parseEndpoint(text).has_value());
-  }
+TEST_CASE("a backend's endpoint is IPv4:PORT", "[backend]") {
   Backend b;
   b.ip = "10.0.0.7";
   b.port = 9999;

@@ -1,6 +1,9 @@
 #include "webhook/mutate_handler.h"
 
 #include <catch2/catch.hpp>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 
 #include "common/metrics.h"
 #include "webhook/fixtures.h"
@@ -67,10 +70,12 @@ TEST_CASE("a reinvoked webhook, or the patch applied twice, changes nothing more
   pod["metadata"]["annotations"] = {{"gvirtus.io/containers", "worker"}};
   const json patch = patchOf(h.post(admissionReview(pod)));
   const json once = applied(pod, patch);
-  // The webhook again, on its own result: an empty patch and no second assignment.
+  // The webhook again, on its own result: an empty patch, the same backend. (It cannot
+  // tell this from a pod pinned by its author, so the pod counts once more; the manifest
+  // never reinvokes it.)
   const json answer = h.post(admissionReview(once, "uid-2"));
   CHECK(patchOf(answer).empty());
-  CHECK(h.chooser.recentAssignments("10.0.0.2:9999") == 1);
+  CHECK(h.chooser.recentAssignments("10.0.0.2:9999") == 2);
   CHECK(h.chooser.recentAssignments("10.0.0.1:9999") == 0);
   // The same patch applied to its own result changes nothing more.
   CHECK(applied(once, patch) == once);
@@ -101,15 +106,137 @@ TEST_CASE("three pods spread by least-connections", "[mutate]") {
   CHECK(chosen == std::vector<std::string>{"10.0.0.2:9999", "10.0.0.2:9999", "10.0.0.1:9999"});
 }
 
-TEST_CASE("a pod pinned to a backend by its author keeps it", "[mutate]") {
+TEST_CASE("a pod pinned by its author to a known backend that can take it keeps it", "[mutate]") {
+  Harness h;
+  json pod = gvirtusPod();
+  // Pinned to the busier backend, with a forged backend-pod: the webhook writes its own.
+  pod["metadata"]["annotations"] = {{"gvirtus.io/backend", "10.0.0.1:9999"},
+                                    {"gvirtus.io/backend-pod", "default/not-a-backend"}};
+  const json answer = h.post(admissionReview(pod));
+  CHECK(answer["response"]["allowed"] == true);
+  const json out = applied(pod, patchOf(answer));
+  CHECK(annotations(out)["gvirtus.io/backend"] == "10.0.0.1:9999");
+  CHECK(annotations(out)["gvirtus.io/backend-pod"] == "gvirtus-system/backend-a");
+  CHECK_THAT(annotations(out)["gvirtus.io/properties"].get<std::string>(),
+             Catch::Contains("\"server_address\":\"10.0.0.1\",\"port\":\"9999\""));
+  // Counted like a choice, so that maxSessions holds for pinned pods too.
+  CHECK(h.chooser.recentAssignments("10.0.0.1:9999") == 1);
+}
+
+TEST_CASE("a pod pinned by its author to an unknown address is denied", "[mutate]") {
   Harness h;
   json pod = gvirtusPod();
   pod["metadata"]["annotations"] = {{"gvirtus.io/backend", "192.0.2.9:7777"}};
-  const json out = applied(pod, patchOf(h.post(admissionReview(pod))));
-  CHECK(annotations(out)["gvirtus.io/backend"] == "192.0.2.9:7777");
-  CHECK_FALSE(annotations(out).contains("gvirtus.io/backend-pod"));
-  CHECK_THAT(annotations(out)["gvirtus.io/properties"].get<std::string>(),
-             Catch::Contains("\"server_address\":\"192.0.2.9\",\"port\":\"7777\""));
+  const json answer = h.post(admissionReview(pod));
+  CHECK(answer["response"]["allowed"] == false);
+  CHECK(answer["response"]["status"]["code"] == 403);
+  CHECK_THAT(answer["response"]["status"]["message"].get<std::string>(),
+             Catch::Contains("192.0.2.9:7777") && Catch::Contains("not a known GVirtuS backend"));
+  CHECK(h.chooser.recentAssignments("192.0.2.9:7777") == 0);
+  CHECK_THAT(h.registry.render(),
+             Catch::Contains("gvirtus_webhook_reviews_total{result=\"denied\"} 1"));
+}
+
+TEST_CASE("a pod pinned by its author to a backend that cannot take it is denied", "[mutate]") {
+  FakeBackendSource source{{backend("10.0.0.1", 16, 16, "backend-a")}};
+  BackendChooser chooser;
+  MutateHandler handler{MutateConfig{}, source, chooser, nullptr};
+  json pod = gvirtusPod();
+  pod["metadata"]["annotations"] = {{"gvirtus.io/backend", "10.0.0.1:9999"}};
+  const json answer = json::parse(handler.handle(admissionReview(pod).dump()).body);
+  CHECK(answer["response"]["allowed"] == false);
+  CHECK_THAT(answer["response"]["status"]["message"].get<std::string>(),
+             Catch::Contains("cannot take this pod") && Catch::Contains("maxSessions"));
+  CHECK(chooser.recentAssignments("10.0.0.1:9999") == 0);
+}
+
+TEST_CASE("large reviews are answered one after another, and the memory is given back",
+          "[mutate]") {
+  FakeBackendSource source{{backend("10.0.0.1", 0, 16, "backend-a")}};
+  BackendChooser chooser;
+  MutateConfig config;
+  config.largeReviewBytes = 64 * 1024;
+  config.largeReviewsAtOnce = 1;
+  MutateHandler handler{config, source, chooser, nullptr};
+  json pod = gvirtusPod();
+  pod["metadata"]["annotations"] = {{"example.com/blob", std::string(200'000, 'x')}};
+  // Sequential large reviews each take and give back the one slot: none waits.
+  for (int i = 0; i < 3; ++i) {
+    auto response = handler.handle(admissionReview(pod, "uid-" + std::to_string(i)).dump());
+    REQUIRE(response.status == 200);
+    CHECK(json::parse(response.body)["response"]["allowed"] == true);
+  }
+  CHECK(chooser.recentAssignments("10.0.0.1:9999") == 3);
+}
+
+namespace {
+// Holds every review inside backends() until released: a review in progress.
+class HeldBackendSource : public FakeBackendSource {
+ public:
+  using FakeBackendSource::FakeBackendSource;
+  std::vector<Backend> backends() const override {
+    std::unique_lock lock(heldMutex_);
+    ++entered_;
+    changed_.notify_all();
+    changed_.wait(lock, [&] { return released_; });
+    return FakeBackendSource::backends();
+  }
+  void waitEntered() {
+    std::unique_lock lock(heldMutex_);
+    changed_.wait(lock, [&] { return entered_ > 0; });
+  }
+  void release() {
+    std::lock_guard lock(heldMutex_);
+    released_ = true;
+    changed_.notify_all();
+  }
+
+ private:
+  mutable std::mutex heldMutex_;
+  mutable std::condition_variable changed_;
+  mutable int entered_ = 0;
+  bool released_ = false;
+};
+}  // namespace
+
+TEST_CASE("a large review beyond the ones allowed at once gets 503 instead of memory", "[mutate]") {
+  HeldBackendSource source{{backend("10.0.0.1", 0, 16, "backend-a")}};
+  BackendChooser chooser;
+  MutateConfig config;
+  config.largeReviewBytes = 64 * 1024;
+  config.largeReviewsAtOnce = 1;
+  config.largeReviewWait = std::chrono::milliseconds(50);
+  MutateHandler handler{config, source, chooser, nullptr};
+  json pod = gvirtusPod();
+  pod["metadata"]["annotations"] = {{"example.com/blob", std::string(100'000, 'x')}};
+  const std::string body = admissionReview(pod).dump();
+  gvirtus::HttpResponse first;
+  std::thread inProgress([&] { first = handler.handle(body); });
+  source.waitEntered();
+  // The one slot is taken: a second large review waits 50 ms, then is refused.
+  const gvirtus::HttpResponse second = handler.handle(body);
+  CHECK(second.status == 503);
+  CHECK_THAT(second.body, Catch::Contains("too many large AdmissionReviews"));
+  source.release();
+  inProgress.join();
+  CHECK(first.status == 200);
+  CHECK(handler.handle(body).status == 200);
+}
+
+TEST_CASE("a member of a KAI PodGroup waits for its gang even when a backend has room",
+          "[mutate]") {
+  Harness h;
+  json pod = gvirtusPod();
+  pod["metadata"]["annotations"] = {{"pod-group-name", "trainers"}};
+  const json answer = h.post(admissionReview(pod));
+  CHECK(answer["response"]["allowed"] == true);
+  const json out = applied(pod, patchOf(answer));
+  CHECK(out["spec"]["schedulingGates"] == json::parse(R"([{"name":"gvirtus.io/backend"}])"));
+  CHECK(annotations(out)["gvirtus.io/backend-status"] == "waiting");
+  CHECK_FALSE(annotations(out).contains("gvirtus.io/backend"));
+  CHECK_THAT(answer["response"]["warnings"][0].get<std::string>(),
+             Catch::Contains("KAI PodGroup trainers"));
+  CHECK(h.chooser.recentAssignments("10.0.0.1:9999") == 0);
   CHECK(h.chooser.recentAssignments("10.0.0.2:9999") == 0);
 }
 

@@ -2,6 +2,7 @@
 // order they are released, how many a backend takes, the guarded release patch. The
 // controller on the real control plane is in waiting_pod_integration_test.cpp.
 #include "webhook/waiting_pod_controller.h"
+#include "webhook/names.h"
 
 #include <catch2/catch.hpp>
 #include <map>
@@ -294,4 +295,78 @@ TEST_CASE("a pass stops between pods when asked to", "[waiting]") {
       stop.get_token());
   CHECK(outcomes.size() == 1);
   CHECK(api.written == Names{"pod-1"});
+}
+
+namespace {
+
+// Pods of one KAI PodGroup (annotation pod-group-name), created after a pod alone.
+std::vector<json> gangAndLoner(int members) {
+  std::vector<json> pods = {waitingPod("loner", "2026-11-22T10:00:00Z")};
+  for (int i = 1; i <= members; ++i) {
+    pods.push_back(waitingPod("gang-" + std::to_string(i),
+                              "2026-11-22T10:00:0" + std::to_string(i) + "Z",
+                              {{std::string(kPodGroupAnnotation), "trainers"}}));
+  }
+  return waitingPods(pods);
+}
+
+// The lookup the controller makes from the PodGroup: minMember, and members released before.
+GangLookup gangOfTrainers(int minMember, int others = 0) {
+  return [=](const json& pod) -> std::optional<Gang> {
+    if (!pod["metadata"]["annotations"].contains(std::string(kPodGroupAnnotation))) {
+      return std::nullopt;
+    }
+    return Gang{"team-a/trainers", minMember, others};
+  };
+}
+
+}  // namespace
+
+TEST_CASE("a gang with fewer free sessions than members is not released at all", "[waiting]") {
+  BackendChooser chooser;
+  const auto pods = gangAndLoner(3);
+  FakeApi api(pods);
+  // Three sessions: the loner (oldest) takes one, the gang of three needs three.
+  auto outcomes = releaseWaitingPods(pods, {backend("10.0.0.1", 0, 3)}, chooser, {}, api.writer(),
+                                     {}, gangOfTrainers(3));
+  CHECK(released(outcomes) == Names{"loner"});
+  const auto reasons = waitingReasons(outcomes);
+  REQUIRE(reasons.size() == 3);
+  CHECK(reasons.at("gang-1") ==
+        "gang team-a/trainers is released whole and only 2 of its 3 waiting pods can get a "
+        "backend (none of 1 backend can take the pod: 1 at maxSessions)");
+  CHECK(reasons.at("gang-3") == reasons.at("gang-1"));
+  // What was chosen for the first two members was given back.
+  CHECK(chooser.recentAssignments("10.0.0.1:9999") == 1);
+  CHECK(api.written == Names{"loner"});
+}
+
+TEST_CASE("a gang is released whole, in one pass, when the last session appears", "[waiting]") {
+  BackendChooser chooser;
+  const auto pods = gangAndLoner(3);
+  FakeApi api(pods);
+  auto outcomes = releaseWaitingPods(pods, {backend("10.0.0.1", 0, 2)}, chooser, {}, api.writer(),
+                                     {}, gangOfTrainers(3));
+  CHECK(released(outcomes) == Names{"loner"});
+  std::vector<json> rest = {api.pods.at("gang-1"), api.pods.at("gang-2"), api.pods.at("gang-3")};
+  outcomes = releaseWaitingPods(rest, {backend("10.0.0.1", 0, 2), backend("10.0.0.2", 0, 2)},
+                                chooser, {}, api.writer(), {}, gangOfTrainers(3));
+  CHECK(released(outcomes) == Names{"gang-1", "gang-2", "gang-3"});
+  CHECK(api.written.size() == 4);
+}
+
+TEST_CASE("a gang waits for its missing members, counting those released before", "[waiting]") {
+  BackendChooser chooser;
+  const auto pods = gangAndLoner(2);
+  FakeApi api(pods);
+  auto outcomes = releaseWaitingPods(pods, {backend("10.0.0.1", 0, 16)}, chooser, {}, api.writer(),
+                                     {}, gangOfTrainers(3));
+  CHECK(released(outcomes) == Names{"loner"});
+  CHECK(waitingReasons(outcomes).at("gang-2") == "gang team-a/trainers has 2 of its 3 pods");
+  CHECK(chooser.recentAssignments("10.0.0.1:9999") == 1);
+  // One member was released earlier (a late pod joining a running gang): the two go.
+  outcomes = releaseWaitingPods({api.pods.at("gang-1"), api.pods.at("gang-2")},
+                                {backend("10.0.0.1", 0, 16)}, chooser, {}, api.writer(), {},
+                                gangOfTrainers(3, 1));
+  CHECK(released(outcomes) == Names{"gang-1", "gang-2"});
 }

@@ -387,6 +387,15 @@ TEST_CASE(
   CHECK(gvirtus::testing::metricValue(metrics, "gvirtus_webhook_release_latency_seconds_count") ==
         5);
   CHECK(gvirtus::testing::metricValue(metrics, "gvirtus_webhook_waiting_pods") == 0);
+  CHECK(gvirtus::testing::metricValue(metrics, "gvirtus_webhook_oldest_waiting_pod_age_seconds") ==
+        0);
+  // The serving certificate of the test's TLS files (WebhookProcess): a day.
+  const double expiry = gvirtus::testing::metricValue(
+      metrics, "gvirtus_webhook_certificate_expiry_timestamp_seconds");
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  CHECK(expiry > now + 23 * 3600.0);
+  CHECK(expiry <= now + 24 * 3600.0);
 }
 
 TEST_CASE(

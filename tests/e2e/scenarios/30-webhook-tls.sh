@@ -14,7 +14,13 @@ eventually "Secret gvirtus-webhook-tls exists" k get secret gvirtus-webhook-tls 
 eventually "the same CA in the caBundle of both webhook entries" bundles_set
 lease_held() { [ -n "$(jp lease gvirtus-webhook -n "$system_ns" -o jsonpath='{.spec.holderIdentity}')" ]; }
 eventually "Lease gvirtus-webhook is held by a replica" lease_held
-holder=$(jp lease gvirtus-webhook -n "$system_ns" -o jsonpath='{.spec.holderIdentity}')
-k get pods -n "$system_ns" -l app.kubernetes.io/component=webhook -o name | grep -q "${holder%%_*}" &&
-  ok "the holder ($holder) is a webhook pod" || say "note: Lease holder \"$holder\" is not named after a pod"
+# The manifest gives each replica POD_NAME, which is its identity in the Lease. (A replica
+# that went away holds it until the Lease expires: hence eventually.)
+holder_is_a_webhook_pod() {
+  local holder pods
+  holder=$(jp lease gvirtus-webhook -n "$system_ns" -o jsonpath='{.spec.holderIdentity}')
+  pods=$(k get pods -n "$system_ns" -l app.kubernetes.io/component=webhook -o name)
+  [ -n "$holder" ] && grep -qx "pod/$holder" <<<"$pods"
+}
+eventually "the Lease holder is one of the webhook pods" holder_is_a_webhook_pod
 finish

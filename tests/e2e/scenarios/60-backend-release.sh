@@ -4,7 +4,8 @@
 # ready there, and the waiting GVirtuS pod gets its backend (IP:9999 of that pod), loses
 # its gate and an Event, and runs with /etc/gvirtus/properties.json naming the backend.
 # A GVirtuS pod created afterwards gets the backend at once. With E2E_BACKEND_ECHO=1 (the
-# stand-in backend echoes bytes) a GVirtuS pod reaches port 9999; with
+# stand-in backend echoes bytes) a GVirtuS pod reaches port 9999, and a frontend
+# stand-in that stays connected is counted in the backend's load; with
 # E2E_NETWORK_POLICY=1 (the network plugin enforces NetworkPolicy) a plain pod cannot.
 source "$(dirname "$0")/lib.sh"
 node=${E2E_BACKEND_NODE:-}
@@ -72,13 +73,24 @@ test_pod second "$gvirtus_labels" "" | k apply -f - >/dev/null 2>&1
 eventually "the second pod runs" running second
 
 if [ "${E2E_BACKEND_ECHO:-0}" = 1 ]; then
-  reply=$(k exec -n "$test_ns" second -- sh -c "echo gvirtus | nc -w 3 $ip 9999" 2>&1 || true)
+  reply=$(k exec -n "$test_ns" second -- timeout 5 tcp-echo-probe "$ip" 9999 2>&1 || true)
   [ "$reply" = gvirtus ] && ok "a GVirtuS pod reaches $ip:9999" || bad "GVirtuS pod to $ip:9999: $reply"
+  # A frontend that stays connected, as GVirtuS's does: the shim counts it from the
+  # backend pod's own network namespace and publishes it in gvirtus.io/load.
+  test_pod frontend "$gvirtus_labels" '      command: ["gvirtus-frontend-standin"]' | k apply -f - >/dev/null 2>&1
+  eventually "the frontend stand-in runs" running frontend
+  connected() { k logs -n "$test_ns" frontend | grep -q "backend answered"; }
+  eventually "the frontend stand-in read properties.json and connected to $ip:9999" connected
+  counted() {
+    jp pod "$pod" -n "$system_ns" -o 'jsonpath={.metadata.annotations.gvirtus\.io/load}' |
+      grep -qE '"connections":[1-9]'
+  }
+  eventually "the backend's gvirtus.io/load counts the connection" counted
 fi
 if [ "${E2E_NETWORK_POLICY:-0}" = 1 ]; then
   test_pod outsider "" "" | k apply -f - >/dev/null 2>&1
   eventually "the plain pod runs" running outsider
-  reply=$(k exec -n "$test_ns" outsider -- sh -c "echo gvirtus | nc -w 3 $ip 9999" 2>&1 || true)
+  reply=$(k exec -n "$test_ns" outsider -- timeout 5 tcp-echo-probe "$ip" 9999 2>&1 || true)
   [ "$reply" != gvirtus ] && ok "a plain pod cannot reach $ip:9999 (NetworkPolicy)" ||
     bad "a plain pod reached the backend"
 fi

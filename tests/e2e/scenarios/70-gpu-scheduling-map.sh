@@ -46,6 +46,10 @@ for i in 0 1 2; do eventually "mapped-$i runs" running "mapped-$i"; done
   ok "mapped-0: CUDA_VISIBLE_DEVICES=0,1" || bad "mapped-0 env: $(field mapped-0 '{.spec.containers[0].env}')"
 [ "$(field mapped-1 '{.spec.containers[0].env[?(@.name=="CUDA_VISIBLE_DEVICES")].value}')" = 2 ] &&
   ok "mapped-1: CUDA_VISIBLE_DEVICES=2" || bad "mapped-1 env: $(field mapped-1 '{.spec.containers[0].env}')"
+if [ "${E2E_NO_EXEC:-0}" != 1 ]; then
+  seen=$(k exec -n "$test_ns" mapped-0 -- printenv CUDA_VISIBLE_DEVICES 2>&1 || true)
+  [ "$seen" = 0,1 ] && ok "inside mapped-0's container: CUDA_VISIBLE_DEVICES=0,1" || bad "inside mapped-0: $seen"
+fi
 [ -z "$(field mapped-2 '{.spec.affinity}')" ] && [ -z "$(field mapped-2 '{.spec.containers[0].env}')" ] &&
   ok "mapped-2 (no entry) unchanged" || bad "mapped-2 was changed"
 

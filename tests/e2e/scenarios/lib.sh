@@ -7,15 +7,20 @@
 #   E2E_BACKEND_NODE  a node the harness lets become a backend: scenarios label it
 #                     gvirtus.io/backend.allowed=true and nvidia.com/gpu.present=true
 #                     (without it, scenarios that need a backend skip)
-#   E2E_TEST_IMAGE    image with a shell, cat and sleep for test pods (default busybox:1.36)
+#   E2E_TEST_IMAGE    image with a shell, cat, sleep, tcp-echo-probe and
+#                     gvirtus-frontend-standin (default gvirtus-k8s/testapp:0.1.0,
+#                     tests/e2e/testapp)
 #   E2E_TIMEOUT       seconds to wait for each condition (default 120)
+#   E2E_NODE_CONTAINER_PREFIX
+#                     set where nodes are Docker containers (real-node harness:
+#                     gvirtus-CLUSTER-; kind: empty): the container of node N is PREFIX+N
 #   E2E_ARTIFACTS     folder for dumps on failure
 set -euo pipefail
 : "${KUBECONFIG:?KUBECONFIG must name the cluster under test}"
 export KUBECONFIG
 scenario=$(basename "$0" .sh)
 system_ns=gvirtus-system
-test_image=${E2E_TEST_IMAGE:-busybox:1.36}
+test_image=${E2E_TEST_IMAGE:-gvirtus-k8s/testapp:0.1.0}
 timeout_s=${E2E_TIMEOUT:-120}
 test_ns=e2e-$(tr -c 'a-z0-9\n' '-' <<<"$scenario" | cut -c1-50)
 failures=0
@@ -31,7 +36,9 @@ k() { kubectl --request-timeout=30s "$@"; }
 eventually() {
   local what=$1 deadline=$((SECONDS + timeout_s))
   shift
-  until "$@" >/dev/null 2>&1; do
+  # Within the retries a failed read only means "not yet" (the API server may be
+  # restarting): jp_lenient keeps jp from counting it.
+  until jp_lenient=1 "$@" >/dev/null 2>&1; do
     if [ $SECONDS -ge $deadline ]; then bad "$what (after ${timeout_s}s)"; return 1; fi
     sleep 2
   done
@@ -73,9 +80,37 @@ $3
 YAML
 }
 
-jp() { k get "$@" 2>/dev/null || true; } # jp RESOURCE... -o jsonpath=...: empty when missing
+# node_container NODE: the node's Docker container, or nothing (then scenarios that
+# restart a node's processes skip).
+node_container() {
+  [ -n "${E2E_NODE_CONTAINER_PREFIX+set}" ] || return 1
+  local container=$E2E_NODE_CONTAINER_PREFIX$1
+  docker inspect "$container" >/dev/null 2>&1 && echo "$container"
+}
+
+# jp RESOURCE... -o jsonpath=...: the value, empty when the object does not exist. Any
+# other failure to read is a failed check (it is called in $(...), so the count goes
+# through a file): a negative check must not pass because a read failed.
+read_failures=$(mktemp)
+jp() {
+  local out err
+  err=$(mktemp)
+  if out=$(k get "$@" 2>"$err"); then
+    rm -f "$err"
+    printf '%s' "$out"
+    return 0
+  fi
+  if [ -z "${jp_lenient:-}" ] && ! grep -q NotFound "$err"; then
+    printf '  FAIL  kubectl get %s: %s\n' "$*" "$(head -c 300 "$err")" >&2
+    echo x >>"$read_failures"
+  fi
+  rm -f "$err"
+  return 0
+}
 
 finish() {
+  failures=$((failures + $(grep -c . "$read_failures" || true)))
+  rm -f "$read_failures"
   if [ "$failures" = 0 ]; then say "passed"; exit 0; fi
   say "FAILED: $failures checks"
   exit 1

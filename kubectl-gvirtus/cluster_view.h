@@ -1,0 +1,84 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "webhook/backend.h"
+
+// What the plugin shows, computed from the objects it read (pods, Events): plain
+// functions over JSON, so that tests need no cluster.
+namespace gvirtus::kubectl_gvirtus {
+
+using TimePoint = std::chrono::system_clock::time_point;
+
+// One backend pod and what its shim reports in gvirtus.io/load.
+struct BackendView {
+  std::string ns;
+  std::string name;
+  std::string node;
+  std::string endpoint;  // IP:PORT, empty without a pod IP
+  bool ready = false;
+  std::optional<webhook::BackendLoad> load;
+  std::string loadError;  // an unreadable annotation
+  std::optional<std::chrono::seconds> loadAge;
+  int64_t pods = 0;  // GVirtuS pods given this backend that have not finished
+};
+
+// A pod behind the scheduling gate gvirtus.io/backend.
+struct WaitingView {
+  std::string ns;
+  std::string name;
+  std::chrono::seconds age{0};
+  std::string reason;
+};
+
+// An Event on a pod.
+struct EventView {
+  std::string type;
+  std::string reason;
+  std::string message;
+  std::string source;
+  int64_t count = 1;
+  std::optional<TimePoint> last;
+};
+
+// The answer to `why POD`.
+struct PodExplanation {
+  enum class State { NotGvirtus, Assigned, Waiting, NoBackend };
+  State state = State::NotGvirtus;
+  std::string ns;
+  std::string name;
+  std::string phase;
+  std::string node;
+  std::string backend;     // gvirtus.io/backend
+  std::string backendPod;  // gvirtus.io/backend-pod
+  std::optional<BackendView> backendView;
+  std::string summary;            // one sentence
+  std::vector<EventView> events;  // oldest first
+};
+
+// Backends among `backendPods` (sorted by node, then name), with the GVirtuS pods among
+// `gvirtusPods` assigned to each.
+std::vector<BackendView> backendViews(const std::vector<nlohmann::json>& backendPods,
+                                      const std::vector<nlohmann::json>& gvirtusPods, int port,
+                                      TimePoint now);
+
+// Waiting pods among `gvirtusPods`, oldest first, each with the message of its latest
+// WaitingForBackend Event among `events`.
+std::vector<WaitingView> waitingViews(const std::vector<nlohmann::json>& gvirtusPods,
+                                      const std::vector<nlohmann::json>& events, TimePoint now);
+
+// The pod's backend, or why it has none, from its labels, annotations, gate and Events.
+PodExplanation explainPod(const nlohmann::json& pod, const std::vector<nlohmann::json>& events,
+                          const std::vector<BackendView>& backends, TimePoint now);
+
+// "45s", "12m", "3h", "2d" as kubectl prints ages.
+std::string formatAge(std::chrono::seconds age);
+
+const char* stateName(PodExplanation::State state);
+
+}  // namespace gvirtus::kubectl_gvirtus

@@ -1,0 +1,121 @@
+#include "kubectl-gvirtus/run.h"
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "common/flags.h"
+#include "common/kube_client.h"
+#include "common/kube_config.h"
+#include "kubectl-gvirtus/cluster_view.h"
+#include "kubectl-gvirtus/options.h"
+#include "kubectl-gvirtus/report.h"
+#include "kubectl-gvirtus/snapshot.h"
+
+namespace gvirtus::kubectl_gvirtus {
+namespace {
+
+int fatal(const std::string& reason) {
+  std::fprintf(stderr, "%s: %s\n", kProgram, reason.c_str());
+  return kExitFatal;
+}
+
+// The kubeconfig's file and context, or in-cluster without one; the context's namespace
+// is the default of -n.
+struct Connection {
+  std::unique_ptr<KubeClient> client;
+  std::string ns;  // the context's namespace, or "default"
+};
+
+Result<Connection> connect(const Options& options) {
+  auto config = options.kubeconfig.empty()
+                    ? loadInClusterConfig()
+                    : loadKubeconfigFile(options.kubeconfig, options.context);
+  if (!config) {
+    return fail(config.error().context(options.kubeconfig.empty()
+                                           ? "no kubeconfig ($KUBECONFIG, ~/.kube/config, "
+                                             "--kubeconfig) and not in a cluster"
+                                           : "--kubeconfig " + options.kubeconfig));
+  }
+  KubeClientOptions clientOptions;
+  clientOptions.userAgent = std::string(kProgram) + "/" + GVIRTUS_VERSION;
+  clientOptions.maxRetries = 2;
+  const std::string ns = config->ns.empty() ? "default" : config->ns;
+  auto client = KubeClient::create(*config, clientOptions);
+  if (!client) {
+    return fail(client.error());
+  }
+  return Connection{std::move(*client), ns};
+}
+
+void print(const nlohmann::json& value) {
+  std::cout << value.dump(2) << "\n";
+}
+
+}  // namespace
+
+int run(int argc, const char* const* argv) {
+  auto parsed = parseOptions(argc, argv);
+  if (!parsed) {
+    return parsed.error();
+  }
+  const Options& options = *parsed;
+  auto connection = connect(options);
+  if (!connection) {
+    return fatal(connection.error().message);
+  }
+  KubeClient& client = *connection->client;
+  const auto now = std::chrono::system_clock::now();
+
+  if (options.command == Command::Why) {
+    const std::string ns = options.ns.empty() ? connection->ns : options.ns;
+    auto pod = readPod(client, ns, options.pod);
+    if (!pod) {
+      return fatal(pod.error().message);
+    }
+    std::vector<BackendView> backends;
+    if (auto cluster = readCluster(client, options, false)) {
+      backends = backendViews(cluster->backendPods, cluster->gvirtusPods,
+                              static_cast<int>(options.backendPort), now);
+    }
+    const PodExplanation explanation = explainPod(pod->pod, pod->events, backends, now);
+    if (options.output == Output::Json) {
+      print(toJson(explanation));
+    } else {
+      std::cout << explanationText(explanation);
+    }
+    return kExitOk;
+  }
+
+  auto cluster = readCluster(client, options, options.command == Command::Status);
+  if (!cluster) {
+    return fatal(cluster.error().message);
+  }
+  const auto backends = backendViews(cluster->backendPods, cluster->gvirtusPods,
+                                     static_cast<int>(options.backendPort), now);
+  nlohmann::json backendList = nlohmann::json::array();
+  for (const auto& b : backends) {
+    backendList.push_back(toJson(b));
+  }
+  if (options.command == Command::Backends) {
+    if (options.output == Output::Json) {
+      print({{"backends", backendList}});
+    } else {
+      std::cout << backendsTable(backends);
+    }
+    return kExitOk;
+  }
+  const auto waiting = waitingViews(cluster->gvirtusPods, cluster->events, now);
+  if (options.output == Output::Json) {
+    nlohmann::json waitingList = nlohmann::json::array();
+    for (const auto& w : waiting) {
+      waitingList.push_back(toJson(w));
+    }
+    print({{"backends", backendList}, {"waiting", waitingList}});
+  } else {
+    std::cout << statusText(backends, waiting);
+  }
+  return kExitOk;
+}
+
+}  // namespace gvirtus::kubectl_gvirtus

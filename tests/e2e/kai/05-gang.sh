@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# A gang on remote GPUs: four GVirtuS pods of one KAI PodGroup (minMember 4) are
+# released together or not at all. With one backend of 3 sessions none is released (no
+# partial gang holding sessions) and their Event says why; when a second backend
+# appears, all four are released in one pass and KAI binds them.
+source "$(dirname "$0")/../scenarios/lib.sh"
+node=${E2E_BACKEND_NODE:?}
+second=${E2E_BACKEND2_NODE:?}
+[ -n "$(k get crd podgroups.scheduling.run.ai -o name 2>/dev/null)" ] || skip "KAI-Scheduler is not installed"
+use_test_namespace
+restore() { k label node "$second" gvirtus.io/backend.allowed=false --overwrite >/dev/null 2>&1 || true; }
+trap 'dump_on_failure; restore; k delete namespace "$test_ns" --ignore-not-found --wait=false >/dev/null 2>&1 || true' EXIT
+field() { jp pod "$1" -n "$test_ns" -o "jsonpath=$2"; }
+backend_ready() {
+  [ "$(k get pods -n "$system_ns" -l app.kubernetes.io/component=backend --field-selector "spec.nodeName=$1" \
+    -o 'jsonpath={.items[*].status.conditions[?(@.type=="Ready")].status}')" = True ]
+}
+k label node "$second" gvirtus.io/backend.allowed=false --overwrite >/dev/null
+k label node "$node" gvirtus.io/backend.allowed=true --overwrite >/dev/null
+eventually "one backend ready, on $node (3 sessions)" backend_ready "$node" || finish
+
+k apply -f - >/dev/null <<YAML
+apiVersion: scheduling.run.ai/v2alpha2
+kind: PodGroup
+metadata: {name: trainers, namespace: $test_ns}
+spec: {minMember: 4, queue: team-a}
+YAML
+for i in 1 2 3 4; do
+  test_pod "trainer-$i" '  labels: {gvirtus.io/enabled: "true"}
+  annotations: {pod-group-name: trainers}' "" | k apply -f - >/dev/null 2>&1
+done
+gated() { [ "$(field "$1" '{.spec.schedulingGates[*].name}')" = gvirtus.io/backend ]; }
+told() {
+  k get events -n "$test_ns" --field-selector "involvedObject.name=$1,reason=WaitingForBackend" \
+    -o 'jsonpath={.items[*].message}' | grep -q "released whole"
+}
+eventually "trainer-4 is told why it waits (the gang goes whole)" told trainer-4
+sleep 3
+for i in 1 2 3 4; do
+  gated "trainer-$i" && ok "trainer-$i still gated, no backend held" ||
+    bad "trainer-$i: gates $(field "trainer-$i" '{.spec.schedulingGates}'), backend $(field "trainer-$i" '{.metadata.annotations.gvirtus\.io/backend}')"
+done
+say "why: $(k get events -n "$test_ns" --field-selector involvedObject.name=trainer-1,reason=WaitingForBackend -o 'jsonpath={.items[0].message}')"
+
+say "a second backend appears on $second"
+k label node "$second" gvirtus.io/backend.allowed=true --overwrite >/dev/null
+all_released() {
+  local i
+  for i in 1 2 3 4; do [ -n "$(field "trainer-$i" '{.metadata.annotations.gvirtus\.io/backend}')" ] || return 1; done
+}
+eventually "all four released" all_released
+passes=$(for i in 1 2 3 4; do
+  k get events -n "$test_ns" --field-selector "involvedObject.name=trainer-$i,reason=BackendAssigned" \
+    -o 'jsonpath={.items[0].eventTime}{.items[0].firstTimestamp}{"\n"}'
+done | cut -c1-19 | sort -u | wc -l)
+[ "$passes" -le 2 ] && ok "released together (their BackendAssigned Events within one second)" ||
+  bad "released at $passes different seconds"
+running() { [ "$(field "$1" '{.status.phase}')" = Running ]; }
+for i in 1 2 3 4; do eventually "trainer-$i bound by KAI and running" running "trainer-$i"; done
+finish

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Brings up a GVirtuS-aware local cluster on real nodes and installs GVirtuS the way an
+# operator does. The control plane runs on this host (tests/cluster/up.sh --real-nodes);
+# four real nodes (kubelet + containerd + kube-proxy, tests/cluster/node/) join it:
+#   fe-a, fe-b    GPU-less frontend nodes (zones a and b): the device plugin runs there
+#   gpu-a, gpu-b  nodes that count as GPU nodes: nvidia.com/gpu.present=true as NVIDIA's
+#                 feature discovery writes it, and the usual nvidia.com/gpu taint
+# The project's images are built (images/build.sh; the backend on the GPU-less GVirtuS
+# stand-in) and loaded into every node's containerd, then `kubectl apply -k` of
+# tests/e2e/overlay, which changes only the backend image's tag. Prints `export` lines.
+#   real/up.sh NAME
+# Environment: E2E_OPT_IN_BACKENDS=false leaves the GPU nodes opted out (default: in).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../../.." && pwd)
+name=${1:?usage: real/up.sh NAME}
+opt_in=${E2E_OPT_IN_BACKENDS:-true}
+state=$repo/build/e2e/$name
+say() { printf '[real %s %s] %s\n' "$name" "$(date +%H:%M:%S)" "$*" >&2; }
+began=$SECONDS
+step() { say "$* (+$((SECONDS - began))s)"; }
+mkdir -p "$state/logs"
+
+step "images: the four components (backend on the GVirtuS stand-in) and the test app"
+if ! GVIRTUS_IMAGE=standin bash "$repo/images/build.sh" --require-engine labeler device-plugin webhook backend \
+    2>"$state/logs/images.log"; then
+  tail -n 30 "$state/logs/images.log" >&2
+  exit 1
+fi
+grep -E 'built |FAILED' "$state/logs/images.log" | sed 's/^/    /' >&2 || true
+tag=$(sed -nE 's/^project\([^)]*VERSION ([0-9][0-9.]*).*/\1/p' "$repo/CMakeLists.txt")
+docker buildx version >/dev/null 2>&1 && export DOCKER_BUILDKIT=1 || export DOCKER_BUILDKIT=0
+docker build -q -t "gvirtus-k8s/testapp:$tag" "$repo/tests/e2e/testapp" >/dev/null 2>"$state/logs/testapp.log" ||
+  { cat "$state/logs/testapp.log" >&2; exit 1; }
+images=("gvirtus-k8s/labeler:$tag" "gvirtus-k8s/device-plugin:$tag" "gvirtus-k8s/webhook:$tag"
+  "gvirtus-k8s/backend:$tag-standin" "gvirtus-k8s/testapp:$tag")
+step "node image"
+export NODE_IMAGE
+NODE_IMAGE=$(bash "$repo/tests/cluster/node/build.sh")
+
+step "control plane"
+env_lines=$(bash "$repo/tests/cluster/up.sh" "$name" --real-nodes)
+eval "$env_lines"
+
+step "real nodes fe-a, fe-b (frontends), gpu-a, gpu-b (GPU nodes$([ "$opt_in" = true ] && echo ", opted in"))"
+image_args=()
+for image in "${images[@]}"; do image_args+=(--image "$image"); done
+gpu_args=(--label nvidia.com/gpu.present=true --taint nvidia.com/gpu=present:NoSchedule)
+[ "$opt_in" = true ] && gpu_args+=(--label gvirtus.io/backend.allowed=true)
+: >"$state/logs/nodes.log"
+pids=()
+add() { bash "$repo/tests/cluster/node/add.sh" "$name" "$@" "${image_args[@]}" >>"$state/logs/nodes.log" 2>&1 & pids+=($!); }
+add fe-a --label topology.kubernetes.io/zone=zone-a
+add fe-b --label topology.kubernetes.io/zone=zone-b
+add gpu-a --label topology.kubernetes.io/zone=zone-a "${gpu_args[@]}"
+add gpu-b --label topology.kubernetes.io/zone=zone-b "${gpu_args[@]}"
+failed=0
+for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+sed 's/^/    /' "$state/logs/nodes.log" | grep -E 'ready in|FAILED|could not' >&2 || true
+[ "$failed" = 0 ] || { tail -n 30 "$state/logs/nodes.log" >&2; exit 1; }
+
+step "kubectl apply -k tests/e2e/overlay (manifests/, backend image tag only)"
+kubectl apply -k "$repo/tests/e2e/overlay" >"$state/logs/apply.log"
+
+wait_for() { # wait_for DESCRIPTION SECONDS COMMAND...
+  local what=$1 deadline=$((SECONDS + $2))
+  shift 2
+  until "$@" >/dev/null 2>&1; do
+    if [ $SECONDS -ge $deadline ]; then
+      say "FAILED: $what"
+      kubectl get pods -A -o wide >&2 || true
+      exit 1
+    fi
+    sleep 1
+  done
+  step "$what"
+}
+labelled() { [ "$(kubectl get nodes -l gvirtus.io/frontend.allowed -o name | wc -l)" -ge 4 ]; }
+wait_for "every node labelled by its labeler" 180 labelled
+webhook_ready() {
+  [ "$(kubectl get deployment gvirtus-webhook -n gvirtus-system -o jsonpath='{.status.availableReplicas}')" = 2 ] &&
+    [ -n "$(kubectl get mutatingwebhookconfiguration gvirtus-webhook -o jsonpath='{.webhooks[0].clientConfig.caBundle}')" ]
+}
+wait_for "webhook: 2 replicas available, its own CA in the caBundle" 180 webhook_ready
+capacity() {
+  local node
+  for node in fe-a fe-b; do
+    [ "$(kubectl get node "$node" -o jsonpath='{.status.allocatable.nvidia\.com/gpu}')" = 8 ] || return 1
+  done
+}
+wait_for "device plugin: nvidia.com/gpu 8 on fe-a and fe-b (registered with their kubelets)" 120 capacity
+if [ "$opt_in" = true ]; then
+  loads() {
+    [ "$(kubectl get pods -n gvirtus-system -l app.kubernetes.io/component=backend \
+      -o jsonpath='{range .items[*]}{.metadata.annotations.gvirtus\.io/load}{"\n"}{end}' |
+      grep -c connections)" -ge 2 ]
+  }
+  wait_for "both backend shims publishing gvirtus.io/load" 180 loads
+fi
+step "ready"
+echo "$env_lines"
+echo "export GVIRTUS_E2E_STATE=$state"
+echo "export E2E_TEST_IMAGE=gvirtus-k8s/testapp:$tag"

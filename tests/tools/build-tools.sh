@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Builds helm and promtool from the Go module proxy into cache folders keyed by version
+# (tests/tools/versions.sh), as tests/cluster/build.sh does for the control plane. Skips
+# what is already built. Prints the two binaries' paths last, one per line.
+#   build-tools.sh [helm|promtool]...   (default: both)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/versions.sh"
+# GOTOOLCHAIN=auto: helm v3.21 needs Go 1.26, newer than the Go that the control plane's
+# build installs (1.24); go then fetches the toolchain it needs through the module proxy
+# (and uses the local one when it is new enough, as on most machines).
+export GOTOOLCHAIN=auto GOWORK=off CGO_ENABLED=0 GOFLAGS=-trimpath
+
+say() { printf '[tools-build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+source "$here/../cluster/build-lib.sh"
+
+#   install_tool WHAT TARGET LDFLAGS COMMAND...: COMMAND builds into $out (a temporary
+#   folder), then the binary is moved to TARGET: a half-built binary is never cached.
+install_tool() {
+  local what=$1 target=$2 ldflags="-s -w $3"
+  shift 3
+  [ -x "$target" ] && return
+  local out
+  out=$(mktemp -d "$TOOLS_CACHE/.build-XXXXXX")
+  if with_progress "$what" env out="$out" ldflags="$ldflags" bash -c "$*"; then
+    mkdir -p "$(dirname "$target")"
+    mv "$out/$(basename "$target")" "$target"
+  fi
+  rm -rf "$out"
+  [ -x "$target" ]
+}
+
+tools=("$@")
+[ ${#tools[@]} -gt 0 ] || tools=(helm promtool)
+ensure_go
+mkdir -p "$TOOLS_CACHE"
+for tool in "${tools[@]}"; do
+  case $tool in
+    helm)
+      # As helm's Makefile links it: its version, and the Kubernetes version it assumes.
+      install_tool "helm $HELM_VERSION" "$HELM_BIN" \
+        "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION
+         -X helm.sh/helm/v3/internal/version.gitTreeState=clean
+         -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1
+         -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$HELM_K8S_MINOR
+         -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1
+         -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$HELM_K8S_MINOR" \
+        'GOBIN=$out go install -ldflags "$ldflags" helm.sh/helm/v3/cmd/helm@'"$HELM_VERSION" ;;
+    promtool)
+      # From the wrapper module (Prometheus' go.mod has a replace directive).
+      install_tool "promtool $PROMETHEUS_VERSION" "$PROMTOOL_BIN" \
+        "-X github.com/prometheus/common/version.Version=${PROMETHEUS_VERSION#v}" \
+        "cd '$here/modules/promtool' && GOFLAGS=\"-trimpath -mod=mod\" go build -ldflags \"\$ldflags\" -o \"\$out/promtool\" github.com/prometheus/prometheus/cmd/promtool" ;;
+    *) say "unknown tool $tool (helm, promtool)"; exit 2 ;;
+  esac
+done
+for tool in "${tools[@]}"; do
+  case $tool in
+    helm) echo "$HELM_BIN" ;;
+    promtool) echo "$PROMTOOL_BIN" ;;
+  esac
+done
