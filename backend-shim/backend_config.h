@@ -7,7 +7,7 @@
 #include "common/error.h"
 
 // Everything the GVirtuS backend is given: its properties.json, its command line and its
-// environment (DESIGN.md, "Facts about GVirtuS").
+// environment (docs/backend.md, "GVirtuS facts").
 namespace gvirtus::backend_shim {
 
 // The plugins GVirtuS's own sample configuration lists, in its order.

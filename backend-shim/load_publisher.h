@@ -16,7 +16,7 @@
 #include "common/error.h"
 
 // The gvirtus.io/load annotation on the shim's own pod: what the webhook reads to choose a
-// backend (DESIGN.md, "Pod contract").
+// backend (docs/pod-contract.md).
 namespace gvirtus::backend_shim {
 
 inline constexpr std::string_view kLoadAnnotation = "gvirtus.io/load";

@@ -12,7 +12,7 @@
 
 namespace gvirtus {
 
-// Exit codes shared by every binary (DESIGN.md).
+// Exit codes shared by every binary (docs/flags.md).
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFatal = 1;
 inline constexpr int kExitUsage = 2;
@@ -62,7 +62,7 @@ class FlagSet {
   std::vector<std::string> rest_;
 };
 
-// Flags every binary has (DESIGN.md): --kubeconfig, --log-level, --log-format,
+// Flags every binary has (docs/flags.md): --kubeconfig, --log-level, --log-format,
 // --health-addr.
 struct CommonOptions {
   std::string kubeconfig;

@@ -1,6 +1,6 @@
 #pragma once
 
-// Label, annotation and resource names of the public contract (DESIGN.md). Users type
+// Label, annotation and resource names of the public contract (docs/pod-contract.md). Users type
 // them and acceptance checks call them: never change a value here.
 namespace gvirtus::names {
 

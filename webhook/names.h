@@ -4,7 +4,7 @@
 
 #include "common/labels.h"
 
-// The names of the webhook's pod contract (DESIGN.md, "Pod contract (webhook)"): those
+// The names of the webhook's pod contract (docs/pod-contract.md): those
 // common/labels.h holds, and the webhook's own.
 namespace gvirtus::webhook {
 

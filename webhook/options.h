@@ -14,7 +14,7 @@ namespace gvirtus::webhook {
 
 inline constexpr const char* kProgram = "gvirtus-webhook";
 
-// Every flag of gvirtus-webhook (DESIGN.md, "Pod contract (webhook)").
+// Every flag of gvirtus-webhook (docs/pod-contract.md).
 struct Options {
   CommonOptions common;
   std::string listen = ":8443";

@@ -8,7 +8,7 @@
 #include "common/error.h"
 #include "common/json_patch.h"
 
-// The JSON patches that wire a GVirtuS pod (DESIGN.md, "Pod contract (webhook)"). Each
+// The JSON patches that wire a GVirtuS pod (docs/pod-contract.md). Each
 // function looks at the pod as it is and adds only what is missing or different, so a
 // patch built from a pod it was already applied to is empty: a reinvoked webhook, or a
 // patch applied twice, changes nothing more. The command and args are never touched.

@@ -10,7 +10,7 @@
 #include "common/error.h"
 #include "common/json_patch.h"
 
-// The gpu-scheduling-map annotation (DESIGN.md, "gpu-scheduling-map"): lines
+// The gpu-scheduling-map annotation (docs/pod-contract.md, "gpu-scheduling-map"): lines
 // `INDEX=NODE:DEVICES` pin pod INDEX of a StatefulSet to NODE with
 // CUDA_VISIBLE_DEVICES=DEVICES.
 namespace gvirtus::webhook {

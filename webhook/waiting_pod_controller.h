@@ -21,7 +21,7 @@
 #include "webhook/backend_source.h"
 #include "webhook/pod_patch.h"
 
-// The waiting-pod controller (DESIGN.md, "Pod contract (webhook)"): GVirtuS pods admitted
+// The waiting-pod controller (docs/pod-contract.md): GVirtuS pods admitted
 // while no backend could take them carry the scheduling gate gvirtus.io/backend; when a
 // backend can take one, one patch writes its backend annotations and removes the gate.
 namespace gvirtus::webhook {

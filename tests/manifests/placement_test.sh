@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A real `kubectl apply -k manifests/` puts each DaemonSet's pods exactly on the nodes
-# whose labels allow it (DESIGN.md, "Node labels"):
+# whose labels allow it (docs/install.md, "Opting GPU nodes in"):
 #   labeler        every node, whatever its taints
 #   device plugin  gvirtus.io/frontend.allowed=true AND no GPU (neither
 #                  nvidia.com/gpu.present=true nor gvirtus.io/gpu.present=true)

@@ -11,9 +11,13 @@ use_test_namespace
 restore() { k label node "$second" gvirtus.io/backend.allowed=false --overwrite >/dev/null 2>&1 || true; }
 trap 'dump_on_failure; restore; k delete namespace "$test_ns" --ignore-not-found --wait=false >/dev/null 2>&1 || true' EXIT
 field() { jp pod "$1" -n "$test_ns" -o "jsonpath=$2"; }
+# Ready, and already the overlay's backend: its load says 3 sessions (an older backend
+# pod of 16 sessions would take the whole gang at once).
 backend_ready() {
-  [ "$(k get pods -n "$system_ns" -l app.kubernetes.io/component=backend --field-selector "spec.nodeName=$1" \
-    -o 'jsonpath={.items[*].status.conditions[?(@.type=="Ready")].status}')" = True ]
+  local selector=(-n "$system_ns" -l app.kubernetes.io/component=backend --field-selector "spec.nodeName=$1")
+  [ "$(k get pods "${selector[@]}" -o 'jsonpath={.items[*].status.conditions[?(@.type=="Ready")].status}')" = True ] &&
+    k get pods "${selector[@]}" -o 'jsonpath={.items[*].metadata.annotations.gvirtus\.io/load}' |
+    grep -q '"maxSessions":3[,}]'
 }
 k label node "$second" gvirtus.io/backend.allowed=false --overwrite >/dev/null
 k label node "$node" gvirtus.io/backend.allowed=true --overwrite >/dev/null
@@ -49,10 +53,14 @@ all_released() {
   for i in 1 2 3 4; do [ -n "$(field "trainer-$i" '{.metadata.annotations.gvirtus\.io/backend}')" ] || return 1; done
 }
 eventually "all four released" all_released
-passes=$(for i in 1 2 3 4; do
-  k get events -n "$test_ns" --field-selector "involvedObject.name=trainer-$i,reason=BackendAssigned" \
-    -o 'jsonpath={.items[0].eventTime}{.items[0].firstTimestamp}{"\n"}'
-done | cut -c1-19 | sort -u | wc -l)
+# The Events follow the release patch: wait for all four before comparing their times.
+assigned_at() {
+  k get events -n "$test_ns" --field-selector "involvedObject.name=$1,reason=BackendAssigned" \
+    -o 'jsonpath={range .items[*]}{.firstTimestamp}{"\n"}{end}' | grep -m1 -E '^[0-9]{4}-'
+}
+all_told() { local i; for i in 1 2 3 4; do assigned_at "trainer-$i" >/dev/null || return 1; done; }
+eventually "a BackendAssigned Event on each trainer" all_told
+passes=$(for i in 1 2 3 4; do assigned_at "trainer-$i" || echo "missing-$i"; done | sort -u | wc -l)
 [ "$passes" -le 2 ] && ok "released together (their BackendAssigned Events within one second)" ||
   bad "released at $passes different seconds"
 running() { [ "$(field "$1" '{.status.phase}')" = Running ]; }

@@ -52,7 +52,8 @@ for scenario in "$here"/scenarios/[0-9]*.sh; do run "$scenario"; done
 kubectl label node gpu-b gvirtus.io/backend.allowed=false --overwrite >/dev/null
 if bash "$repo/tests/cluster/kai/up.sh" "$name" &&
     kubectl apply -k "$repo/tests/e2e/overlay-kai" >/dev/null &&
-    kubectl rollout status deployment/gvirtus-webhook -n gvirtus-system --timeout=180s >/dev/null; then
+    kubectl rollout status deployment/gvirtus-webhook -n gvirtus-system --timeout=180s >/dev/null &&
+    kubectl rollout status daemonset/gvirtus-backend -n gvirtus-system --timeout=180s >/dev/null; then
   for scenario in "$here"/../kai/[0-9]*.sh; do run "$scenario"; done
 else
   failed=$((failed + 1)); names+=("kai-scheduler-setup")

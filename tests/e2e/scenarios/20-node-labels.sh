@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The labeler gave every node its role labels and the GPU label (DESIGN.md, "Node
-# labels"), each "true" or "false".
+# The labeler gave every node its role labels and the GPU label (docs/install.md, "Opting
+# GPU nodes in"), each "true" or "false".
 source "$(dirname "$0")/lib.sh"
 
 unlabelled() {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu-scheduling-map (DESIGN.md): a StatefulSet's pods land on the nodes their entries
+# gpu-scheduling-map (docs/flags.md): a StatefulSet's pods land on the nodes their entries
 # name, with CUDA_VISIBLE_DEVICES set; a pod without an entry is admitted unchanged; a map
 # that does not parse is denied with a message naming the bad line.
 source "$(dirname "$0")/lib.sh"
