@@ -110,7 +110,9 @@ TEST_CASE("backend-shim supervisor: restarts the backend when it exits", "[super
   f.recordDelays(options);
   Supervisor supervisor(options);
   supervisor.start();
-  REQUIRE(eventually([&] { return supervisor.status().restarts >= 2; }, 30s));
+  // The restart is counted before the new backend writes its marker: wait for both.
+  REQUIRE(
+      eventually([&] { return supervisor.status().restarts >= 2 && f.starts().size() >= 3; }, 30s));
   CHECK(f.firstReason() == "the backend exited: exit code 3");
   const auto starts = f.starts();
   REQUIRE(starts.size() >= 3);
