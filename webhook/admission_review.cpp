@@ -19,11 +19,18 @@ constexpr int kMaxDepth = 128;
 // body size alone does not bound the memory a parse takes. A pod rarely has 10,000.
 constexpr std::size_t kMaxValues = 100'000;
 
-// What parsing `text` would build, counted outside strings without allocating.
-struct JsonShape {
-  int depth = 0;           // the deepest nesting of arrays and objects
-  std::size_t values = 0;  // at least the number of values (one per container, separator)
-};
+Result<std::string> optionalString(const json& object, const char* key) {
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) {
+    return std::string();
+  }
+  if (!it->is_string()) {
+    return fail(std::string("request.") + key + " is not a string");
+  }
+  return it->get<std::string>();
+}
+
+}  // namespace
 
 JsonShape shapeOf(std::string_view text) {
   JsonShape shape;
@@ -51,21 +58,7 @@ JsonShape shapeOf(std::string_view text) {
   return shape;
 }
 
-Result<std::string> optionalString(const json& object, const char* key) {
-  auto it = object.find(key);
-  if (it == object.end() || it->is_null()) {
-    return std::string();
-  }
-  if (!it->is_string()) {
-    return fail(std::string("request.") + key + " is not a string");
-  }
-  return it->get<std::string>();
-}
-
-}  // namespace
-
-Result<AdmissionRequest> parseAdmissionReview(std::string_view body) {
-  const JsonShape shape = shapeOf(body);
+Result<AdmissionRequest> parseAdmissionReview(std::string_view body, const JsonShape& shape) {
   if (shape.depth > kMaxDepth) {
     return fail("the body nests deeper than " + std::to_string(kMaxDepth) + " levels");
   }

@@ -27,10 +27,21 @@ struct AdmissionRequest {
   bool isPod() const { return group.empty() && version == "v1" && kind == "Pod"; }
 };
 
-// Parses an AdmissionReview request body. Anything else (not JSON, not an
-// admission.k8s.io/v1 AdmissionReview, no request, no uid) is an error whose message the
-// HTTP layer sends back with status 400.
-Result<AdmissionRequest> parseAdmissionReview(std::string_view body);
+// What parsing a JSON text would build, counted outside strings without allocating: the
+// memory a parse takes follows the number of values more than the text's size.
+struct JsonShape {
+  int depth = 0;           // the deepest nesting of arrays and objects
+  std::size_t values = 0;  // at least the number of values (one per container, separator)
+};
+JsonShape shapeOf(std::string_view text);
+
+// Parses an AdmissionReview request body whose shape (shapeOf) is `shape`. Anything else
+// (too deep, too many values, not JSON, not an admission.k8s.io/v1 AdmissionReview, no
+// request, no uid) is an error whose message the HTTP layer sends back with status 400.
+Result<AdmissionRequest> parseAdmissionReview(std::string_view body, const JsonShape& shape);
+inline Result<AdmissionRequest> parseAdmissionReview(std::string_view body) {
+  return parseAdmissionReview(body, shapeOf(body));
+}
 
 struct AdmissionResponse {
   std::string uid;

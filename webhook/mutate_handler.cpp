@@ -274,14 +274,16 @@ HttpResponse MutateHandler::handle(std::string_view body) {
   const auto start = std::chrono::steady_clock::now();
   ReviewResult result = ReviewResult::Invalid;
   HttpResponse response;
-  const bool large = body.size() >= config_.largeReviewBytes;
+  const JsonShape shape = body.size() > config_.maxRequestBytes ? JsonShape{} : shapeOf(body);
+  const bool large =
+      body.size() >= config_.largeReviewBytes || shape.values >= config_.largeReviewValues;
   if (body.size() > config_.maxRequestBytes) {
     response = textResponse(400, "bad AdmissionReview: the body is larger than " +
                                      std::to_string(config_.maxRequestBytes) + " bytes");
   } else if (large && !enterLargeReview()) {
     response = textResponse(503, "too many large AdmissionReviews at once; retry");
   } else {
-    if (auto request = parseAdmissionReview(body); !request) {
+    if (auto request = parseAdmissionReview(body, shape); !request) {
       response = textResponse(400, "bad AdmissionReview: " + request.error().message);
     } else {
       response.status = 200;

@@ -22,12 +22,14 @@ struct MutateConfig {
   std::vector<std::string> plugins;  // empty: defaultPlugins()
   // Larger bodies are answered 400.
   size_t maxRequestBytes = 3 * 1024 * 1024;
-  // Bodies from this size on are large: at most `largeReviewsAtOnce` of them are parsed
-  // and reviewed at once (the others wait up to `largeReviewWait`, then get 503), and the
-  // memory one took is handed back to the system after it. A parsed body takes several
-  // times its size, so this bounds the webhook's memory under a burst of crafted reviews
-  // whatever its worker count; real pods are far smaller.
+  // Bodies from this size on, or with this many JSON values, are large: at most
+  // `largeReviewsAtOnce` of them are parsed and reviewed at once (the others wait up to
+  // `largeReviewWait`, then get 503), and the memory one took is handed back to the system
+  // after it. A parsed body takes several times its size, and tens of bytes a value
+  // however short its text, so this bounds the webhook's memory under a burst of crafted
+  // reviews whatever its worker count; real pods are far smaller (a few hundred values).
   size_t largeReviewBytes = 256 * 1024;
+  size_t largeReviewValues = 10'000;
   int largeReviewsAtOnce = 2;
   std::chrono::milliseconds largeReviewWait{3000};
 };

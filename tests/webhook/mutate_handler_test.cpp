@@ -223,6 +223,30 @@ TEST_CASE("a large review beyond the ones allowed at once gets 503 instead of me
   CHECK(handler.handle(body).status == 200);
 }
 
+TEST_CASE("a small body with many values counts as a large review", "[mutate]") {
+  HeldBackendSource source{{backend("10.0.0.1", 0, 16, "backend-a")}};
+  BackendChooser chooser;
+  MutateConfig config;
+  config.largeReviewValues = 5'000;
+  config.largeReviewsAtOnce = 1;
+  config.largeReviewWait = std::chrono::milliseconds(50);
+  MutateHandler handler{config, source, chooser, nullptr};
+  json pod = gvirtusPod();
+  pod["spec"]["x"] = json::array();
+  for (int i = 0; i < 6'000; ++i) {
+    pod["spec"]["x"].push_back(0);
+  }
+  const std::string body = admissionReview(pod).dump();
+  REQUIRE(body.size() < config.largeReviewBytes);  // small by its size alone
+  gvirtus::HttpResponse first;
+  std::thread inProgress([&] { first = handler.handle(body); });
+  source.waitEntered();
+  CHECK(handler.handle(body).status == 503);
+  source.release();
+  inProgress.join();
+  CHECK(first.status == 200);
+}
+
 TEST_CASE("a member of a KAI PodGroup waits for its gang even when a backend has room",
           "[mutate]") {
   Harness h;
