@@ -52,8 +52,9 @@ struct Recorder {
 
 }  // namespace
 
-TEST_CASE("backend-shim load_publisher: the annotation value is documented format (docs/pod-contract.md)",
-          "[load_publisher]") {
+TEST_CASE(
+    "backend-shim load_publisher: the annotation value is documented format (docs/pod-contract.md)",
+    "[load_publisher]") {
   CHECK(renderLoad(sampleLoad(3), at(2026, 11, 22, 10, 0, 0)) ==
         R"({"connections":3,"maxSessions":16,"gpus":[{"index":0,"memoryTotalMiB":81920,)"
         R"("memoryUsedMiB":1024,"utilization":12}],"updated":"2026-11-22T10:00:00Z"})");
