@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/log.h"
+#include "common/time_text.h"
 
 namespace gvirtus::backend_shim {
 namespace {
@@ -25,20 +26,11 @@ nlohmann::ordered_json loadJson(const Load& load) {
   return {{"connections", load.connections}, {"maxSessions", load.maxSessions}, {"gpus", gpus}};
 }
 
-std::string rfc3339(std::chrono::system_clock::time_point when) {
-  const std::time_t t = std::chrono::system_clock::to_time_t(when);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 }  // namespace
 
 std::string renderLoad(const Load& load, std::chrono::system_clock::time_point updated) {
   auto json = loadJson(load);
-  json["updated"] = rfc3339(updated);
+  json["updated"] = formatRfc3339(updated);
   return json.dump();
 }
 

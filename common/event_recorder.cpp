@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <optional>
 
+#include "common/json_access.h"
 #include "common/kube_resource.h"
 #include "common/leader_election.h"
 #include "common/log.h"
@@ -19,18 +20,6 @@ constexpr size_t kMaxNameBytes = 253;
 constexpr size_t kMaxWritten = 4096;
 // How long stop() keeps writing what is queued.
 constexpr auto kDrainTime = std::chrono::seconds(3);
-
-std::string stringAt(const json& object, std::string_view section, std::string_view key) {
-  if (!object.is_object()) {
-    return {};
-  }
-  auto outer = object.find(section);
-  if (outer == object.end() || !outer->is_object()) {
-    return {};
-  }
-  auto inner = outer->find(key);
-  return inner != outer->end() && inner->is_string() ? inner->get<std::string>() : std::string();
-}
 
 std::string topString(const json& object, std::string_view key, std::string_view fallback) {
   if (object.is_object()) {
@@ -71,10 +60,10 @@ ObjectReference referenceTo(const json& object, std::string_view apiVersion,
   ObjectReference ref;
   ref.apiVersion = topString(object, "apiVersion", apiVersion);
   ref.kind = topString(object, "kind", kind);
-  ref.ns = stringAt(object, "metadata", "namespace");
-  ref.name = stringAt(object, "metadata", "name");
-  ref.uid = stringAt(object, "metadata", "uid");
-  ref.resourceVersion = stringAt(object, "metadata", "resourceVersion");
+  ref.ns = stringAt(object, {"metadata", "namespace"});
+  ref.name = stringAt(object, {"metadata", "name"});
+  ref.uid = stringAt(object, {"metadata", "uid"});
+  ref.resourceVersion = stringAt(object, {"metadata", "resourceVersion"});
   return ref;
 }
 

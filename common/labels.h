@@ -11,6 +11,11 @@ inline constexpr const char* kGpuPresent = "gvirtus.io/gpu.present";
 inline constexpr const char* kNvidiaGpuPresent = "nvidia.com/gpu.present";
 inline constexpr const char* kZoneLabel = "topology.kubernetes.io/zone";
 
+// Node annotations of the webhook's backend autoscaler (--autoscale-candidates): when it
+// opted the node in, and since when the node's backend takes no new pods.
+inline constexpr const char* kAutoscaledAnnotation = "gvirtus.io/autoscaled";
+inline constexpr const char* kBackendDrainingAnnotation = "gvirtus.io/backend.draining";
+
 // Pod label and annotations.
 inline constexpr const char* kEnabledLabel = "gvirtus.io/enabled";
 inline constexpr const char* kContainersAnnotation = "gvirtus.io/containers";

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "common/backoff.h"
+#include "common/json_access.h"
 #include "common/log.h"
 #include "common/watch_stream.h"
 
@@ -18,20 +19,8 @@ namespace {
 // server closing watches at once does not make the loop spin (client-go does the same).
 constexpr auto kShortWatch = std::chrono::seconds(1);
 
-std::string stringAt(const json& object, const char* section, const char* field) {
-  auto s = object.find(section);
-  if (s == object.end() || !s->is_object()) {
-    return {};
-  }
-  auto f = s->find(field);
-  if (f == s->end() || !f->is_string()) {
-    return {};
-  }
-  return f->get<std::string>();
-}
-
 std::string resourceVersionOf(const json& object) {
-  return stringAt(object, "metadata", "resourceVersion");
+  return stringAt(object, {"metadata", "resourceVersion"});
 }
 
 // "pods", "leases.coordination.k8s.io": how kubectl names a resource.
@@ -55,7 +44,8 @@ std::string cacheKey(const std::string& ns, const std::string& name) {
 }
 
 std::string cacheKey(const json& object) {
-  return cacheKey(stringAt(object, "metadata", "namespace"), stringAt(object, "metadata", "name"));
+  return cacheKey(stringAt(object, {"metadata", "namespace"}),
+                  stringAt(object, {"metadata", "name"}));
 }
 
 std::vector<StoreDelta> diffStores(const std::map<std::string, json>& before,

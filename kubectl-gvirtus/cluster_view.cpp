@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <tuple>
 
+#include "common/json_access.h"
 #include "common/labels.h"
+#include "common/time_text.h"
 
 namespace gvirtus::kubectl_gvirtus {
 namespace {
@@ -14,21 +16,6 @@ using nlohmann::json;
 // prefix of the waiting message.
 constexpr const char* kWaitingReason = "WaitingForBackend";
 constexpr const char* kWaitingPrefix = "Waiting for a GVirtuS backend: ";
-
-std::string stringAt(const json& object, std::initializer_list<const char*> path) {
-  const json* current = &object;
-  for (const char* key : path) {
-    if (!current->is_object()) {
-      return "";
-    }
-    auto it = current->find(key);
-    if (it == current->end()) {
-      return "";
-    }
-    current = &*it;
-  }
-  return current->is_string() ? current->get<std::string>() : "";
-}
 
 std::string annotation(const json& pod, const char* key) {
   const json* annotations = nullptr;
@@ -55,7 +42,7 @@ std::string label(const json& pod, const char* key) {
 }
 
 std::optional<TimePoint> timeAt(const json& object, std::initializer_list<const char*> path) {
-  auto parsed = webhook::parseRfc3339(stringAt(object, path));
+  auto parsed = parseRfc3339(stringAt(object, path));
   return parsed ? std::optional(*parsed) : std::nullopt;
 }
 

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <ctime>
 
+#include "common/time_text.h"
+
 namespace gvirtus::kubectl_gvirtus {
 namespace {
 
@@ -59,15 +61,7 @@ std::string loadAge(const BackendView& b) {
 }
 
 std::string rfc3339(std::optional<TimePoint> t) {
-  if (!t) {
-    return "";
-  }
-  const std::time_t seconds = std::chrono::system_clock::to_time_t(*t);
-  std::tm tm{};
-  gmtime_r(&seconds, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
+  return t ? formatRfc3339(*t) : "";
 }
 
 }  // namespace

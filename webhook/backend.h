@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/time_text.h"
 
 namespace gvirtus::webhook {
 
@@ -37,10 +38,6 @@ struct BackendLoad {
 // errors.
 Result<BackendLoad> parseBackendLoad(std::string_view annotation);
 
-// RFC 3339 time as Kubernetes writes it ("2026-11-22T10:00:00Z", fractions and offsets
-// allowed).
-Result<std::chrono::system_clock::time_point> parseRfc3339(std::string_view text);
-
 // A GVirtuS backend a frontend can be given: a backend pod, or a static address.
 struct Backend {
   std::string ip;  // dotted IPv4
@@ -50,6 +47,9 @@ struct Backend {
   std::string node;
   std::string zone;  // the node's topology.kubernetes.io/zone; empty when unknown
   std::optional<BackendLoad> load;
+  // Its node carries gvirtus.io/backend.draining: the autoscaler is about to opt it out, so
+  // it takes no new pods.
+  bool draining = false;
 
   // "IP:PORT": what the frontend connects to, and the backend's identity.
   std::string endpoint() const { return ip + ":" + std::to_string(port); }

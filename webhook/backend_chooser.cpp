@@ -117,9 +117,13 @@ ChooseResult BackendChooser::choose(const std::vector<Backend>& backends,
   pruneLocked(now);
   const Policy policy = pod.policy.value_or(options_.policy);
 
-  int64_t gone = 0, full = 0, noMemory = 0, fewGpus = 0, unknown = 0;
+  int64_t gone = 0, full = 0, noMemory = 0, fewGpus = 0, unknown = 0, draining = 0;
   std::vector<Candidate> candidates;
   for (const auto& backend : backends) {
+    if (backend.draining) {
+      ++draining;
+      continue;
+    }
     const auto& load = backend.load;
     const auto age = load && load->updated ? std::optional(now - *load->updated) : std::nullopt;
     if (age && *age > options_.goneAfter) {
@@ -182,6 +186,7 @@ ChooseResult BackendChooser::choose(const std::vector<Backend>& backends,
     add(fewGpus, "with fewer than " + std::to_string(pod.gpus.value_or(0)) + " GPUs");
     add(unknown, "without a load report to check GPUs against");
     add(gone, "with a load report older than " + formatDuration(options_.goneAfter));
+    add(draining, "draining before the autoscaler opts their node out");
     return std::unexpected(NoBackend{reason});
   }
 

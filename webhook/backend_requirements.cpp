@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "common/json_access.h"
 #include "webhook/names.h"
 #include "webhook/quantity.h"
 
@@ -11,14 +12,6 @@ namespace gvirtus::webhook {
 namespace {
 
 using nlohmann::json;
-
-const json* member(const json& object, std::string_view key) {
-  if (!object.is_object()) {
-    return nullptr;
-  }
-  auto it = object.find(key);
-  return it == object.end() ? nullptr : &*it;
-}
 
 std::optional<std::string> stringAt(const json& pod, std::string_view section,
                                     std::string_view key) {

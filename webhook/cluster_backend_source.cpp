@@ -1,6 +1,7 @@
 #include "webhook/cluster_backend_source.h"
 
 #include "common/ipv4_resolver.h"
+#include "common/json_access.h"
 #include "common/log.h"
 #include "webhook/names.h"
 
@@ -8,25 +9,6 @@ namespace gvirtus::webhook {
 namespace {
 
 using nlohmann::json;
-
-const json* member(const json& object, std::string_view key) {
-  if (!object.is_object()) {
-    return nullptr;
-  }
-  auto it = object.find(key);
-  return it == object.end() ? nullptr : &*it;
-}
-
-std::string stringAt(const json& object, std::initializer_list<std::string_view> keys) {
-  const json* node = &object;
-  for (auto key : keys) {
-    node = member(*node, key);
-    if (node == nullptr) {
-      return {};
-    }
-  }
-  return node->is_string() ? node->get<std::string>() : std::string();
-}
 
 bool isReady(const json& pod) {
   const json* status = member(pod, "status");
@@ -73,6 +55,7 @@ std::optional<Backend> backendFromPod(const json& pod, const std::optional<json>
   backend.node = stringAt(pod, {"spec", "nodeName"});
   if (node) {
     backend.zone = stringAt(*node, {"metadata", "labels", kZoneLabel});
+    backend.draining = !stringAt(*node, {"metadata", "annotations", kDrainingAnnotation}).empty();
   }
   const std::string load = stringAt(pod, {"metadata", "annotations", kLoadAnnotation});
   if (!load.empty()) {
@@ -125,7 +108,9 @@ void ClusterBackendSource::start() {
   nodes_->addHandlers({nullptr,
                        [=](const json& old, const json& now) {
                          if (stringAt(old, {"metadata", "labels", kZoneLabel}) !=
-                             stringAt(now, {"metadata", "labels", kZoneLabel})) {
+                                 stringAt(now, {"metadata", "labels", kZoneLabel}) ||
+                             stringAt(old, {"metadata", "annotations", kDrainingAnnotation}) !=
+                                 stringAt(now, {"metadata", "annotations", kDrainingAnnotation})) {
                            changed();
                          }
                        },

@@ -29,7 +29,22 @@ WebhookMetrics::WebhookMetrics(MetricsRegistry& registry, std::function<double()
           "gvirtus_webhook_release_latency_seconds",
           "Time from a backend becoming able to take a waiting pod (turning Ready, or its load "
           "report changing; the pod's creation when later) to the pod's release",
-          exponentialBuckets(0.005, 2, 15))) {
+          exponentialBuckets(0.005, 2, 15))),
+      wantedBackends_(registry.gauge(
+          "gvirtus_webhook_autoscale_wanted_backends",
+          "Backends the ready ones and the pods waiting past --scale-up-after need, whatever "
+          "--autoscale-max and the candidates allow: a target for an external autoscaler "
+          "(0 where the autoscaler does not run)")),
+      autoscaledBackends_(registry.gauge(
+          "gvirtus_webhook_autoscale_backends",
+          "Candidate nodes opted in by the autoscaler (annotation gvirtus.io/autoscaled)")),
+      duePods_(registry.gauge("gvirtus_webhook_autoscale_due_pods",
+                              "GVirtuS pods that waited for a backend longer than "
+                              "--scale-up-after for lack of capacity")),
+      scaleEvents_(registry.counterFamily(
+          "gvirtus_webhook_autoscale_events_total",
+          "Candidate nodes opted in (direction=up) and out (direction=down) by the autoscaler",
+          {"direction"})) {
   if (backendsAvailable) {
     registry.gaugeFunction("gvirtus_webhook_backends_available",
                            "Backends the backend source offers now (Ready, with an IPv4 address)",
@@ -61,6 +76,19 @@ void WebhookMetrics::released(std::optional<std::chrono::nanoseconds> sinceBacke
   releases_.inc();
   if (sinceBackendReady) {
     releaseLatency_.observe(std::chrono::duration<double>(*sinceBackendReady).count());
+  }
+}
+
+void WebhookMetrics::autoscaled(double wanted, double autoscaled, double due, int64_t optedIn,
+                                int64_t optedOut) {
+  wantedBackends_.set(wanted);
+  autoscaledBackends_.set(autoscaled);
+  duePods_.set(due);
+  if (optedIn > 0) {
+    scaleEvents_.withLabels({"up"}).inc(static_cast<double>(optedIn));
+  }
+  if (optedOut > 0) {
+    scaleEvents_.withLabels({"down"}).inc(static_cast<double>(optedOut));
   }
 }
 

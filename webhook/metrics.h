@@ -20,6 +20,10 @@ namespace gvirtus::webhook {
 //   gvirtus_webhook_release_latency_seconds           backend ready to pod released (histogram)
 //   gvirtus_webhook_oldest_waiting_pod_age_seconds    age of the oldest waiting pod (leader)
 //   gvirtus_webhook_certificate_expiry_timestamp_seconds  notAfter of the serving certificate
+//   gvirtus_webhook_autoscale_wanted_backends       backends the waiting pods need (leader)
+//   gvirtus_webhook_autoscale_backends              nodes opted in by the autoscaler (leader)
+//   gvirtus_webhook_autoscale_due_pods              pods waiting past --scale-up-after (leader)
+//   gvirtus_webhook_autoscale_events_total{direction}  nodes opted in (up) and out (down)
 class WebhookMetrics {
  public:
   // `backendsAvailable` and `certificateExpiry` (the serving certificate's notAfter, Unix
@@ -34,6 +38,8 @@ class WebhookMetrics {
   // `oldestAge`: the age of the oldest of them (0 when none waits).
   void waitingPods(double count, std::chrono::seconds oldestAge = std::chrono::seconds(0));
   void released(std::optional<std::chrono::nanoseconds> sinceBackendReady);
+  // The backend autoscaler after one step: its gauges, and the nodes it opted in and out.
+  void autoscaled(double wanted, double autoscaled, double due, int64_t optedIn, int64_t optedOut);
 
  private:
   CounterFamily& reviews_;
@@ -43,6 +49,10 @@ class WebhookMetrics {
   Gauge& oldestWaiting_;
   Counter& releases_;
   Histogram& releaseLatency_;
+  Gauge& wantedBackends_;
+  Gauge& autoscaledBackends_;
+  Gauge& duePods_;
+  CounterFamily& scaleEvents_;
 };
 
 }  // namespace gvirtus::webhook

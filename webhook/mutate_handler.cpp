@@ -6,6 +6,7 @@
 #include <chrono>
 #include <exception>
 
+#include "common/json_access.h"
 #include "common/log.h"
 #include "webhook/gvirtus_properties.h"
 #include "webhook/metrics.h"
@@ -16,14 +17,6 @@ namespace gvirtus::webhook {
 namespace {
 
 using nlohmann::json;
-
-const json* member(const json& object, std::string_view key) {
-  if (!object.is_object()) {
-    return nullptr;
-  }
-  auto it = object.find(key);
-  return it == object.end() ? nullptr : &*it;
-}
 
 const json* metadataEntry(const json& pod, std::string_view section, std::string_view key) {
   const json* metadata = member(pod, "metadata");

@@ -44,5 +44,11 @@ inline constexpr std::string_view kCudaVisibleDevicesEnv = "CUDA_VISIBLE_DEVICES
 inline constexpr std::string_view kLoadAnnotation = names::kLoadAnnotation;
 inline constexpr std::string_view kZoneLabel = names::kZoneLabel;
 inline constexpr std::string_view kHostnameLabel = "kubernetes.io/hostname";
+inline constexpr std::string_view kBackendAllowedLabel = names::kBackendAllowed;
+inline constexpr std::string_view kAutoscaledAnnotation = names::kAutoscaledAnnotation;
+inline constexpr std::string_view kDrainingAnnotation = names::kBackendDrainingAnnotation;
+// What GPU feature discovery labels a GPU node with: GPUs, and MiB of memory per GPU.
+inline constexpr std::string_view kGpuCountLabel = "nvidia.com/gpu.count";
+inline constexpr std::string_view kGpuMemoryLabel = "nvidia.com/gpu.memory";
 
 }  // namespace gvirtus::webhook

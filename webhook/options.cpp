@@ -106,6 +106,21 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
   flags.addList("plugins", &options.plugins, "GVirtuS frontend plugins listed in properties.json");
   flags.addInt("max-request-bytes", &options.maxRequestBytes,
                "larger AdmissionReview bodies are refused with 400", 4096, 64 * 1024 * 1024);
+  flags.addInt("kube-api-qps", &options.kubeApiQps,
+               "requests per second to the API server (releases of waiting pods)", 1, 10000);
+  flags.addInt("kube-api-burst", &options.kubeApiBurst, "request burst to the API server", 1,
+               10000);
+  flags.addString("autoscale-candidates", &options.autoscale.candidates,
+                  "label selector of GPU nodes the leader may opt in as backends when pods "
+                  "wait (e.g. gvirtus.io/backend.candidate=true); empty: no autoscaling");
+  flags.addInt("autoscale-min", &options.autoscale.min, "autoscaled backends kept even when idle",
+               0, 10000);
+  flags.addInt("autoscale-max", &options.autoscale.max, "autoscaled backends at most", 1, 10000);
+  flags.addDuration("scale-up-after", &options.autoscale.scaleUpAfter,
+                    "how long a pod may wait for a backend before a candidate node is opted in");
+  flags.addDuration("scale-down-after", &options.autoscale.scaleDownAfter,
+                    "how long an autoscaled backend must be idle (no connection, no pod) "
+                    "before it is drained and its node opted out");
 
   if (auto exit = parseCommandLine(flags, options.common, argc, argv)) {
     return std::unexpected(*exit);
@@ -148,6 +163,20 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
   }
   if (options.plugins.empty())
     return bad("--plugins: must name at least one plugin");
+  if (options.autoscale.enabled()) {
+    if (!options.staticBackends.empty()) {
+      return bad("--autoscale-candidates: not with --static-backends (they are not nodes)");
+    }
+    if (options.autoscale.min > options.autoscale.max) {
+      return bad("--autoscale-min: must not exceed --autoscale-max");
+    }
+    if (options.autoscale.scaleUpAfter <= Duration::zero()) {
+      return bad("--scale-up-after: must be positive");
+    }
+    if (options.autoscale.scaleDownAfter <= Duration::zero()) {
+      return bad("--scale-down-after: must be positive");
+    }
+  }
   if (options.leaderElectLeaseDuration < std::chrono::seconds(1)) {
     return bad(
         "--leader-elect-lease-duration: must be at least 1s (the Lease holds whole "

@@ -7,6 +7,7 @@
 
 #include "common/duration.h"
 #include "common/flags.h"
+#include "webhook/backend_autoscaler.h"
 #include "webhook/backend_requirements.h"
 #include "webhook/static_backend_source.h"
 
@@ -40,6 +41,11 @@ struct Options {
   Duration leaderElectRetryPeriod = std::chrono::seconds(2);
   std::vector<std::string> plugins;
   int64_t maxRequestBytes = 3 * 1024 * 1024;
+  // The API client of the waiting-pod controller: releasing 1,000 waiting pods within 5s
+  // takes 200 patches a second.
+  int64_t kubeApiQps = 200;
+  int64_t kubeApiBurst = 400;
+  AutoscaleOptions autoscale;
 
   // TLS from files (else the webhook runs its own CA, which needs the API server).
   bool tlsFromFiles() const { return !tlsCertFile.empty(); }

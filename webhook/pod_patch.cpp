@@ -2,31 +2,13 @@
 
 #include <algorithm>
 
+#include "common/json_access.h"
 #include "webhook/names.h"
 
 namespace gvirtus::webhook {
 namespace {
 
 using nlohmann::json;
-
-const json* member(const json& object, std::string_view key) {
-  if (!object.is_object()) {
-    return nullptr;
-  }
-  auto it = object.find(key);
-  return it == object.end() ? nullptr : &*it;
-}
-
-const json* path(const json& doc, std::initializer_list<std::string_view> keys) {
-  const json* node = &doc;
-  for (auto key : keys) {
-    node = member(*node, key);
-    if (node == nullptr) {
-      return nullptr;
-    }
-  }
-  return node;
-}
 
 std::string stringOf(const json* value) {
   return value != nullptr && value->is_string() ? value->get<std::string>() : std::string();
@@ -83,13 +65,13 @@ json configVolume() {
 
 // True when `volume` projects our annotation to properties.json, however it is written.
 bool isConfigVolume(const json& volume) {
-  const json* items = path(volume, {"downwardAPI", "items"});
+  const json* items = memberAt(volume, {"downwardAPI", "items"});
   if (items == nullptr || !items->is_array()) {
     return false;
   }
   return std::any_of(items->begin(), items->end(), [](const json& item) {
     return stringOf(member(item, "path")) == kConfigFile &&
-           stringOf(path(item, {"fieldRef", "fieldPath"})) == fieldPath();
+           stringOf(memberAt(item, {"fieldRef", "fieldPath"})) == fieldPath();
   });
 }
 
@@ -107,7 +89,7 @@ json withAppended(const json* array, const json& item) {
 }
 
 void addVolume(const json& pod, JsonPatch& patch) {
-  const json* volumes = path(pod, {"spec", "volumes"});
+  const json* volumes = memberAt(pod, {"spec", "volumes"});
   auto index = findNamed(volumes, kConfigVolume);
   if (!index) {
     patch.add(jsonPointer({"spec", "volumes"}), withAppended(volumes, configVolume()));
@@ -117,7 +99,7 @@ void addVolume(const json& pod, JsonPatch& patch) {
 }
 
 Result<void> wireContainer(const json& pod, const WiredContainer& target, JsonPatch& patch) {
-  const json& container = (*path(pod, {"spec", target.field}))[target.index];
+  const json& container = (*memberAt(pod, {"spec", target.field}))[target.index];
   const std::string base = jsonPointer({"spec", target.field, std::to_string(target.index)});
 
   const json* mounts = member(container, "volumeMounts");
@@ -149,7 +131,7 @@ Result<void> wireContainer(const json& pod, const WiredContainer& target, JsonPa
 
 bool asksForGpu(const json& container) {
   for (const char* section : {"limits", "requests"}) {
-    const json* map = path(container, {"resources", section});
+    const json* map = memberAt(container, {"resources", section});
     if (map != nullptr && map->is_object() && map->contains(kGpuResource)) {
       return true;
     }
@@ -160,13 +142,13 @@ bool asksForGpu(const json& container) {
 }  // namespace
 
 Result<std::vector<WiredContainer>> wiredContainers(const json& pod) {
-  const json* containers = path(pod, {"spec", "containers"});
+  const json* containers = memberAt(pod, {"spec", "containers"});
   if (containers == nullptr || !containers->is_array() || containers->empty()) {
     return fail("the pod has no containers");
   }
-  const json* initContainers = path(pod, {"spec", "initContainers"});
+  const json* initContainers = memberAt(pod, {"spec", "initContainers"});
   const auto names =
-      splitNames(stringOf(path(pod, {"metadata", "annotations", kContainersAnnotation})));
+      splitNames(stringOf(memberAt(pod, {"metadata", "annotations", kContainersAnnotation})));
   std::vector<WiredContainer> out;
   if (names.empty()) {
     for (size_t i = 0; i < containers->size(); ++i) {
@@ -213,7 +195,7 @@ Result<JsonPatch> wiringPatch(const json& pod, const WiringOptions& options) {
   patch.setMapEntry(pod, {"spec", "nodeSelector"}, kFrontendNodeLabel, "true");
   if (options.addGpuLimit) {
     const bool asks = std::any_of(targets->begin(), targets->end(), [&](const auto& target) {
-      return asksForGpu((*path(pod, {"spec", target.field}))[target.index]);
+      return asksForGpu((*memberAt(pod, {"spec", target.field}))[target.index]);
     });
     if (!asks) {
       const auto& first = targets->front();
@@ -223,12 +205,13 @@ Result<JsonPatch> wiringPatch(const json& pod, const WiringOptions& options) {
     }
   }
   if (!options.schedulerName.empty()) {
-    const std::string current = stringOf(path(pod, {"spec", "schedulerName"}));
+    const std::string current = stringOf(memberAt(pod, {"spec", "schedulerName"}));
     if (current.empty() || current == "default-scheduler") {
       patch.setMapEntry(pod, {"spec"}, "schedulerName", options.schedulerName);
     }
   }
-  if (!options.kaiQueue.empty() && path(pod, {"metadata", "labels", kKaiQueueLabel}) == nullptr) {
+  if (!options.kaiQueue.empty() &&
+      memberAt(pod, {"metadata", "labels", kKaiQueueLabel}) == nullptr) {
     patch.setMapEntry(pod, {"metadata", "labels"}, kKaiQueueLabel, options.kaiQueue);
   }
   return patch;
@@ -237,7 +220,7 @@ Result<JsonPatch> wiringPatch(const json& pod, const WiringOptions& options) {
 JsonPatch assignmentPatch(const json& pod, const Assignment& assignment) {
   JsonPatch patch;
   const std::vector<std::string> annotationsPath = {"metadata", "annotations"};
-  const json* annotations = path(pod, {"metadata", "annotations"});
+  const json* annotations = memberAt(pod, {"metadata", "annotations"});
   const bool removeBackendPod = assignment.backendPod.empty() && annotations != nullptr &&
                                 annotations->is_object() &&
                                 annotations->contains(kBackendPodAnnotation);
@@ -263,7 +246,7 @@ JsonPatch assignmentPatch(const json& pod, const Assignment& assignment) {
     patch.setMapEntry(pod, annotationsPath, kPropertiesAnnotation, assignment.properties);
   }
 
-  const json* gates = path(pod, {"spec", "schedulingGates"});
+  const json* gates = memberAt(pod, {"spec", "schedulingGates"});
   if (findNamed(gates, kSchedulingGate)) {
     json remaining = json::array();
     for (const auto& gate : *gates) {
@@ -282,7 +265,7 @@ JsonPatch assignmentPatch(const json& pod, const Assignment& assignment) {
                                         {"operator", "In"},
                                         {"values", json::array({assignment.preferredZone})}}})}}}};
     const char* preferred = "preferredDuringSchedulingIgnoredDuringExecution";
-    const json* terms = path(pod, {"spec", "affinity", "nodeAffinity", preferred});
+    const json* terms = memberAt(pod, {"spec", "affinity", "nodeAffinity", preferred});
     if (terms == nullptr || !terms->is_array() ||
         std::find(terms->begin(), terms->end(), term) == terms->end()) {
       patch.setMapEntry(pod, {"spec", "affinity", "nodeAffinity"}, preferred,
@@ -296,7 +279,7 @@ JsonPatch waitingPatch(const json& pod) {
   JsonPatch patch;
   patch.setMapEntry(pod, {"metadata", "annotations"}, kBackendStatusAnnotation,
                     kBackendStatusWaiting);
-  const json* gates = path(pod, {"spec", "schedulingGates"});
+  const json* gates = memberAt(pod, {"spec", "schedulingGates"});
   if (!findNamed(gates, kSchedulingGate)) {
     patch.add(jsonPointer({"spec", "schedulingGates"}),
               withAppended(gates, {{"name", kSchedulingGate}}));

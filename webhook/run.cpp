@@ -93,7 +93,10 @@ int run(int argc, const char* const* argv) {
 
   std::unique_ptr<KubeClient> client;
   if (options.needsApiServer()) {
-    auto made = makeClient(options, clientOptions(std::chrono::seconds(10)));
+    KubeClientOptions mainOptions = clientOptions(std::chrono::seconds(10));
+    mainOptions.qps = static_cast<double>(options.kubeApiQps);
+    mainOptions.burst = static_cast<int>(options.kubeApiBurst);
+    auto made = makeClient(options, mainOptions);
     if (!made) {
       return configurationError(made.error().message);
     }
@@ -163,6 +166,7 @@ int run(int argc, const char* const* argv) {
     WaitingPodControllerOptions controllerOptions;
     controllerOptions.ownNamespace = options.ns;
     controllerOptions.plugins = options.plugins;
+    controllerOptions.autoscale = options.autoscale;
     controller = std::make_unique<WaitingPodController>(*client, *source, chooser, *events,
                                                         &metrics, controllerOptions);
     source->setOnChange([&controller] { controller->backendsChanged(); });
@@ -271,7 +275,12 @@ int run(int argc, const char* const* argv) {
                                                          options.backendSelector + ")"
                                                    : "static"},
        {"tls", options.tlsFromFiles() ? "files" : "own CA in Secret " + options.tlsSecretName},
-       {"waitingPodController", controllerMode}});
+       {"waitingPodController", controllerMode},
+       {"autoscale", options.autoscale.enabled()
+                         ? options.autoscale.candidates + " (" +
+                               std::to_string(options.autoscale.min) + ".." +
+                               std::to_string(options.autoscale.max) + ")"
+                         : "off"}});
 
   shutdown.wait();
   (*server)->stop();

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <vector>
 
+#include "common/json_access.h"
 #include "webhook/names.h"
 
 namespace gvirtus::webhook {
@@ -32,25 +33,6 @@ std::optional<int64_t> nonNegative(std::string_view text) {
   return value;
 }
 
-const json* member(const json& object, std::string_view key) {
-  if (!object.is_object()) {
-    return nullptr;
-  }
-  auto it = object.find(key);
-  return it == object.end() ? nullptr : &*it;
-}
-
-const json* path(const json& doc, std::initializer_list<std::string_view> keys) {
-  const json* node = &doc;
-  for (auto key : keys) {
-    node = member(*node, key);
-    if (node == nullptr) {
-      return nullptr;
-    }
-  }
-  return node;
-}
-
 json hostnameRequirement(const std::string& node) {
   return {{"key", kHostnameLabel}, {"operator", "In"}, {"values", json::array({node})}};
 }
@@ -58,8 +40,8 @@ json hostnameRequirement(const std::string& node) {
 void addAffinity(const json& pod, const std::string& node, JsonPatch& patch) {
   const json requirement = hostnameRequirement(node);
   const json* terms =
-      path(pod, {"spec", "affinity", "nodeAffinity",
-                 "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"});
+      memberAt(pod, {"spec", "affinity", "nodeAffinity",
+                     "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"});
   if (terms == nullptr || !terms->is_array() || terms->empty()) {
     patch.setMapEntry(
         pod, {"spec", "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution"},
@@ -180,14 +162,14 @@ Result<SchedulingMap> parseSchedulingMap(std::string_view text) {
 }
 
 std::optional<int64_t> podIndex(const json& pod, const std::string& fallbackName) {
-  if (const json* label = path(pod, {"metadata", "labels", kPodIndexLabel});
+  if (const json* label = memberAt(pod, {"metadata", "labels", kPodIndexLabel});
       label != nullptr && label->is_string()) {
     if (auto index = nonNegative(trim(label->get_ref<const std::string&>()))) {
       return index;
     }
   }
   std::string name = fallbackName;
-  if (const json* own = path(pod, {"metadata", "name"});
+  if (const json* own = memberAt(pod, {"metadata", "name"});
       own != nullptr && own->is_string() && !own->get_ref<const std::string&>().empty()) {
     name = own->get<std::string>();
   }

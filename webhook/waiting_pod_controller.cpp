@@ -5,6 +5,7 @@
 #include <set>
 #include <tuple>
 
+#include "common/json_access.h"
 #include "common/kube_resource.h"
 #include "common/log.h"
 #include "common/resource_cache.h"
@@ -17,32 +18,12 @@ namespace gvirtus::webhook {
 namespace {
 
 using nlohmann::json;
-using SystemTime = std::chrono::system_clock::time_point;
 
 // The one key of the controller's queue: every change asks for a pass over all waiting
 // pods, since which pod gets a backend depends on the others (oldest first, capacity).
 constexpr const char* kPassKey = "pass";
 // How often run() looks again while the caches have not synced yet.
 constexpr auto kSyncPoll = std::chrono::milliseconds(200);
-
-const json* member(const json& object, std::string_view key) {
-  if (!object.is_object()) {
-    return nullptr;
-  }
-  auto it = object.find(key);
-  return it == object.end() ? nullptr : &*it;
-}
-
-std::string stringAt(const json& object, std::initializer_list<std::string_view> keys) {
-  const json* node = &object;
-  for (auto key : keys) {
-    node = member(*node, key);
-    if (node == nullptr) {
-      return {};
-    }
-  }
-  return node->is_string() ? node->get<std::string>() : std::string();
-}
 
 // The index of the gate gvirtus.io/backend in spec.schedulingGates.
 std::optional<size_t> gateIndex(const json& pod) {
@@ -153,10 +134,11 @@ std::vector<ReleaseUnit> releaseUnits(const std::vector<json>& waiting, const Ga
 }
 
 // A pod that waits, and why.
-PodOutcome waits(const json& pod, std::string reason) {
+PodOutcome waits(const json& pod, std::string reason, bool forCapacity) {
   PodOutcome outcome;
   outcome.pod = pod;
   outcome.reason = std::move(reason);
+  outcome.forCapacity = forCapacity;
   return outcome;
 }
 
@@ -177,6 +159,7 @@ std::vector<PodOutcome> releaseWaitingPods(const std::vector<json>& waiting,
     // Choose for every pod of the unit before writing any: a gang goes whole or not at all.
     std::vector<Choice> choices;
     std::string reason;
+    bool forCapacity = false;
     const int members = static_cast<int>(unit.pods.size()) + (unit.gang ? unit.gang->others : 0);
     if (unit.gang && members < unit.gang->minMember) {
       reason = "gang " + unit.gang->name + " has " + std::to_string(members) + " of its " +
@@ -192,7 +175,10 @@ std::vector<PodOutcome> releaseWaitingPods(const std::vector<json>& waiting,
                        : ChooseResult(std::unexpect, NoBackend{requirements.error().message});
       if (choice) {
         choices.push_back(std::move(*choice));
-      } else if (!unit.gang) {
+        continue;
+      }
+      forCapacity = requirements.has_value();
+      if (!unit.gang) {
         reason = choice.error().reason;
       } else {
         reason = "gang " + unit.gang->name + " is released whole and only " +
@@ -205,7 +191,7 @@ std::vector<PodOutcome> releaseWaitingPods(const std::vector<json>& waiting,
         chooser.cancelAssignment(choice);
       }
       for (const json* pod : unit.pods) {
-        outcomes.push_back(waits(*pod, reason));
+        outcomes.push_back(waits(*pod, reason, forCapacity));
       }
       continue;
     }
@@ -244,7 +230,20 @@ WaitingPodController::WaitingPodController(KubeClient& client, const BackendSour
       chooser_(chooser),
       events_(events),
       metrics_(metrics),
-      options_(std::move(options)) {}
+      options_(std::move(options)) {
+  if (options_.autoscale.enabled()) {
+    AutoscalerActions actions;
+    actions.patchNode = [this](const std::string& node, const JsonPatch& patch) {
+      return client_.patch(resources::kNodes, "", node, PatchType::Json, patch.dump());
+    };
+    actions.assignedPods = [this](const Backend& backend) { return assignedPods(backend); };
+    actions.event = [this](const ObjectReference& object, const std::string& reason,
+                           const std::string& message) {
+      events_.record(object, EventType::Normal, reason, message);
+    };
+    autoscaler_ = std::make_unique<BackendAutoscaler>(options_.autoscale, std::move(actions));
+  }
+}
 
 void WaitingPodController::backendsChanged() {
   const auto now = std::chrono::system_clock::now();
@@ -294,12 +293,27 @@ void WaitingPodController::run(std::stop_token stop) {
                     [changed](const json&, const json&) { changed(); },
                     [changed](const json&) { changed(); }});
   pods.start();
-  log::info("waiting-pod controller started", {{"excludedNamespace", options_.ownNamespace}});
+  // The autoscaler's candidate GPU nodes: a change of one (an operator's edit, our own
+  // write) asks for a pass too.
+  std::unique_ptr<ResourceCache> candidates;
+  if (autoscaler_) {
+    autoscaler_->reset();
+    candidates = std::make_unique<ResourceCache>(client_, resources::kNodes, "",
+                                                 options_.autoscale.candidates);
+    candidates->addHandlers({[changed](const json&) { changed(); },
+                             [changed](const json&, const json&) { changed(); },
+                             [changed](const json&) { changed(); }});
+    candidates->start();
+  }
+  log::info("waiting-pod controller started",
+            {{"excludedNamespace", options_.ownNamespace},
+             {"autoscaleCandidates", options_.autoscale.candidates}});
   {
     std::mutex mutex;
     std::condition_variable_any sleeper;
     std::unique_lock lock(mutex);
-    while (!stop.stop_requested() && !(pods.hasSynced() && backends_.ready())) {
+    while (!stop.stop_requested() &&
+           !(pods.hasSynced() && backends_.ready() && (!candidates || candidates->hasSynced()))) {
       sleeper.wait_for(lock, stop, kSyncPoll, [] { return false; });
     }
   }
@@ -308,7 +322,9 @@ void WaitingPodController::run(std::stop_token stop) {
   auto nextResync = std::chrono::steady_clock::now();
   queue->add(kPassKey);
   while (auto key = queue->get(stop)) {
-    const bool ok = pass(stop, pods.list(), state);
+    state.nextLook.reset();
+    const bool ok =
+        pass(stop, pods.list(), candidates ? candidates->list() : std::vector<json>{}, state);
     queue->done(*key);
     if (ok) {
       queue->forget(*key);
@@ -319,6 +335,12 @@ void WaitingPodController::run(std::stop_token stop) {
       queue->addAfter(*key, options_.resync);
       nextResync = now + options_.resync;
     }
+    if (state.nextLook && *state.nextLook < options_.resync) {
+      queue->addAfter(*key, *state.nextLook);
+    }
+  }
+  if (candidates) {
+    candidates->stop();
   }
   {
     std::lock_guard lock(mutex_);
@@ -332,7 +354,7 @@ void WaitingPodController::run(std::stop_token stop) {
 }
 
 bool WaitingPodController::pass(std::stop_token stop, const std::vector<json>& pods,
-                                RunState& state) {
+                                const std::vector<json>& candidates, RunState& state) {
   std::vector<json> waiting;
   std::set<std::string> present;
   for (auto& pod : waitingPods(pods)) {
@@ -362,6 +384,7 @@ bool WaitingPodController::pass(std::stop_token stop, const std::vector<json>& p
     metrics_->waitingPods(static_cast<double>(waiting.size()), oldest);
   }
   if (waiting.empty()) {
+    autoscale({}, candidates, state);
     return true;
   }
 
@@ -377,8 +400,9 @@ bool WaitingPodController::pass(std::stop_token stop, const std::vector<json>& p
   std::map<std::string, std::optional<Gang>> gangs;
   auto lookup = [this, &gangs](const json& pod) { return gangOf(pod, gangs); };
   bool ok = true;
-  for (const auto& outcome : releaseWaitingPods(waiting, backends_.backends(), chooser_,
-                                                options_.plugins, write, stop, lookup)) {
+  const auto outcomes = releaseWaitingPods(waiting, backends_.backends(), chooser_,
+                                           options_.plugins, write, stop, lookup);
+  for (const auto& outcome : outcomes) {
     if (outcome.kind == PodOutcome::Kind::Released) {
       state.releasedFrom[podUid(outcome.pod)] =
           stringAt(outcome.pod, {"metadata", "resourceVersion"});
@@ -389,7 +413,51 @@ bool WaitingPodController::pass(std::stop_token stop, const std::vector<json>& p
     }
     report(outcome, state);
   }
+  autoscale(outcomes, candidates, state);
   return ok;
+}
+
+void WaitingPodController::autoscale(const std::vector<PodOutcome>& outcomes,
+                                     const std::vector<json>& candidates, RunState& state) {
+  if (!autoscaler_) {
+    return;
+  }
+  std::vector<CapacityDemand> demand;
+  for (const auto& outcome : outcomes) {
+    if (outcome.kind != PodOutcome::Kind::Waiting || !outcome.forCapacity) {
+      continue;
+    }
+    auto requirements = requirementsFromPod(outcome.pod);
+    const SystemTime created = createdAt(outcome.pod);
+    if (requirements && created != SystemTime::max()) {
+      demand.push_back({referenceTo(outcome.pod, "v1", "Pod"), *requirements, created});
+    }
+  }
+  state.nextLook = autoscaler_->step(candidates, backends_.backends(), demand);
+  if (metrics_ != nullptr) {
+    const AutoscaleStatus& status = autoscaler_->status();
+    metrics_->autoscaled(static_cast<double>(status.wanted), static_cast<double>(status.autoscaled),
+                         static_cast<double>(status.due), status.optedIn, status.optedOut);
+  }
+}
+
+Result<int64_t> WaitingPodController::assignedPods(const Backend& backend) {
+  ListOptions options;
+  options.labelSelector = std::string(kEnabledLabel) + "=true";
+  auto pods = client_.listAll(resources::kPods, "", options);
+  if (!pods) {
+    return fail(pods.error());
+  }
+  int64_t count = 0;
+  for (const auto& pod : pods->items) {
+    const std::string phase = stringAt(pod, {"status", "phase"});
+    if (stringAt(pod, {"metadata", "annotations", kBackendPodAnnotation}) == backend.podRef() &&
+        stringAt(pod, {"metadata", "deletionTimestamp"}).empty() && phase != "Succeeded" &&
+        phase != "Failed") {
+      ++count;
+    }
+  }
+  return count;
 }
 
 std::optional<Gang> WaitingPodController::gangOf(const json& pod,

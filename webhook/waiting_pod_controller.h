@@ -17,6 +17,7 @@
 #include "common/json_patch.h"
 #include "common/kube_client.h"
 #include "common/work_queue.h"
+#include "webhook/backend_autoscaler.h"
 #include "webhook/backend_chooser.h"
 #include "webhook/backend_source.h"
 #include "webhook/pod_patch.h"
@@ -56,6 +57,7 @@ struct PodOutcome {
   nlohmann::json pod;                        // as the pass read it
   std::optional<Choice> choice;              // Released: the backend given
   std::string reason;                        // Waiting: why no backend can take it
+  bool forCapacity = false;                  // Waiting: because no backend has room for it
   std::optional<Error> error;                // Failed: the patch's error
   std::chrono::system_clock::time_point at;  // Released: when the patch succeeded
 };
@@ -98,6 +100,8 @@ struct WaitingPodControllerOptions {
   // A pass also runs this long after the last one: load reports age and own assignments
   // expire without any event.
   Duration resync = std::chrono::seconds(10);
+  // Candidate GPU nodes opted in and out as pods wait (off without candidates).
+  AutoscaleOptions autoscale;
 };
 
 // Watches the waiting GVirtuS pods (label gvirtus.io/enabled=true, unscheduled, in every
@@ -129,9 +133,18 @@ class WaitingPodController {
     // The resourceVersion each released pod was patched from: while the cache still holds
     // that version, the pod is not tried again.
     std::map<std::string, std::string> releasedFrom;
+    // When the autoscaler wants its next look, at the latest.
+    std::optional<Duration> nextLook;
   };
-  // One pass; false when a patch failed for another reason than a conflict.
-  bool pass(std::stop_token stop, const std::vector<nlohmann::json>& pods, RunState& state);
+  // One pass; false when a patch failed for another reason than a conflict. `candidates`:
+  // the autoscaler's candidate nodes (empty without it).
+  bool pass(std::stop_token stop, const std::vector<nlohmann::json>& pods,
+            const std::vector<nlohmann::json>& candidates, RunState& state);
+  // One step of the autoscaler after a pass's outcomes.
+  void autoscale(const std::vector<PodOutcome>& outcomes,
+                 const std::vector<nlohmann::json>& candidates, RunState& state);
+  // GVirtuS pods given `backend` that have not finished (autoscaler's idle check).
+  Result<int64_t> assignedPods(const Backend& backend);
   void report(const PodOutcome& outcome, RunState& state);
   // The gang of a waiting pod, from its PodGroup (read once per pass) and the pods of its
   // namespace that carry the same annotation but no longer wait.
@@ -145,6 +158,7 @@ class WaitingPodController {
   EventRecorder& events_;
   WebhookMetrics* metrics_;
   WaitingPodControllerOptions options_;
+  std::unique_ptr<BackendAutoscaler> autoscaler_;  // with --autoscale-candidates
 
   std::mutex mutex_;
   std::shared_ptr<WorkQueue> queue_;  // while run() runs

@@ -72,6 +72,15 @@ for component in labeler device-plugin webhook backend; do
   esac
 done
 
+say "manifests/autoscale (everything, with the backend autoscaler)"
+if out=$(k apply --dry-run=server -k "$manifests/autoscale" 2>&1); then
+  ok "apply -k manifests/autoscale ($(grep -c 'server dry run' <<<"$out") objects)"
+  grep -q '^clusterrole.rbac.authorization.k8s.io/gvirtus-webhook-autoscale ' <<<"$out" &&
+    ok "adds ClusterRole gvirtus-webhook-autoscale" || bad "no ClusterRole gvirtus-webhook-autoscale: $out"
+else
+  bad "apply -k manifests/autoscale:"; echo "$out" >&2
+fi
+
 say "nothing was created by the dry runs"
 left=$(k get all,serviceaccounts,roles,rolebindings,networkpolicies,poddisruptionbudgets -n "$ns" \
   -o name 2>/dev/null | grep -v '^serviceaccount/default$' || true)

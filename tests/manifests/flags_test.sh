@@ -36,4 +36,20 @@ for entry in labeler/daemonset.yaml=gvirtus-labeler device-plugin/daemonset.yaml
     bad "$program rejects the manifest's arguments: $out"
   fi
 done
+
+# manifests/autoscale: the webhook's arguments with the autoscaler's flags added (one line
+# per object: kind, then the first container's arguments).
+if [ -x "$bin_dir/gvirtus-webhook" ]; then
+  line=$(k kustomize "$manifests/autoscale" | k create --dry-run=client --validate=false -f - \
+    -o jsonpath='{.kind}{range .spec.template.spec.containers[0].args[*]}{" "}{@}{end}{"\n"}' |
+    grep '^Deployment ' || true)
+  read -r -a args <<<"${line#Deployment }"
+  if [[ " ${args[*]} " != *" --autoscale-candidates="* ]]; then
+    bad "manifests/autoscale: the webhook has no --autoscale-candidates (${args[*]})"
+  elif out=$("$bin_dir/gvirtus-webhook" "${args[@]}" --help 2>&1 >/dev/null); then
+    ok "gvirtus-webhook (manifests/autoscale) accepts ${args[*]}"
+  else
+    bad "gvirtus-webhook rejects manifests/autoscale's arguments: $out"
+  fi
+fi
 finish

@@ -27,11 +27,30 @@ size_t lineCount(const std::string& text) {
 TEST_CASE("help and version flags exit 0", "[webhook-binary]") {
   auto [helpCode, help] = runCommand({webhookBinary(), "--help"});
   CHECK(helpCode == 0);
-  for (const char* flag :
-       {"--listen", "--tls-cert-file", "--tls-key-file", "--webhook-config-name",
-        "--backend-namespace", "--backend-selector", "--backend-port", "--static-backends",
-        "--policy", "--add-gpu-limit", "--scheduler-name", "--kai-queue", "--leader-elect",
-        "--kubeconfig", "--log-level", "--log-format", "--health-addr"}) {
+  for (const char* flag : {"--listen",
+                           "--tls-cert-file",
+                           "--tls-key-file",
+                           "--webhook-config-name",
+                           "--backend-namespace",
+                           "--backend-selector",
+                           "--backend-port",
+                           "--static-backends",
+                           "--policy",
+                           "--add-gpu-limit",
+                           "--scheduler-name",
+                           "--kai-queue",
+                           "--leader-elect",
+                           "--kubeconfig",
+                           "--log-level",
+                           "--log-format",
+                           "--health-addr",
+                           "--kube-api-qps",
+                           "--kube-api-burst",
+                           "--autoscale-candidates",
+                           "--autoscale-min",
+                           "--autoscale-max",
+                           "--scale-up-after",
+                           "--scale-down-after"}) {
     CHECK_THAT(help, Catch::Contains(flag));
   }
   for (const char* flag : {"--leader-elect-lease-duration", "--leader-elect-renew-deadline",
@@ -72,7 +91,15 @@ TEST_CASE("bad flags exit 2 with one line naming the flag", "[webhook-binary]") 
            {{"--leader-elect-retry-period", "9s"},
             "gvirtus-webhook: --leader-elect-retry-period: must be positive and shorter"},
            {{"--leader-elect-retry-period", "2"}, "gvirtus-webhook: --leader-elect-retry-period: "},
-           {{"--kubeconfig", "/nonexistent/kubeconfig"}, "gvirtus-webhook: --kubeconfig: "}}) {
+           {{"--kubeconfig", "/nonexistent/kubeconfig"}, "gvirtus-webhook: --kubeconfig: "},
+           {{"--autoscale-candidates", "pool=gpu", "--autoscale-min", "3", "--autoscale-max", "2"},
+            "gvirtus-webhook: --autoscale-min: must not exceed --autoscale-max"},
+           {{"--autoscale-candidates", "pool=gpu", "--static-backends", "10.0.0.1:9999"},
+            "gvirtus-webhook: --autoscale-candidates: not with --static-backends"},
+           {{"--autoscale-candidates", "pool=gpu", "--scale-up-after", "0s"},
+            "gvirtus-webhook: --scale-up-after: must be positive"},
+           {{"--autoscale-max", "0"}, "gvirtus-webhook: --autoscale-max: "},
+           {{"--kube-api-qps", "0"}, "gvirtus-webhook: --kube-api-qps: "}}) {
     std::vector<std::string> argv = {webhookBinary()};
     argv.insert(argv.end(), c.args.begin(), c.args.end());
     auto [code, output] = runCommand(argv);

@@ -1,0 +1,31 @@
+#include "common/json_access.h"
+
+namespace gvirtus {
+
+using nlohmann::json;
+
+const json* member(const json& object, std::string_view key) {
+  if (!object.is_object()) {
+    return nullptr;
+  }
+  auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
+const json* memberAt(const json& object, std::initializer_list<std::string_view> path) {
+  const json* node = &object;
+  for (auto key : path) {
+    node = member(*node, key);
+    if (node == nullptr) {
+      return nullptr;
+    }
+  }
+  return node;
+}
+
+std::string stringAt(const json& object, std::initializer_list<std::string_view> path) {
+  const json* node = memberAt(object, path);
+  return node != nullptr && node->is_string() ? node->get<std::string>() : std::string();
+}
+
+}  // namespace gvirtus

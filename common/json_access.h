@@ -1,0 +1,22 @@
+#pragma once
+
+#include <initializer_list>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+// Reading Kubernetes objects that may lack any field: a missing member, or a value of
+// another type, reads as absent instead of throwing.
+namespace gvirtus {
+
+// The member `key` of `object`; null when `object` is no object or has no such member.
+const nlohmann::json* member(const nlohmann::json& object, std::string_view key);
+
+// The value at a path of members ({"metadata", "labels", "app"}); null where it breaks.
+const nlohmann::json* memberAt(const nlohmann::json& object,
+                               std::initializer_list<std::string_view> path);
+
+// The string at a path of members; empty where the path breaks or the value is no string.
+std::string stringAt(const nlohmann::json& object, std::initializer_list<std::string_view> path);
+
+}  // namespace gvirtus

@@ -1,0 +1,24 @@
+// Reading fields of objects that may lack them, or hold another type.
+#include "common/json_access.h"
+
+#include <catch2/catch.hpp>
+
+using gvirtus::member;
+using gvirtus::memberAt;
+using gvirtus::stringAt;
+using nlohmann::json;
+
+TEST_CASE("members along a path, absent where the path breaks", "[json]") {
+  const json pod = json::parse(
+      R"({"metadata":{"name":"p","labels":{"app":"x"},"generation":3},"spec":["not","an","object"]})");
+  REQUIRE(member(pod, "metadata") != nullptr);
+  CHECK(member(pod, "status") == nullptr);
+  CHECK(member(json::array(), "metadata") == nullptr);
+  CHECK(memberAt(pod, {"metadata", "labels", "app"})->get<std::string>() == "x");
+  CHECK(memberAt(pod, {}) == &pod);
+  CHECK(memberAt(pod, {"spec", "containers"}) == nullptr);
+  CHECK(stringAt(pod, {"metadata", "name"}) == "p");
+  CHECK(stringAt(pod, {"metadata", "generation"}).empty());  // a number is no string
+  CHECK(stringAt(pod, {"metadata", "labels", "missing"}).empty());
+  CHECK(stringAt(json(), {"metadata"}).empty());
+}

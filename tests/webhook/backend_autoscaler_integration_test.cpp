@@ -1,0 +1,349 @@
+// Backends that follow demand (issue 21), on the real control plane with the real
+// kube-scheduler: the webhook runs as a host process with --autoscale-candidates naming
+// this test's kwok GPU nodes; the test plays the backend DaemonSet (a backend pod on every
+// candidate opted in, removed when it is opted out), since kwok nodes run no pods.
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <csignal>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "common/resource_cache.h"
+#include "webhook/cluster_fixtures.h"
+#include "webhook/fixtures.h"
+
+using namespace gvirtus::webhook::testing;
+using gvirtus::KubeClient;
+using gvirtus::ListOptions;
+using gvirtus::PatchType;
+using gvirtus::ResourceCache;
+namespace resources = gvirtus::resources;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr const char* kBackendNamespace = "gvirtus-system";
+
+bool gated(const json& pod) {
+  for (const auto& gate : pod["spec"].value("schedulingGates", json::array())) {
+    if (gate.value("name", "") == "gvirtus.io/backend") {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string labelOf(const json& object, const std::string& key) {
+  return object["metadata"].value("labels", json::object()).value(key, "");
+}
+std::string annotationOf(const json& object, const std::string& key) {
+  return object["metadata"].value("annotations", json::object()).value(key, "");
+}
+
+double secondsSince(Clock::time_point from) {
+  return std::chrono::duration<double>(Clock::now() - from).count();
+}
+
+// Counts the writes to the autoscaler's keys on nodes (gvirtus.io/backend.allowed,
+// gvirtus.io/autoscaled, gvirtus.io/backend.draining), as a watch sees them: status
+// heartbeats and other controllers' annotations do not count.
+class NodeWrites {
+ public:
+  NodeWrites(KubeClient& client, const std::string& selector)
+      : cache_(client, resources::kNodes, "", selector) {
+    cache_.addHandlers({nullptr,
+                        [this](const json& old, const json& now) {
+                          if (ours(old) != ours(now)) {
+                            std::lock_guard lock(mutex_);
+                            ++writes_[now["metadata"].value("name", "")];
+                          }
+                        },
+                        nullptr});
+    cache_.start();
+    REQUIRE(cache_.waitForSync(std::chrono::seconds(20)));
+  }
+  static std::string ours(const json& node) {
+    return labelOf(node, "gvirtus.io/backend.allowed") + "|" +
+           annotationOf(node, "gvirtus.io/autoscaled") + "|" +
+           annotationOf(node, "gvirtus.io/backend.draining");
+  }
+  int total() {
+    std::lock_guard lock(mutex_);
+    int n = 0;
+    for (const auto& [node, count] : writes_) {
+      n += count;
+    }
+    return n;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, int> writes_;
+  ResourceCache cache_;
+};
+
+// A frontend node, two candidate GPU nodes, one GPU node opted in by hand (also matching
+// the candidate selector), and the webhook's flags for them.
+struct AutoscaleCluster {
+  std::unique_ptr<KubeClient> client = gvirtus::testing::adminClient();
+  std::string run = randomSuffix();
+  TestNamespace ns{*client, "scale-it"};
+  TestNamespace webhookNs{*client, "scale-wh"};
+  std::string backendSelector = "app.kubernetes.io/component=backend,gvirtus.io/test-run=" + run;
+  std::string candidateSelector = "gvirtus.io/test-candidate=" + run;
+  std::vector<std::string> candidates = {"scale-gpu-1-" + run, "scale-gpu-2-" + run};
+  std::string byHand = "scale-gpu-hand-" + run;
+  std::string frontend = "scale-frontend-" + run;
+  std::map<std::string, std::string> backendOn;  // node -> backend pod
+
+  AutoscaleCluster() {
+    ns.waitForDefaultServiceAccount();
+    ensureNamespace(*client, kBackendNamespace);
+    ensureNode(*client, frontend,
+               {{"gvirtus.io/frontend.allowed", "true"}, {"gvirtus.io/test-pool", run}},
+               {{"nvidia.com/gpu", "8"}});
+    for (const auto& name : candidates) {
+      ensureNode(*client, name,
+                 {{"gvirtus.io/test-candidate", run},
+                  {"gvirtus.io/backend.allowed", "false"},
+                  {"nvidia.com/gpu.present", "true"}},
+                 {{"nvidia.com/gpu", "1"}});
+    }
+    ensureNode(*client, byHand,
+               {{"gvirtus.io/test-candidate", run},
+                {"gvirtus.io/backend.allowed", "true"},
+                {"nvidia.com/gpu.present", "true"}});
+  }
+  ~AutoscaleCluster() {
+    if (auto pods = client->list(resources::kPods, ns.name())) {
+      for (const auto& pod : pods->items) {
+        (void)client->remove(resources::kPods, ns.name(), pod["metadata"].value("name", ""));
+      }
+    }
+    for (const auto& [node, backend] : backendOn) {
+      (void)client->remove(resources::kPods, kBackendNamespace, backend);
+    }
+    for (const auto& name : candidates) {
+      (void)client->remove(resources::kNodes, "", name);
+    }
+    (void)client->remove(resources::kNodes, "", byHand);
+    (void)client->remove(resources::kNodes, "", frontend);
+  }
+
+  std::vector<std::string> webhookArgs(std::vector<std::string> extra) const {
+    std::vector<std::string> args = {"--backend-namespace",    kBackendNamespace,
+                                     "--backend-selector",     backendSelector,
+                                     "--namespace",            webhookNs.name(),
+                                     "--autoscale-candidates", candidateSelector};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+
+  json node(const std::string& name) {
+    auto got = client->get(resources::kNodes, "", name);
+    REQUIRE(got.has_value());
+    return *got;
+  }
+  std::vector<std::string> optedIn() {
+    std::vector<std::string> out;
+    for (const auto& name : candidates) {
+      if (labelOf(node(name), "gvirtus.io/backend.allowed") == "true") {
+        out.push_back(name);
+      }
+    }
+    return out;
+  }
+
+  json createPod(const std::string& name) {
+    json pod = gvirtusPod();
+    pod["metadata"]["name"] = name;
+    pod["metadata"]["namespace"] = ns.name();
+    pod["spec"]["nodeSelector"] = {{"gvirtus.io/test-pool", run}};
+    pod["spec"]["terminationGracePeriodSeconds"] = 0;
+    auto created = client->create(resources::kPods, ns.name(), pod);
+    INFO((created ? "" : created.error().message));
+    REQUIRE(created.has_value());
+    return *created;
+  }
+  json getPod(const std::string& name) {
+    auto pod = client->get(resources::kPods, ns.name(), name);
+    REQUIRE(pod.has_value());
+    return *pod;
+  }
+
+  // What the backend DaemonSet does on an opted-in node: a backend pod, Ready (kwok).
+  void startBackend(const std::string& node) {
+    const std::string name = "scale-backend-" + std::to_string(backendOn.size()) + "-" + run;
+    auto created = client->create(resources::kPods, kBackendNamespace,
+                                  backendPod(kBackendNamespace, name, node, run, 0, 4));
+    INFO((created ? "" : created.error().message));
+    REQUIRE(created.has_value());
+    backendOn[node] = name;
+  }
+  void stopBackend(const std::string& node) {
+    (void)client->remove(resources::kPods, kBackendNamespace, backendOn.at(node));
+    backendOn.erase(node);
+  }
+
+  int64_t eventCount(const std::string& ns, const std::string& object, const std::string& reason) {
+    ListOptions options;
+    options.fieldSelector = "involvedObject.name=" + object + ",reason=" + reason;
+    auto list = client->list(resources::kEvents, ns, options);
+    int64_t total = 0;
+    for (const auto& event : list ? list->items : std::vector<json>{}) {
+      total += event.value("count", 1);
+    }
+    return total;
+  }
+};
+
+}  // namespace
+
+TEST_CASE(
+    "pods wait, a candidate is opted in after the threshold, the pods are released; the idle "
+    "backend is drained then opted out; a node opted in by hand is never changed",
+    "[webhook][autoscale][integration]") {
+  AutoscaleCluster cluster;
+  const json handBefore = cluster.node(cluster.byHand);
+  NodeWrites writes(*cluster.client, cluster.candidateSelector);
+  RegisteredWebhook webhook(*cluster.client,
+                            cluster.webhookArgs({"--autoscale-max", "2", "--scale-up-after", "3s",
+                                                 "--scale-down-after", "5s"}));
+
+  const auto created = Clock::now();
+  CHECK(gated(cluster.createPod("app-1")));
+  CHECK(gated(cluster.createPod("app-2")));
+  // Not before the threshold.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  CHECK(cluster.optedIn().empty());
+
+  REQUIRE(eventually([&] { return !cluster.optedIn().empty(); }, 30s));
+  const double toOptIn = secondsSince(created);
+  const auto optedIn = cluster.optedIn();
+  REQUIRE(optedIn.size() == 1);  // two pods, one backend's sessions
+  const std::string node = optedIn.front();
+  CHECK_FALSE(annotationOf(cluster.node(node), "gvirtus.io/autoscaled").empty());
+  CHECK(toOptIn >= 2.0);  // creationTimestamp holds whole seconds
+  REQUIRE(eventually([&] { return cluster.eventCount("default", node, "BackendOptedIn") == 1; }));
+  REQUIRE(eventually(
+      [&] { return cluster.eventCount(cluster.ns.name(), "app-1", "TriggeredScaleUp") == 1; }));
+  const int upWrites = writes.total();
+
+  cluster.startBackend(node);
+  for (const char* pod : {"app-1", "app-2"}) {
+    INFO("pod " << pod);
+    REQUIRE(eventually([&] { return !gated(cluster.getPod(pod)); }, 30s));
+    CHECK(annotationOf(cluster.getPod(pod), "gvirtus.io/backend-pod") ==
+          std::string(kBackendNamespace) + "/" + cluster.backendOn.at(node));
+  }
+  const double toRelease = secondsSince(created);
+  // Still one node: the backend took both.
+  CHECK(cluster.optedIn().size() == 1);
+  const std::string metrics = gvirtus::testing::httpGet(webhook.process().healthPort(), "/metrics");
+  CHECK(gvirtus::testing::metricValue(metrics, "gvirtus_webhook_autoscale_backends") == 1);
+  CHECK(gvirtus::testing::metricValue(metrics,
+                                      "gvirtus_webhook_autoscale_events_total{direction=\"up\"}") ==
+        1);
+
+  // The pods run (assigned to the backend): it stays, past the idle window.
+  std::this_thread::sleep_for(7s);
+  CHECK(cluster.optedIn().size() == 1);
+  CHECK(annotationOf(cluster.node(node), "gvirtus.io/backend.draining").empty());
+
+  // The work ends: drained first, then opted out.
+  const int beforeDown = writes.total();
+  for (const char* pod : {"app-1", "app-2"}) {
+    (void)cluster.client->remove(resources::kPods, cluster.ns.name(), pod);
+  }
+  const auto idle = Clock::now();
+  REQUIRE(eventually(
+      [&] { return !annotationOf(cluster.node(node), "gvirtus.io/backend.draining").empty(); },
+      30s));
+  CHECK(labelOf(cluster.node(node), "gvirtus.io/backend.allowed") == "true");
+  REQUIRE(eventually(
+      [&] { return labelOf(cluster.node(node), "gvirtus.io/backend.allowed") == "false"; }, 30s));
+  const double toOptOut = secondsSince(idle);
+  const json after = cluster.node(node);
+  CHECK(annotationOf(after, "gvirtus.io/autoscaled").empty());
+  CHECK(annotationOf(after, "gvirtus.io/backend.draining").empty());
+  CHECK(cluster.eventCount("default", node, "BackendDraining") == 1);
+  REQUIRE(eventually([&] { return cluster.eventCount("default", node, "BackendOptedOut") == 1; }));
+  cluster.stopBackend(node);
+  const int downWrites = writes.total() - beforeDown;
+
+  // No flapping: nothing waits, nothing comes back.
+  std::this_thread::sleep_for(5s);
+  CHECK(cluster.optedIn().empty());
+
+  // The node opted in by hand: labels and annotations as they were.
+  const json handAfter = cluster.node(cluster.byHand);
+  CHECK(handAfter["metadata"].value("labels", json::object()) ==
+        handBefore["metadata"].value("labels", json::object()));
+  CHECK(handAfter["metadata"].value("annotations", json::object()) ==
+        handBefore["metadata"].value("annotations", json::object()));
+
+  std::printf(
+      "autoscale: first waiting pod -> node opted in %.1f s (scale-up-after 3s), -> pods "
+      "released %.1f s (backend started by the test); scale-up %d node write(s); idle -> "
+      "opted out %.1f s (scale-down-after 5s + drain 5s), scale-down %d node write(s)\n",
+      toOptIn, toRelease, upWrites, toOptOut, downWrites);
+  std::fflush(stdout);
+  CHECK(upWrites == 1);
+  CHECK(downWrites == 2);
+}
+
+TEST_CASE("a leader killed right after it opted a node in: the new leader adds no other",
+          "[webhook][autoscale][integration]") {
+  AutoscaleCluster cluster;
+  const std::vector<std::string> flags = {"--leader-elect",
+                                          "--leader-elect-lease-duration",
+                                          "4s",
+                                          "--leader-elect-renew-deadline",
+                                          "3s",
+                                          "--leader-elect-retry-period",
+                                          "500ms",
+                                          "--autoscale-max",
+                                          "2",
+                                          "--scale-up-after",
+                                          "2s",
+                                          "--scale-down-after",
+                                          "10m"};
+  RegisteredWebhook a(*cluster.client, cluster.webhookArgs(flags));
+  std::vector<std::string> bArgs = {"--kubeconfig",   kubeconfigPath(), "--tls-cert-file",
+                                    a.tls().certFile, "--tls-key-file", a.tls().keyFile};
+  for (const auto& arg : cluster.webhookArgs(flags)) {
+    bArgs.push_back(arg);
+  }
+  WebhookProcess b(bArgs);
+
+  char host[256] = {};
+  REQUIRE(gethostname(host, sizeof host - 1) == 0);
+  const std::map<std::string, WebhookProcess*> byIdentity = {
+      {std::string(host) + "_" + std::to_string(a.process().child().pid()), &a.process()},
+      {std::string(host) + "_" + std::to_string(b.child().pid()), &b}};
+  auto holder = [&] {
+    auto lease =
+        cluster.client->get(resources::kLeases, cluster.webhookNs.name(), "gvirtus-webhook");
+    return lease ? (*lease)["spec"].value("holderIdentity", "") : std::string();
+  };
+  REQUIRE(eventually([&] { return byIdentity.contains(holder()); }, 30s));
+  const std::string leader = holder();
+
+  CHECK(gated(cluster.createPod("app-1")));
+  REQUIRE(eventually([&] { return !cluster.optedIn().empty(); }, 30s));
+  byIdentity.at(leader)->child().kill(SIGKILL);
+  REQUIRE(byIdentity.at(leader)->child().wait(5s).has_value());
+
+  // The other replica leads, sees the node on its way, and opts in nothing more.
+  REQUIRE(eventually([&] { return byIdentity.contains(holder()) && holder() != leader; }, 30s));
+  std::this_thread::sleep_for(6s);
+  const auto optedIn = cluster.optedIn();
+  REQUIRE(optedIn.size() == 1);
+  cluster.startBackend(optedIn.front());
+  REQUIRE(eventually([&] { return !gated(cluster.getPod("app-1")); }, 30s));
+  CHECK(cluster.optedIn().size() == 1);
+}

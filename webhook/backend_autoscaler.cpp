@@ -1,0 +1,495 @@
+#include "webhook/backend_autoscaler.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include "common/json_access.h"
+#include "common/log.h"
+#include "common/time_text.h"
+#include "webhook/names.h"
+
+namespace gvirtus::webhook {
+namespace {
+
+using nlohmann::json;
+
+std::optional<int64_t> wholeNumber(const std::string& text) {
+  int64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < 0) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<SystemTime> timeAnnotation(const json& node, std::string_view key) {
+  const std::string text = stringAt(node, {"metadata", "annotations", key});
+  if (text.empty()) {
+    return std::nullopt;
+  }
+  auto parsed = parseRfc3339(text);
+  return parsed ? std::optional(*parsed) : std::nullopt;
+}
+
+std::string seconds(Duration d) {
+  return formatDuration(std::chrono::duration_cast<Duration>(d));
+}
+
+// A backend's worth of room that pods are planned onto.
+struct Bin {
+  enum class Kind { Coming, Draining, New, Unavailable };
+  Kind kind;
+  std::string node;  // empty for Unavailable: a backend no candidate within max can give
+  int64_t sessions;
+  std::optional<int64_t> gpus;
+  std::optional<int64_t> gpuMemoryMiB;
+  std::vector<int64_t> usedMiB;  // per GPU, when the memory is known
+  bool used = false;
+
+  Bin(Kind k, const CandidateNode* candidate, int64_t room) : kind(k), sessions(room) {
+    if (candidate != nullptr) {
+      node = candidate->name;
+      gpus = candidate->gpus;
+      gpuMemoryMiB = candidate->gpuMemoryMiB;
+    }
+    usedMiB.assign(static_cast<size_t>(std::max<int64_t>(1, std::min<int64_t>(gpus.value_or(1), 64))),
+                   0);
+  }
+
+  // The GPU the pod's memory would go on; -1 when it asks for none or the memory is not
+  // known; nullopt when the pod does not fit.
+  std::optional<int> place(const BackendRequirements& pod) const {
+    if (sessions <= 0 || (pod.gpus && gpus && *gpus < *pod.gpus)) {
+      return std::nullopt;
+    }
+    if (!asksForGpuMemory(pod) || !gpuMemoryMiB) {
+      return -1;
+    }
+    const int64_t demand = memoryDemandMiB(pod, *gpuMemoryMiB);
+    std::optional<int> best;
+    for (size_t i = 0; i < usedMiB.size(); ++i) {
+      if (*gpuMemoryMiB - usedMiB[i] >= demand &&
+          (!best || usedMiB[i] < usedMiB[static_cast<size_t>(*best)])) {
+        best = static_cast<int>(i);
+      }
+    }
+    return best;
+  }
+
+  bool take(const BackendRequirements& pod) {
+    auto gpu = place(pod);
+    if (!gpu) {
+      return false;
+    }
+    --sessions;
+    if (*gpu >= 0) {
+      usedMiB[static_cast<size_t>(*gpu)] += memoryDemandMiB(pod, *gpuMemoryMiB);
+    }
+    used = true;
+    return true;
+  }
+};
+
+// Patches on an autoscaled node first check that it is still ours as we read it: opted in,
+// with the opt-in time we wrote.
+JsonPatch stillOurs(const CandidateNode& node) {
+  JsonPatch patch;
+  patch.test(jsonPointer({"metadata", "labels", kBackendAllowedLabel}), "true");
+  patch.test(jsonPointer({"metadata", "annotations", kAutoscaledAnnotation}),
+             stringAt(node.object, {"metadata", "annotations", kAutoscaledAnnotation}));
+  return patch;
+}
+
+const std::vector<std::string> kLabels = {"metadata", "labels"};
+const std::vector<std::string> kAnnotations = {"metadata", "annotations"};
+
+}  // namespace
+
+CandidateNode candidateFromNode(const json& node) {
+  CandidateNode out;
+  out.name = stringAt(node, {"metadata", "name"});
+  out.optedIn = stringAt(node, {"metadata", "labels", kBackendAllowedLabel}) == "true";
+  out.autoscaled = timeAnnotation(node, kAutoscaledAnnotation);
+  out.draining = timeAnnotation(node, kDrainingAnnotation);
+  out.gpus = wholeNumber(stringAt(node, {"metadata", "labels", kGpuCountLabel}));
+  if (!out.gpus) {
+    out.gpus = wholeNumber(stringAt(node, {"status", "capacity", kGpuResource}));
+  }
+  out.gpuMemoryMiB = wholeNumber(stringAt(node, {"metadata", "labels", kGpuMemoryLabel}));
+  out.zone = stringAt(node, {"metadata", "labels", kZoneLabel});
+  out.object = node;
+  return out;
+}
+
+ScaleUpPlan planScaleUp(const std::vector<CapacityDemand>& due,
+                        const std::vector<CandidateNode>& candidates,
+                        const std::vector<Backend>& backends,
+                        const std::map<std::string, SystemTime>& coolingDown, SystemTime now,
+                        const AutoscaleOptions& options) {
+  ScaleUpPlan plan;
+  int64_t assumed = 0;
+  std::map<std::string, const Backend*> backendOn;
+  for (const auto& backend : backends) {
+    if (!backend.draining) {
+      ++plan.wanted;
+    }
+    if (backend.load) {
+      assumed = std::max(assumed, backend.load->maxSessions);
+    }
+    backendOn.emplace(backend.node, &backend);
+  }
+  if (assumed == 0) {
+    assumed = options.assumedSessions;
+  }
+
+  // Backends on their way: autoscaled nodes without a backend yet, and draining ones.
+  std::vector<Bin> bins;
+  int64_t autoscaled = 0;
+  for (const auto& node : candidates) {
+    if (!node.ours()) {
+      continue;
+    }
+    ++autoscaled;
+    auto backend = backendOn.find(node.name);
+    if (node.draining) {
+      int64_t room = assumed;
+      if (backend != backendOn.end() && backend->second->load) {
+        const auto& load = *backend->second->load;
+        room = (load.maxSessions > 0 ? load.maxSessions : assumed) - load.connections;
+      }
+      bins.emplace_back(Bin::Kind::Draining, &node, room);
+    } else if (backend == backendOn.end()) {
+      bins.emplace_back(Bin::Kind::Coming, &node, assumed);
+    }
+  }
+
+  std::set<std::string> taken;
+  auto eligible = [&](const CandidateNode& node, std::optional<SystemTime> waitingSince) {
+    if (node.optedIn || taken.contains(node.name)) {
+      return false;
+    }
+    auto left = coolingDown.find(node.name);
+    return left == coolingDown.end() || now - left->second >= options.cooldownOrDefault() ||
+           (waitingSince && *waitingSince > left->second);
+  };
+  auto openNew = [&](const CandidateNode& node) {
+    taken.insert(node.name);
+    plan.optIn.push_back(node.name);
+    bins.emplace_back(Bin::Kind::New, &node, assumed);
+    return &bins.back();
+  };
+
+  for (size_t i = 0; i < due.size(); ++i) {
+    const auto& pod = due[i].requirements;
+    Bin* placed = nullptr;
+    for (auto& bin : bins) {
+      if (bin.kind != Bin::Kind::Unavailable && bin.take(pod)) {
+        placed = &bin;
+        break;
+      }
+    }
+    if (placed == nullptr && autoscaled + static_cast<int64_t>(plan.optIn.size()) < options.max) {
+      // A candidate in the pod's zone first, then by name (the caller's order).
+      const CandidateNode* pick = nullptr;
+      for (const auto& node : candidates) {
+        if (eligible(node, due[i].waitingSince) &&
+            Bin(Bin::Kind::New, &node, assumed).place(pod) &&
+            (pick == nullptr || (!pod.zone.empty() && node.zone == pod.zone && pick->zone != pod.zone))) {
+          pick = &node;
+        }
+      }
+      if (pick != nullptr) {
+        placed = openNew(*pick);
+        placed->take(pod);
+      }
+    }
+    if (placed == nullptr) {
+      ++plan.unserved;
+      for (auto& bin : bins) {
+        if (bin.kind == Bin::Kind::Unavailable && bin.take(pod)) {
+          placed = &bin;
+          break;
+        }
+      }
+      if (placed == nullptr) {
+        bins.emplace_back(Bin::Kind::Unavailable, nullptr, assumed);
+        bins.back().take(pod);
+      }
+      continue;
+    }
+    plan.podsOf[placed->node].push_back(i);
+    if (placed->kind == Bin::Kind::Draining &&
+        std::find(plan.undrain.begin(), plan.undrain.end(), placed->node) == plan.undrain.end()) {
+      plan.undrain.push_back(placed->node);
+    }
+  }
+
+  // The floor, without demand.
+  for (const auto& node : candidates) {
+    if (autoscaled + static_cast<int64_t>(plan.optIn.size()) >= options.min) {
+      break;
+    }
+    if (eligible(node, std::nullopt)) {
+      openNew(node);
+    }
+  }
+
+  for (const auto& bin : bins) {
+    if (bin.kind == Bin::Kind::Coming || bin.kind == Bin::Kind::New ||
+        (bin.used && (bin.kind == Bin::Kind::Draining || bin.kind == Bin::Kind::Unavailable))) {
+      ++plan.wanted;
+    }
+  }
+  return plan;
+}
+
+JsonPatch optInPatch(const CandidateNode& node, SystemTime now) {
+  JsonPatch patch;
+  const std::string resourceVersion = stringAt(node.object, {"metadata", "resourceVersion"});
+  if (!resourceVersion.empty()) {
+    patch.test(jsonPointer({"metadata", "resourceVersion"}), resourceVersion);
+  }
+  patch.setMapEntry(node.object, kLabels, kBackendAllowedLabel, "true");
+  patch.setMapEntry(node.object, kAnnotations, kAutoscaledAnnotation, formatRfc3339(now));
+  patch.removeMapEntry(node.object, kAnnotations, kDrainingAnnotation);
+  return patch;
+}
+
+JsonPatch drainPatch(const CandidateNode& node, SystemTime now) {
+  return stillOurs(node).setMapEntry(node.object, kAnnotations, kDrainingAnnotation,
+                                     formatRfc3339(now));
+}
+
+JsonPatch undrainPatch(const CandidateNode& node) {
+  return stillOurs(node).removeMapEntry(node.object, kAnnotations, kDrainingAnnotation);
+}
+
+JsonPatch optOutPatch(const CandidateNode& node) {
+  // Back to what the labeler writes on a node nobody opted in.
+  JsonPatch patch = stillOurs(node);
+  patch.replace(jsonPointer({"metadata", "labels", kBackendAllowedLabel}), "false");
+  patch.removeMapEntry(node.object, kAnnotations, kAutoscaledAnnotation);
+  patch.removeMapEntry(node.object, kAnnotations, kDrainingAnnotation);
+  return patch;
+}
+
+BackendAutoscaler::BackendAutoscaler(AutoscaleOptions options, AutoscalerActions actions)
+    : options_(std::move(options)), actions_(std::move(actions)) {
+  if (!actions_.now) {
+    actions_.now = [] { return std::chrono::system_clock::now(); };
+  }
+}
+
+void BackendAutoscaler::reset() {
+  written_.clear();
+  idleSince_.clear();
+  optedOut_.clear();
+  status_ = {};
+}
+
+std::optional<Duration> BackendAutoscaler::step(const std::vector<json>& candidateNodes,
+                                                const std::vector<Backend>& backends,
+                                                const std::vector<CapacityDemand>& demand) {
+  const SystemTime now = actions_.now();
+  status_.optedIn = status_.optedOut = 0;
+  std::optional<Duration> next;
+  auto soonest = [&next](Duration d) {
+    d = std::max<Duration>(d, std::chrono::milliseconds(100));
+    next = next ? std::min(*next, d) : d;
+  };
+
+  // The cache may not show our last write yet: ours stands in while it shows the version
+  // we wrote over.
+  std::vector<CandidateNode> nodes;
+  std::set<std::string> seen;
+  for (const auto& object : candidateNodes) {
+    const std::string name = stringAt(object, {"metadata", "name"});
+    seen.insert(name);
+    auto mine = written_.find(name);
+    if (mine != written_.end() &&
+        mine->second.over == stringAt(object, {"metadata", "resourceVersion"})) {
+      nodes.push_back(candidateFromNode(mine->second.node));
+      continue;
+    }
+    if (mine != written_.end()) {
+      written_.erase(mine);
+    }
+    nodes.push_back(candidateFromNode(object));
+  }
+  std::erase_if(written_, [&](const auto& entry) { return !seen.contains(entry.first); });
+  std::erase_if(idleSince_, [&](const auto& entry) { return !seen.contains(entry.first); });
+  std::erase_if(optedOut_, [&](const auto& entry) {
+    return now - entry.second >= options_.cooldownOrDefault();
+  });
+  std::sort(nodes.begin(), nodes.end(),
+            [](const CandidateNode& a, const CandidateNode& b) { return a.name < b.name; });
+
+  std::vector<CapacityDemand> due;
+  for (const auto& pod : demand) {
+    const auto waited = now - pod.waitingSince;
+    if (waited >= options_.scaleUpAfter) {
+      due.push_back(pod);
+    } else {
+      soonest(std::chrono::duration_cast<Duration>(options_.scaleUpAfter - waited));
+    }
+  }
+  status_.due = static_cast<int64_t>(due.size());
+
+  const ScaleUpPlan plan = planScaleUp(due, nodes, backends, optedOut_, now, options_);
+  auto byName = [&nodes](const std::string& name) -> CandidateNode& {
+    return *std::find_if(nodes.begin(), nodes.end(),
+                         [&](const CandidateNode& node) { return node.name == name; });
+  };
+  for (const auto& name : plan.undrain) {
+    CandidateNode& node = byName(name);
+    if (write(node, undrainPatch(node), "undrain")) {
+      nodeEvent(node, "BackendUndrained",
+                "GVirtuS autoscaler: pods wait for this node's backend again; it takes new pods");
+    }
+  }
+  for (const auto& name : plan.optIn) {
+    CandidateNode& node = byName(name);
+    if (!write(node, optInPatch(node, now), "opt in")) {
+      continue;
+    }
+    ++status_.optedIn;
+    optedOut_.erase(name);
+    idleSince_.erase(name);
+    auto pods = plan.podsOf.find(name);
+    const size_t served = pods == plan.podsOf.end() ? 0 : pods->second.size();
+    nodeEvent(node, "BackendOptedIn",
+              "GVirtuS autoscaler opted the node in (gvirtus.io/backend.allowed=true): " +
+                  (served == 0 ? std::string("--autoscale-min is ") + std::to_string(options_.min)
+                               : std::to_string(served) + " pod(s) waited more than " +
+                                     seconds(options_.scaleUpAfter) + " for a backend"));
+    log::info("autoscaler opted a backend node in",
+              {{"node", name}, {"pods", static_cast<int64_t>(served)}});
+    for (size_t i = 0; pods != plan.podsOf.end() && i < pods->second.size(); ++i) {
+      if (actions_.event) {
+        actions_.event(due[pods->second[i]].pod, "TriggeredScaleUp",
+                       "GVirtuS autoscaler opted in node " + name + " for a backend for this pod");
+      }
+    }
+  }
+
+  scaleDown(nodes, backends, plan, now, next);
+
+  status_.wanted = plan.wanted;
+  status_.autoscaled = std::count_if(nodes.begin(), nodes.end(),
+                                     [](const CandidateNode& node) { return node.ours(); });
+  return next;
+}
+
+void BackendAutoscaler::scaleDown(std::vector<CandidateNode>& nodes,
+                                  const std::vector<Backend>& backends, const ScaleUpPlan& plan,
+                                  SystemTime now, std::optional<Duration>& next) {
+  auto soonest = [&next](Duration d) {
+    d = std::max<Duration>(d, std::chrono::milliseconds(100));
+    next = next ? std::min(*next, d) : d;
+  };
+  int64_t staying = 0;
+  for (const auto& node : nodes) {
+    staying += node.ours() && !node.draining ? 1 : 0;
+  }
+  for (auto& node : nodes) {
+    if (!node.ours() || plan.podsOf.contains(node.name)) {
+      idleSince_.erase(node.name);
+      continue;
+    }
+    const Backend* backend = nullptr;
+    for (const auto& candidate : backends) {
+      if (candidate.node == node.name) {
+        backend = &candidate;
+      }
+    }
+    if (backend != nullptr && backend->load && backend->load->connections > 0) {
+      idleSince_.erase(node.name);
+      continue;
+    }
+    // Idle as far as connections tell; the pods given it are asked only when it matters.
+    auto assigned = [&]() -> std::optional<int64_t> {
+      if (backend == nullptr || !actions_.assignedPods) {
+        return 0;
+      }
+      auto count = actions_.assignedPods(*backend);
+      if (!count) {
+        log::warn("autoscaler cannot count the pods given a backend; it stays",
+                  {{"node", node.name}, {"error", count.error().message}});
+        return std::nullopt;
+      }
+      return *count;
+    };
+    const SystemTime idleSince = idleSince_.emplace(node.name, now).first->second;
+    if (!node.draining) {
+      const auto idle = now - idleSince;
+      if (idle < options_.scaleDownAfter) {
+        soonest(std::chrono::duration_cast<Duration>(options_.scaleDownAfter - idle));
+        continue;
+      }
+      if (staying <= options_.min) {
+        continue;
+      }
+      auto pods = assigned();
+      if (!pods || *pods > 0) {
+        idleSince_[node.name] = now;
+        continue;
+      }
+      if (write(node, drainPatch(node, now), "drain")) {
+        --staying;
+        nodeEvent(node, "BackendDraining",
+                  "GVirtuS autoscaler: the backend had no connection and no pod for " +
+                      seconds(options_.scaleDownAfter) +
+                      "; it takes no new pods and the node is opted out next");
+        soonest(options_.drainGrace());
+      }
+      continue;
+    }
+    const auto drained = now - *node.draining;
+    if (drained < options_.drainGrace()) {
+      soonest(std::chrono::duration_cast<Duration>(options_.drainGrace() - drained));
+      continue;
+    }
+    auto pods = assigned();
+    if (!pods || *pods > 0) {
+      continue;  // stays draining until its last pod is gone
+    }
+    const std::string name = node.name;
+    if (write(node, optOutPatch(node), "opt out")) {
+      ++status_.optedOut;
+      optedOut_[name] = now;
+      idleSince_.erase(name);
+      nodeEvent(node, "BackendOptedOut",
+                "GVirtuS autoscaler opted the node out (gvirtus.io/backend.allowed=false): its "
+                "backend was idle");
+      log::info("autoscaler opted a backend node out", {{"node", name}});
+    }
+  }
+}
+
+bool BackendAutoscaler::write(CandidateNode& node, const JsonPatch& patch, const char* what) {
+  const std::string over = stringAt(node.object, {"metadata", "resourceVersion"});
+  auto written = actions_.patchNode(node.name, patch);
+  if (!written) {
+    // A refused test: the node changed meanwhile (an operator, the kubelet); the next look
+    // reads it again.
+    log::info("autoscaler: node not patched; it is looked at again",
+              {{"node", node.name}, {"action", what}, {"error", written.error().message}});
+    return false;
+  }
+  written_[node.name] = {over, *written};
+  node = candidateFromNode(*written);
+  return true;
+}
+
+void BackendAutoscaler::nodeEvent(const CandidateNode& node, const std::string& reason,
+                                  const std::string& message) {
+  if (!actions_.event) {
+    return;
+  }
+  // Like the kubelet's, a Node's Events go to the default namespace.
+  ObjectReference ref = referenceTo(node.object, "v1", "Node");
+  ref.ns = "default";
+  actions_.event(ref, reason, message);
+}
+
+}  // namespace gvirtus::webhook
