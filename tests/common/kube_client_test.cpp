@@ -405,8 +405,9 @@ TEST_CASE("the client-side rate limit is observable", "[kube_client]") {
   for (int i = 0; i < 6; ++i) {
     REQUIRE(limited->get(resources::kNodes, "", "n").has_value());
   }
-  // One token at once, then one every 50ms.
-  CHECK(Clock::now() - start >= milliseconds(240));
+  // One token at once, then one every 50ms: a floor, which load cannot break.
+  const auto limitedTook = Clock::now() - start;
+  CHECK(limitedTook >= milliseconds(240));
 
   options.qps = 1000;
   options.burst = 100;
@@ -415,7 +416,9 @@ TEST_CASE("the client-side rate limit is observable", "[kube_client]") {
   for (int i = 0; i < 6; ++i) {
     REQUIRE(fast->get(resources::kNodes, "", "n").has_value());
   }
-  CHECK(Clock::now() - fastStart < milliseconds(240));
+  // No wall-clock ceiling (a loaded machine can be slow at anything): the same requests
+  // without the wait take less than the limited ones did.
+  CHECK(Clock::now() - fastStart < limitedTook);
 }
 
 TEST_CASE("list pages follow continue", "[kube_client]") {
