@@ -41,7 +41,7 @@ std::string label(const json& pod, const char* key) {
   return "";
 }
 
-std::optional<TimePoint> timeAt(const json& object, std::initializer_list<const char*> path) {
+std::optional<TimePoint> timeAt(const json& object, std::initializer_list<std::string_view> path) {
   auto parsed = parseRfc3339(stringAt(object, path));
   return parsed ? std::optional(*parsed) : std::nullopt;
 }
@@ -99,7 +99,7 @@ bool isAbout(const json& event, const json& pod) {
 }
 
 std::optional<TimePoint> eventTime(const json& event) {
-  for (auto path : {std::initializer_list<const char*>{"lastTimestamp"},
+  for (auto path : {std::initializer_list<std::string_view>{"lastTimestamp"},
                     {"eventTime"},
                     {"firstTimestamp"},
                     {"metadata", "creationTimestamp"}}) {

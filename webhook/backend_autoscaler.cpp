@@ -52,8 +52,8 @@ struct Bin {
       gpus = candidate->gpus;
       gpuMemoryMiB = candidate->gpuMemoryMiB;
     }
-    usedMiB.assign(static_cast<size_t>(std::max<int64_t>(1, std::min<int64_t>(gpus.value_or(1), 64))),
-                   0);
+    usedMiB.assign(
+        static_cast<size_t>(std::max<int64_t>(1, std::min<int64_t>(gpus.value_or(1), 64))), 0);
   }
 
   // The GPU the pod's memory would go on; -1 when it asks for none or the memory is not
@@ -192,9 +192,9 @@ ScaleUpPlan planScaleUp(const std::vector<CapacityDemand>& due,
       // A candidate in the pod's zone first, then by name (the caller's order).
       const CandidateNode* pick = nullptr;
       for (const auto& node : candidates) {
-        if (eligible(node, due[i].waitingSince) &&
-            Bin(Bin::Kind::New, &node, assumed).place(pod) &&
-            (pick == nullptr || (!pod.zone.empty() && node.zone == pod.zone && pick->zone != pod.zone))) {
+        if (eligible(node, due[i].waitingSince) && Bin(Bin::Kind::New, &node, assumed).place(pod) &&
+            (pick == nullptr ||
+             (!pod.zone.empty() && node.zone == pod.zone && pick->zone != pod.zone))) {
           pick = &node;
         }
       }

@@ -43,7 +43,9 @@ struct AutoscaleOptions {
   Duration cooldownOrDefault() const { return cooldown.value_or(scaleDownAfter); }
   // How long a draining backend must stay idle before its node is opted out: admissions on
   // other replicas see the draining mark only through their watch.
-  Duration drainGrace() const { return std::min<Duration>(std::chrono::seconds(15), scaleDownAfter); }
+  Duration drainGrace() const {
+    return std::min<Duration>(std::chrono::seconds(15), scaleDownAfter);
+  }
 };
 
 // A candidate GPU node as its Node object says.
@@ -75,7 +77,7 @@ struct ScaleUpPlan {
   std::vector<std::string> optIn;                     // nodes to opt in, in order
   std::vector<std::string> undrain;                   // draining nodes the demand needs back
   std::map<std::string, std::vector<size_t>> podsOf;  // node -> indexes of the demand it serves
-  int64_t wanted = 0;  // backends the ready ones plus the demand need, whatever max allows
+  int64_t wanted = 0;   // backends the ready ones plus the demand need, whatever max allows
   size_t unserved = 0;  // pods no candidate within max can take
 };
 

@@ -135,10 +135,9 @@ struct AutoscaleCluster {
   }
 
   std::vector<std::string> webhookArgs(std::vector<std::string> extra) const {
-    std::vector<std::string> args = {"--backend-namespace",    kBackendNamespace,
-                                     "--backend-selector",     backendSelector,
-                                     "--namespace",            webhookNs.name(),
-                                     "--autoscale-candidates", candidateSelector};
+    std::vector<std::string> args = {
+        "--backend-namespace", kBackendNamespace, "--backend-selector",     backendSelector,
+        "--namespace",         webhookNs.name(),  "--autoscale-candidates", candidateSelector};
     args.insert(args.end(), extra.begin(), extra.end());
     return args;
   }
@@ -189,10 +188,11 @@ struct AutoscaleCluster {
     backendOn.erase(node);
   }
 
-  int64_t eventCount(const std::string& ns, const std::string& object, const std::string& reason) {
+  int64_t eventCount(const std::string& where, const std::string& object,
+                     const std::string& reason) {
     ListOptions options;
     options.fieldSelector = "involvedObject.name=" + object + ",reason=" + reason;
-    auto list = client->list(resources::kEvents, ns, options);
+    auto list = client->list(resources::kEvents, where, options);
     int64_t total = 0;
     for (const auto& event : list ? list->items : std::vector<json>{}) {
       total += event.value("count", 1);
@@ -245,9 +245,8 @@ TEST_CASE(
   CHECK(cluster.optedIn().size() == 1);
   const std::string metrics = gvirtus::testing::httpGet(webhook.process().healthPort(), "/metrics");
   CHECK(gvirtus::testing::metricValue(metrics, "gvirtus_webhook_autoscale_backends") == 1);
-  CHECK(gvirtus::testing::metricValue(metrics,
-                                      "gvirtus_webhook_autoscale_events_total{direction=\"up\"}") ==
-        1);
+  CHECK(gvirtus::testing::metricValue(
+            metrics, "gvirtus_webhook_autoscale_events_total{direction=\"up\"}") == 1);
 
   // The pods run (assigned to the backend): it stays, past the idle window.
   std::this_thread::sleep_for(7s);

@@ -65,7 +65,7 @@ Backend backendOn(const std::string& node, int64_t connections, int64_t maxSessi
 // backend, Events recorded, and a clock.
 struct FakeCluster {
   std::map<std::string, json> nodes;
-  std::map<std::string, int64_t> assigned;  // backend pod name -> pods given it
+  std::map<std::string, int64_t> assigned;                  // backend pod name -> pods given it
   std::vector<std::pair<std::string, std::string>> events;  // object name, reason
   int patches = 0;
   SystemTime now = kStart;
@@ -138,14 +138,14 @@ TEST_CASE("a candidate node is read from its labels, capacity and annotations", 
   CHECK(candidate.gpuMemoryMiB == 81920);
   CHECK_FALSE(candidate.draining);
   // Opted in by hand: not ours, whatever else it says.
-  const CandidateNode byHand = candidateFromNode(gpuNode("gpu-b", {{"gvirtus.io/backend.allowed", "true"}}));
+  const CandidateNode byHand =
+      candidateFromNode(gpuNode("gpu-b", {{"gvirtus.io/backend.allowed", "true"}}));
   CHECK(byHand.optedIn);
   CHECK_FALSE(byHand.ours());
   CHECK(byHand.gpus == 1);  // from capacity nvidia.com/gpu
 }
 
-TEST_CASE("pods that waited past the threshold opt in one candidate, not before",
-          "[autoscale]") {
+TEST_CASE("pods that waited past the threshold opt in one candidate, not before", "[autoscale]") {
   FakeCluster cluster;
   cluster.nodes["gpu-a"] = gpuNode("gpu-a");
   cluster.nodes["gpu-b"] = gpuNode("gpu-b");
@@ -194,8 +194,7 @@ TEST_CASE("a new leader counts a node opted in but not yet running a backend", "
   CHECK(autoscaler.status().wanted == 1);
 }
 
-TEST_CASE("more sessions than one backend has opt in more nodes, never beyond max",
-          "[autoscale]") {
+TEST_CASE("more sessions than one backend has opt in more nodes, never beyond max", "[autoscale]") {
   FakeCluster cluster;
   for (const char* name : {"gpu-a", "gpu-b", "gpu-c"}) {
     cluster.nodes[name] = gpuNode(name);
@@ -225,7 +224,8 @@ TEST_CASE("a pod no candidate can meet opts in nothing", "[autoscale]") {
   BackendRequirements many;
   many.gpus = 4;
   cluster.now = kStart + 31s;
-  autoscaler.step(cluster.list(), {}, {waitingPod("big", kStart, big), waitingPod("many", kStart, many)});
+  autoscaler.step(cluster.list(), {},
+                  {waitingPod("big", kStart, big), waitingPod("many", kStart, many)});
   CHECK(cluster.patches == 0);
   CHECK(autoscaler.status().wanted == 1);  // an external autoscaler may add a bigger node
 
@@ -244,7 +244,9 @@ TEST_CASE("an idle autoscaled backend is drained, then opted out; a busy one sta
                                    {{"gvirtus.io/autoscaled", "2026-11-23T09:00:00Z"}});
   BackendAutoscaler autoscaler(options(), cluster.actions());
   cluster.assigned["backend-gpu-b"] = 1;  // connected to nothing yet, but given a pod
-  auto backends = [&] { return std::vector<Backend>{backendOn("gpu-a", 0), backendOn("gpu-b", 0)}; };
+  auto backends = [&] {
+    return std::vector<Backend>{backendOn("gpu-a", 0), backendOn("gpu-b", 0)};
+  };
 
   autoscaler.step(cluster.list(), backends(), {});
   cluster.now = kStart + 9min;
@@ -270,8 +272,7 @@ TEST_CASE("an idle autoscaled backend is drained, then opted out; a busy one sta
   CHECK(cluster.count("BackendOptedOut") == 1);
 }
 
-TEST_CASE("a connection during the drain keeps the node until it is idle again",
-          "[autoscale]") {
+TEST_CASE("a connection during the drain keeps the node until it is idle again", "[autoscale]") {
   FakeCluster cluster;
   cluster.nodes["gpu-a"] = gpuNode("gpu-a", {{"gvirtus.io/backend.allowed", "true"}},
                                    {{"gvirtus.io/autoscaled", "2026-11-23T09:00:00Z"},
@@ -283,8 +284,7 @@ TEST_CASE("a connection during the drain keeps the node until it is idle again",
   CHECK(cluster.label("gpu-a") == "false");
 }
 
-TEST_CASE("pods waiting again bring a draining backend back instead of a new node",
-          "[autoscale]") {
+TEST_CASE("pods waiting again bring a draining backend back instead of a new node", "[autoscale]") {
   FakeCluster cluster;
   cluster.nodes["gpu-a"] = gpuNode("gpu-a", {{"gvirtus.io/backend.allowed", "true"}},
                                    {{"gvirtus.io/autoscaled", "2026-11-23T09:00:00Z"},
@@ -300,8 +300,7 @@ TEST_CASE("pods waiting again bring a draining backend back instead of a new nod
   CHECK(cluster.count("BackendUndrained") == 1);
 }
 
-TEST_CASE("a node opted in by hand, or edited by an operator, is never touched",
-          "[autoscale]") {
+TEST_CASE("a node opted in by hand, or edited by an operator, is never touched", "[autoscale]") {
   FakeCluster cluster;
   cluster.nodes["by-hand"] = gpuNode("by-hand", {{"gvirtus.io/backend.allowed", "true"}});
   BackendAutoscaler autoscaler(options(), cluster.actions());
