@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 
+#include "common/base64.h"
 #include "common/certificates.h"
 
 namespace gvirtus {
@@ -50,65 +51,6 @@ std::string trim(std::string text) {
   }
   auto last = text.find_last_not_of(space);
   return text.substr(first, last - first + 1);
-}
-
-// Strict standard base64 (RFC 4648 with padding); line breaks and spaces are skipped, as
-// kubeconfig writers sometimes wrap long values.
-std::optional<std::string> decodeBase64(const std::string& text) {
-  auto value = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z')
-      return c - 'A';
-    if (c >= 'a' && c <= 'z')
-      return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-      return c - '0' + 52;
-    if (c == '+')
-      return 62;
-    if (c == '/')
-      return 63;
-    return -1;
-  };
-  std::string compact;
-  compact.reserve(text.size());
-  for (char c : text) {
-    if (c != ' ' && c != '\n' && c != '\r' && c != '\t') {
-      compact += c;
-    }
-  }
-  if (compact.size() % 4 != 0) {
-    return std::nullopt;
-  }
-  std::string out;
-  out.reserve(compact.size() / 4 * 3);
-  for (size_t i = 0; i < compact.size(); i += 4) {
-    const bool last = i + 4 == compact.size();
-    int v[4];
-    int padding = 0;
-    for (int j = 0; j < 4; ++j) {
-      char c = compact[i + static_cast<size_t>(j)];
-      if (c == '=' && last && j >= 2) {
-        ++padding;
-        v[j] = 0;
-        continue;
-      }
-      if (padding > 0) {
-        return std::nullopt;  // data after '='
-      }
-      v[j] = value(c);
-      if (v[j] < 0) {
-        return std::nullopt;
-      }
-    }
-    const unsigned bits = (static_cast<unsigned>(v[0]) << 18) |
-                          (static_cast<unsigned>(v[1]) << 12) | (static_cast<unsigned>(v[2]) << 6) |
-                          static_cast<unsigned>(v[3]);
-    out += static_cast<char>((bits >> 16) & 0xff);
-    if (padding < 2)
-      out += static_cast<char>((bits >> 8) & 0xff);
-    if (padding < 1)
-      out += static_cast<char>(bits & 0xff);
-  }
-  return out;
 }
 
 // A scalar field of a map; empty when absent or null.
@@ -153,7 +95,7 @@ Result<std::string> material(const YAML::Node& map, const std::string& key, cons
     return fail(data.error());
   }
   if (!data->empty()) {
-    auto decoded = decodeBase64(*data);
+    auto decoded = base64Decode(*data);
     if (!decoded) {
       return fail(key + "-data: bad base64");
     }

@@ -30,65 +30,6 @@ std::chrono::seconds leaseSeconds(Duration leaseDuration) {
 
 }  // namespace
 
-std::string formatMicroTime(std::chrono::system_clock::time_point t) {
-  const auto micros =
-      std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
-  std::time_t seconds = static_cast<std::time_t>(micros / 1000000);
-  int64_t fraction = micros % 1000000;
-  if (fraction < 0) {
-    fraction += 1000000;
-    --seconds;
-  }
-  std::tm tm{};
-  gmtime_r(&seconds, &tm);
-  char text[64];
-  std::snprintf(text, sizeof(text), "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<long long>(fraction));
-  return text;
-}
-
-Result<std::chrono::system_clock::time_point> parseMicroTime(const std::string& text) {
-  std::tm tm{};
-  int consumed = 0;
-  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-                  &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &consumed) != 6 ||
-      consumed != 19) {
-    return fail("invalid time \"" + text + "\" (want 2026-11-22T10:00:00.000000Z)");
-  }
-  size_t i = 19;
-  int64_t micros = 0;
-  if (i < text.size() && text[i] == '.') {
-    ++i;
-    int digits = 0;
-    while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
-      if (digits < 6) {
-        micros = micros * 10 + (text[i] - '0');
-      }
-      ++digits;
-      ++i;
-    }
-    if (digits == 0) {
-      return fail("invalid time \"" + text + "\": empty fraction");
-    }
-    for (; digits < 6; ++digits) {
-      micros *= 10;
-    }
-  }
-  if (i + 1 != text.size() || (text[i] != 'Z' && text[i] != 'z')) {
-    return fail("invalid time \"" + text + "\": must end in Z (UTC)");
-  }
-  tm.tm_year -= 1900;
-  tm.tm_mon -= 1;
-  if (tm.tm_mon < 0 || tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 ||
-      tm.tm_min > 59 || tm.tm_sec > 60) {
-    return fail("invalid time \"" + text + "\": field out of range");
-  }
-  const std::time_t seconds = timegm(&tm);
-  return std::chrono::system_clock::time_point(std::chrono::seconds(seconds)) +
-         std::chrono::microseconds(micros);
-}
-
 LeaseRecord LeaseRecord::fromLease(const json& lease) {
   LeaseRecord record;
   auto spec = lease.find("spec");

@@ -15,12 +15,9 @@
 #include "common/duration.h"
 #include "common/error.h"
 #include "common/kube_client.h"
+#include "common/time_text.h"
 
 namespace gvirtus {
-
-// Kubernetes MicroTime, always UTC with six fractional digits: "2026-11-22T10:00:00.000000Z".
-std::string formatMicroTime(std::chrono::system_clock::time_point t);
-Result<std::chrono::system_clock::time_point> parseMicroTime(const std::string& text);
 
 // The leader-election fields of a coordination.k8s.io/v1 Lease spec.
 struct LeaseRecord {

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstdint>
+#include <cstdio>
 #include <ctime>
 #include <optional>
 
@@ -99,6 +100,28 @@ std::string formatRfc3339(std::chrono::system_clock::time_point when) {
   char text[32];
   std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return text;
+}
+
+std::string formatMicroTime(std::chrono::system_clock::time_point when) {
+  const auto micros = std::chrono::floor<std::chrono::microseconds>(when.time_since_epoch());
+  const auto seconds = std::chrono::floor<std::chrono::seconds>(micros);
+  std::string text = formatRfc3339(std::chrono::system_clock::time_point(seconds));
+  char fraction[32];
+  std::snprintf(fraction, sizeof fraction, ".%06lldZ",
+                static_cast<long long>((micros - seconds).count()));
+  text.replace(text.size() - 1, 1, fraction);
+  return text;
+}
+
+Result<std::chrono::system_clock::time_point> parseMicroTime(std::string_view text) {
+  if (text.empty() || (text.back() != 'Z' && text.back() != 'z')) {
+    return fail("invalid time \"" + std::string(text) + "\": must end in Z (UTC)");
+  }
+  auto parsed = parseRfc3339(text);
+  if (!parsed) {
+    return fail(parsed.error());
+  }
+  return std::chrono::floor<std::chrono::microseconds>(*parsed);
 }
 
 }  // namespace gvirtus

@@ -1,6 +1,6 @@
 #include "webhook/admission_review.h"
 
-#include "webhook/base64.h"
+#include "common/base64.h"
 
 #include <algorithm>
 #include <cstdint>

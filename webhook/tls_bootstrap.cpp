@@ -3,8 +3,8 @@
 #include "common/ipv4_resolver.h"
 
 #include "common/backoff.h"
+#include "common/base64.h"
 #include "common/log.h"
-#include "webhook/base64.h"
 
 namespace gvirtus::webhook {
 namespace {

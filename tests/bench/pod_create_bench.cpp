@@ -22,11 +22,11 @@
 
 #include "bench/bench_output.h"
 #include "bench/load_generator.h"
+#include "common/base64.h"
 #include "common/kube_client.h"
 #include "common/kube_config.h"
 #include "support/child_process.h"
 #include "support/cluster_env.h"
-#include "webhook/base64.h"
 #include "webhook/cluster_fixtures.h"
 #include "webhook/webhook_process.h"
 
@@ -87,7 +87,7 @@ json benchPod(const std::string& name, const std::string& variant) {
 json registration(const std::string& variant, const std::string& url, const std::string& caPem) {
   json hook = {
       {"name", variant + ".bench.gvirtus.io"},
-      {"clientConfig", {{"url", url}, {"caBundle", gvirtus::webhook::base64Encode(caPem)}}},
+      {"clientConfig", {{"url", url}, {"caBundle", gvirtus::base64Encode(caPem)}}},
       {"rules", json::array({{{"apiGroups", {""}},
                               {"apiVersions", {"v1"}},
                               {"operations", {"CREATE"}},

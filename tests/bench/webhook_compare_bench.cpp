@@ -23,10 +23,10 @@
 #include "bench/bench_output.h"
 #include "bench/load_generator.h"
 #include "bench/process_stats.h"
+#include "common/base64.h"
 #include "common/log.h"
 #include "support/child_process.h"
 #include "support/cluster_env.h"
-#include "webhook/base64.h"
 #include "webhook/fixtures.h"
 #include "webhook/mutate_handler.h"
 #include "webhook/webhook_process.h"
@@ -110,7 +110,7 @@ json patchOf(Subject& subject) {
   REQUIRE(review["response"]["uid"] == "uid-1");
   REQUIRE(review["response"]["allowed"] == true);
   REQUIRE(review["response"].contains("patch"));
-  auto decoded = gvirtus::webhook::base64Decode(review["response"]["patch"].get<std::string>());
+  auto decoded = gvirtus::base64Decode(review["response"]["patch"].get<std::string>());
   REQUIRE(decoded.has_value());
   return json::parse(*decoded);
 }

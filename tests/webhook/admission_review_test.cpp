@@ -2,28 +2,10 @@
 
 #include <catch2/catch.hpp>
 
-#include "webhook/base64.h"
 #include "webhook/fixtures.h"
 
 using namespace gvirtus::webhook;
 using namespace gvirtus::webhook::testing;
-
-TEST_CASE("base64 round trips and matches RFC 4648 vectors", "[base64]") {
-  for (auto [plain, encoded] : {std::pair{"", ""}, std::pair{"f", "Zg=="}, std::pair{"fo", "Zm8="},
-                                std::pair{"foo", "Zm9v"}, std::pair{"foob", "Zm9vYg=="},
-                                std::pair{"fooba", "Zm9vYmE="}, std::pair{"foobar", "Zm9vYmFy"}}) {
-    CHECK(base64Encode(plain) == encoded);
-    CHECK(base64Decode(encoded).value() == plain);
-  }
-  std::string bytes;
-  for (int i = 0; i < 256; ++i)
-    bytes += static_cast<char>(i);
-  CHECK(base64Decode(base64Encode(bytes)).value() == bytes);
-  CHECK(base64Decode("Zm9v\nYmFy").value() == "foobar");
-  CHECK_FALSE(base64Decode("Zm9").has_value());
-  CHECK_FALSE(base64Decode("Zm=v").has_value());
-  CHECK_FALSE(base64Decode("Zm9v!").has_value());
-}
 
 TEST_CASE("a pod CREATE review", "[admission-review]") {
   const json body = admissionReview(gvirtusPod(), "1234-abcd", "CREATE", true);

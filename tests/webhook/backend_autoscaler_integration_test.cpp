@@ -28,15 +28,6 @@ namespace {
 
 constexpr const char* kBackendNamespace = "gvirtus-system";
 
-bool gated(const json& pod) {
-  for (const auto& gate : pod["spec"].value("schedulingGates", json::array())) {
-    if (gate.value("name", "") == "gvirtus.io/backend") {
-      return true;
-    }
-  }
-  return false;
-}
-
 std::string labelOf(const json& object, const std::string& key) {
   return object["metadata"].value("labels", json::object()).value(key, "");
 }
@@ -298,47 +289,17 @@ TEST_CASE(
 TEST_CASE("a leader killed right after it opted a node in: the new leader adds no other",
           "[webhook][autoscale][integration]") {
   AutoscaleCluster cluster;
-  const std::vector<std::string> flags = {"--leader-elect",
-                                          "--leader-elect-lease-duration",
-                                          "4s",
-                                          "--leader-elect-renew-deadline",
-                                          "3s",
-                                          "--leader-elect-retry-period",
-                                          "500ms",
-                                          "--autoscale-max",
-                                          "2",
-                                          "--scale-up-after",
-                                          "2s",
-                                          "--scale-down-after",
-                                          "10m"};
-  RegisteredWebhook a(*cluster.client, cluster.webhookArgs(flags));
-  std::vector<std::string> bArgs = {"--kubeconfig",   kubeconfigPath(), "--tls-cert-file",
-                                    a.tls().certFile, "--tls-key-file", a.tls().keyFile};
-  for (const auto& arg : cluster.webhookArgs(flags)) {
-    bArgs.push_back(arg);
-  }
-  WebhookProcess b(bArgs);
-
-  char host[256] = {};
-  REQUIRE(gethostname(host, sizeof host - 1) == 0);
-  const std::map<std::string, WebhookProcess*> byIdentity = {
-      {std::string(host) + "_" + std::to_string(a.process().child().pid()), &a.process()},
-      {std::string(host) + "_" + std::to_string(b.child().pid()), &b}};
-  auto holder = [&] {
-    auto lease =
-        cluster.client->get(resources::kLeases, cluster.webhookNs.name(), "gvirtus-webhook");
-    return lease ? (*lease)["spec"].value("holderIdentity", "") : std::string();
-  };
-  REQUIRE(eventually([&] { return byIdentity.contains(holder()); }, 30s));
-  const std::string leader = holder();
+  ElectedWebhooks webhooks(*cluster.client, cluster.webhookNs.name(),
+                           cluster.webhookArgs({"--autoscale-max", "2", "--scale-up-after", "2s",
+                                                "--scale-down-after", "10m"}));
+  const std::string leader = webhooks.waitForLeader();
 
   CHECK(gated(cluster.createPod("app-1")));
   REQUIRE(eventually([&] { return !cluster.optedIn().empty(); }, 30s));
-  byIdentity.at(leader)->child().kill(SIGKILL);
-  REQUIRE(byIdentity.at(leader)->child().wait(5s).has_value());
+  webhooks.kill(leader);
 
   // The other replica leads, sees the node on its way, and opts in nothing more.
-  REQUIRE(eventually([&] { return byIdentity.contains(holder()) && holder() != leader; }, 30s));
+  REQUIRE(eventually([&] { return webhooks.holder() == webhooks.other(leader); }, 30s));
   std::this_thread::sleep_for(6s);
   const auto optedIn = cluster.optedIn();
   REQUIRE(optedIn.size() == 1);

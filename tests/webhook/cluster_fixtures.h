@@ -4,18 +4,22 @@
 // pods with a load report, and the webhook as a host process registered by a
 // MutatingWebhookConfiguration with clientConfig.url https://127.0.0.1:PORT/mutate.
 
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <csignal>
 #include <ctime>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "common/base64.h"
 #include "common/kube_client.h"
 #include "integration/fixtures.h"
 #include "support/cluster_env.h"
-#include "webhook/base64.h"
 #include "webhook/webhook_process.h"
 
 namespace gvirtus::webhook::testing {
@@ -56,6 +60,16 @@ inline void ensureNode(KubeClient& client, const std::string& name, json labels,
     INFO((patched ? "" : patched.error().message));
     REQUIRE(patched.has_value());
   }
+}
+
+// True while the pod carries the waiting-pod gate gvirtus.io/backend.
+inline bool gated(const json& pod) {
+  for (const auto& gate : pod["spec"].value("schedulingGates", json::array())) {
+    if (gate.value("name", "") == "gvirtus.io/backend") {
+      return true;
+    }
+  }
+  return false;
 }
 
 inline void ensureNamespace(KubeClient& client, const std::string& name) {
@@ -176,6 +190,66 @@ class RegisteredWebhook {
   TlsFiles tls_;
   std::unique_ptr<WebhookProcess> process_;
   std::string name_;
+};
+
+// Two replicas with --leader-elect contending for the Lease gvirtus-webhook in `leaseNs`:
+// the first registered (it serves the admissions), the second only contending.
+class ElectedWebhooks {
+ public:
+  ElectedWebhooks(KubeClient& client, const std::string& leaseNs, std::vector<std::string> args)
+      : client_(client), leaseNs_(leaseNs) {
+    const std::vector<std::string> election = {"--leader-elect",
+                                               "--leader-elect-lease-duration",
+                                               "4s",
+                                               "--leader-elect-renew-deadline",
+                                               "3s",
+                                               "--leader-elect-retry-period",
+                                               "500ms"};
+    args.insert(args.end(), election.begin(), election.end());
+    first_ = std::make_unique<RegisteredWebhook>(client, args);
+    std::vector<std::string> second = {"--kubeconfig",    kubeconfigPath(),
+                                       "--tls-cert-file", first_->tls().certFile,
+                                       "--tls-key-file",  first_->tls().keyFile};
+    second.insert(second.end(), args.begin(), args.end());
+    second_ = std::make_unique<WebhookProcess>(second);
+    char host[256] = {};
+    REQUIRE(gethostname(host, sizeof host - 1) == 0);
+    byIdentity_ = {
+        {std::string(host) + "_" + std::to_string(first_->process().child().pid()),
+         &first_->process()},
+        {std::string(host) + "_" + std::to_string(second_->child().pid()), second_.get()}};
+  }
+
+  // The identity in the Lease now; empty when there is none.
+  std::string holder() {
+    auto lease = client_.get(resources::kLeases, leaseNs_, "gvirtus-webhook");
+    return lease ? (*lease)["spec"].value("holderIdentity", "") : std::string();
+  }
+  // Waits until one of the two holds the Lease; its identity.
+  std::string waitForLeader() {
+    REQUIRE(eventually([&] { return byIdentity_.contains(holder()); }, 30s));
+    return holder();
+  }
+  std::string other(const std::string& identity) const {
+    for (const auto& [name, process] : byIdentity_) {
+      if (name != identity) {
+        return name;
+      }
+    }
+    return {};
+  }
+  // Kills the replica with this identity without giving up its Lease.
+  void kill(const std::string& identity) {
+    byIdentity_.at(identity)->child().kill(SIGKILL);
+    REQUIRE(byIdentity_.at(identity)->child().wait(5s).has_value());
+  }
+
+ private:
+  KubeClient& client_;
+  std::string leaseNs_;
+  std::unique_ptr<RegisteredWebhook> first_;
+  std::unique_ptr<WebhookProcess> second_;
+  std::map<std::string, WebhookProcess*> byIdentity_;
 };
 
 }  // namespace gvirtus::webhook::testing

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "common/base64.h"
 #include "common/json_patch.h"
 #include "webhook/backend_source.h"
-#include "webhook/base64.h"
 
 namespace gvirtus::webhook::testing {
 

@@ -105,7 +105,7 @@ TEST_CASE("replicas starting together share one CA, written into the caBundle",
       CHECK(cert == material.serving.certPem);
     }
   }
-  const std::string bundle = base64Encode(material.ca.certPem);
+  const std::string bundle = gvirtus::base64Encode(material.ca.certPem);
   CHECK(caBundles(*client, guard.name) == std::vector<std::string>{bundle, bundle});
   CHECK(material.dnsNames == servingDnsNames("gvirtus-webhook", ns.name()));
 
@@ -162,7 +162,7 @@ TEST_CASE("gvirtus-webhook with its own CA is ready once the CA is in place",
       [&] { return gvirtus::testing::httpGet(webhook.healthPort(), "/readyz").starts_with("ok"); },
       30s));
   const TlsMaterial material = secretMaterial(*client, ns.name(), "gvirtus-webhook-tls");
-  CHECK(caBundles(*client, configName)[0] == base64Encode(material.ca.certPem));
+  CHECK(caBundles(*client, configName)[0] == gvirtus::base64Encode(material.ca.certPem));
 
   // The listener serves the Secret's certificate: it verifies against the CA for the
   // Service's DNS name.

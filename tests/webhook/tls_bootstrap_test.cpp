@@ -2,10 +2,12 @@
 
 #include <catch2/catch.hpp>
 
-#include "webhook/base64.h"
+#include "common/base64.h"
 #include "webhook/fixtures.h"
 
 using namespace gvirtus::webhook;
+using gvirtus::base64Decode;
+using gvirtus::base64Encode;
 using gvirtus::webhook::testing::applied;
 using nlohmann::json;
 using namespace std::chrono;

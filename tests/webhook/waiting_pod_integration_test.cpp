@@ -33,16 +33,6 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr const char* kBackendNamespace = "gvirtus-system";
-constexpr const char* kGate = "gvirtus.io/backend";
-
-bool gated(const json& pod) {
-  for (const auto& gate : pod["spec"].value("schedulingGates", json::array())) {
-    if (gate.value("name", "") == kGate) {
-      return true;
-    }
-  }
-  return false;
-}
 
 bool readyWithIp(const json& pod) {
   if (!pod.contains("status") || pod["status"].value("podIP", "").empty()) {
@@ -491,41 +481,9 @@ TEST_CASE(
     "other takes over without assigning any pod twice",
     "[webhook][waiting][integration]") {
   WaitCluster cluster;
-  const std::vector<std::string> election = {"--leader-elect",
-                                             "--leader-elect-lease-duration",
-                                             "4s",
-                                             "--leader-elect-renew-deadline",
-                                             "3s",
-                                             "--leader-elect-retry-period",
-                                             "500ms"};
-  RegisteredWebhook a(*cluster.client, cluster.webhookArgs(election));
-  // The second replica serves no admissions here (one registration is enough); it only
-  // contends for the Lease.
-  std::vector<std::string> bArgs = {"--kubeconfig",   kubeconfigPath(), "--tls-cert-file",
-                                    a.tls().certFile, "--tls-key-file", a.tls().keyFile};
-  for (const auto& arg : cluster.webhookArgs(election)) {
-    bArgs.push_back(arg);
-  }
-  WebhookProcess b(bArgs);
-
-  char host[256] = {};
-  REQUIRE(gethostname(host, sizeof host - 1) == 0);
-  const std::map<std::string, WebhookProcess*> byIdentity = {
-      {std::string(host) + "_" + std::to_string(a.process().child().pid()), &a.process()},
-      {std::string(host) + "_" + std::to_string(b.child().pid()), &b}};
-  auto holder = [&] {
-    auto lease =
-        cluster.client->get(resources::kLeases, cluster.webhookNs.name(), "gvirtus-webhook");
-    return lease ? (*lease)["spec"].value("holderIdentity", "") : std::string();
-  };
-  REQUIRE(eventually([&] { return byIdentity.contains(holder()); }, 30s));
-  const std::string leader = holder();
-  std::string follower;
-  for (const auto& [identity, process] : byIdentity) {
-    if (identity != leader) {
-      follower = identity;
-    }
-  }
+  ElectedWebhooks webhooks(*cluster.client, cluster.webhookNs.name(), cluster.webhookArgs());
+  const std::string leader = webhooks.waitForLeader();
+  const std::string follower = webhooks.other(leader);
   INFO("leader " << leader << ", follower " << follower);
 
   constexpr int kPods = 4;
@@ -542,8 +500,7 @@ TEST_CASE(
 
   // The leader dies without giving up its Lease; a backend appears meanwhile.
   const auto killed = Clock::now();
-  byIdentity.at(leader)->child().kill(SIGKILL);
-  REQUIRE(byIdentity.at(leader)->child().wait(5s).has_value());
+  webhooks.kill(leader);
   const std::string backend =
       cluster.createBackend("wait-backend-ha-" + cluster.run, "wait-gpu-1", 0, 16);
   for (int i = 1; i <= kPods; ++i) {
@@ -551,7 +508,7 @@ TEST_CASE(
     REQUIRE(eventually([&] { return !gated(cluster.getPod(podName(i))); }, 30s));
   }
   const double takeover = millisecondsBetween(killed, Clock::now());
-  CHECK(holder() == follower);
+  CHECK(webhooks.holder() == follower);
   for (int i = 1; i <= kPods; ++i) {
     checkReleasedTo(cluster, podName(i), backend);  // one BackendAssigned Event each
     const auto assigned = cluster.events(podName(i), "BackendAssigned");

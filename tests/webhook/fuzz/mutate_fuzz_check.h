@@ -14,10 +14,10 @@
 #include <string>
 #include <string_view>
 
+#include "common/base64.h"
 #include "common/json_patch.h"
 #include "webhook/admission_review.h"
 #include "webhook/backend_chooser.h"
-#include "webhook/base64.h"
 #include "webhook/mutate_handler.h"
 
 namespace gvirtus::webhook::fuzz {
