@@ -26,11 +26,6 @@ namespace {
 
 constexpr auto kMonitorInterval = std::chrono::seconds(1);
 
-int configurationError(const std::string& reason) {
-  std::fprintf(stderr, "%s: %s\n", kProgram, reason.c_str());
-  return kExitUsage;
-}
-
 // The client the load publisher writes with: --kubeconfig, else the in-cluster account.
 Result<std::unique_ptr<KubeClient>> makeClient(const Options& options, std::stop_token cancel) {
   auto config = loadKubeConfig(options.common.kubeconfig);
@@ -96,13 +91,13 @@ int run(int argc, const char* const* argv) {
     return kExitFatal;
   }
   if (portState->listening) {
-    return configurationError("--port: " + std::to_string(options.port) +
-                              " is already in use (a socket listens on it)");
+    return configurationError(kProgram, "--port: " + std::to_string(options.port) +
+                                            " is already in use (a socket listens on it)");
   }
   if (auto written =
           writeBackendConfig(options.configOut, renderBackendConfig(options.port, options.plugins));
       !written) {
-    return configurationError("--config-out: " + written.error().message);
+    return configurationError(kProgram, "--config-out: " + written.error().message);
   }
 
   std::unique_ptr<KubeClient> client;
@@ -112,7 +107,7 @@ int run(int argc, const char* const* argv) {
   } else {
     auto made = makeClient(options, shutdown.deadline(kShutdownClientGrace));
     if (!made) {
-      return configurationError(made.error().message);
+      return configurationError(kProgram, made.error().message);
     }
     client = std::move(*made);
     publisher = std::make_unique<LoadPublisher>(
@@ -133,7 +128,7 @@ int run(int argc, const char* const* argv) {
   ShimMetrics metrics(registry, options.maxSessions);
   auto health = HealthServer::create(options.common.healthAddr, registry);
   if (!health) {
-    return configurationError("--health-addr: " + health.error().message);
+    return configurationError(kProgram, "--health-addr: " + health.error().message);
   }
   std::atomic<bool> draining{false};
 
@@ -165,7 +160,7 @@ int run(int argc, const char* const* argv) {
     return {};
   });
   if (auto started = (*health)->start(); !started) {
-    return configurationError("--health-addr: " + started.error().message);
+    return configurationError(kProgram, "--health-addr: " + started.error().message);
   }
 
   log::info("starting", {{"version", GVIRTUS_VERSION},

@@ -186,7 +186,12 @@ void addCommonFlags(FlagSet& flags, CommonOptions& options) {
 }
 
 int usageError(const FlagSet& flags, const std::string& reason) {
-  std::fprintf(stderr, "%s: %s\n", flags.program().c_str(), reason.c_str());
+  return configurationError(flags.program(), reason);
+}
+
+int configurationError(std::string_view program, const std::string& reason) {
+  std::fprintf(stderr, "%.*s: %s\n", static_cast<int>(program.size()), program.data(),
+               reason.c_str());
   return kExitUsage;
 }
 

@@ -4,6 +4,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/duration.h"
@@ -80,5 +81,8 @@ std::optional<int> parseCommandLine(FlagSet& flags, CommonOptions& common, int a
 
 // Prints "program: reason" to stderr and returns kExitUsage; for validation after parse.
 int usageError(const FlagSet& flags, const std::string& reason);
+// The same for a configuration found bad once the program runs (a kubeconfig, a listener
+// address taken): one line, exit code kExitUsage.
+int configurationError(std::string_view program, const std::string& reason);
 
 }  // namespace gvirtus

@@ -17,11 +17,6 @@
 namespace gvirtus::device_plugin {
 namespace {
 
-int configurationError(const std::string& reason) {
-  std::fprintf(stderr, "%s: %s\n", kProgram, reason.c_str());
-  return kExitUsage;
-}
-
 void registerMetrics(MetricsRegistry& registry, const DeviceList& devices,
                      const PluginCounters& counters) {
   registry.registerProcessMetrics();
@@ -59,7 +54,8 @@ int run(int argc, const char* const* argv) {
   std::error_code ec;
   const std::filesystem::path kubeletDir = std::filesystem::absolute(options.kubeletDir, ec);
   if (ec || !std::filesystem::is_directory(kubeletDir, ec)) {
-    return configurationError("--kubelet-dir: " + kubeletDir.string() + " is not a folder");
+    return configurationError(kProgram,
+                              "--kubelet-dir: " + kubeletDir.string() + " is not a folder");
   }
 
   DeviceList devices(options.devices);
@@ -68,7 +64,7 @@ int run(int argc, const char* const* argv) {
   registerMetrics(registry, devices, counters);
   auto health = HealthServer::create(options.common.healthAddr, registry);
   if (!health) {
-    return configurationError("--health-addr: " + health.error().message);
+    return configurationError(kProgram, "--health-addr: " + health.error().message);
   }
   (*health)->setReadinessCheck([&counters]() -> Result<void> {
     if (counters.registered.load()) {
@@ -81,12 +77,13 @@ int run(int argc, const char* const* argv) {
   if (options.cdi) {
     auto written = writeCdiSpec(options.cdiDir, devices.ids());
     if (!written) {
-      return configurationError("--cdi-dir: cannot write the CDI spec: " + written.error().message);
+      return configurationError(kProgram,
+                                "--cdi-dir: cannot write the CDI spec: " + written.error().message);
     }
     cdiSpec = written->string();
   }
   if (auto started = (*health)->start(); !started) {
-    return configurationError("--health-addr: " + started.error().message);
+    return configurationError(kProgram, "--health-addr: " + started.error().message);
   }
   // Every configuration error has been reported above, in one line and nothing before it.
   log::info("starting", {{"version", GVIRTUS_VERSION},

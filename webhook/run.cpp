@@ -33,11 +33,6 @@ namespace {
 // The Lease of --leader-elect, in the webhook's namespace (manifests/webhook/rbac.yaml).
 constexpr const char* kLeaseName = "gvirtus-webhook";
 
-int configurationError(const std::string& reason) {
-  std::fprintf(stderr, "%s: %s\n", kProgram, reason.c_str());
-  return kExitUsage;
-}
-
 // `clientOptions` without the user agent, which is set here.
 Result<std::unique_ptr<KubeClient>> makeClient(const Options& options,
                                                KubeClientOptions clientOptions) {
@@ -98,7 +93,7 @@ int run(int argc, const char* const* argv) {
     mainOptions.burst = static_cast<int>(options.kubeApiBurst);
     auto made = makeClient(options, mainOptions);
     if (!made) {
-      return configurationError(made.error().message);
+      return configurationError(kProgram, made.error().message);
     }
     client = std::move(*made);
   } else {
@@ -155,7 +150,7 @@ int run(int argc, const char* const* argv) {
   if (client) {
     auto made = makeClient(options, clientOptions(std::chrono::seconds(10)));
     if (!made) {
-      return configurationError(made.error().message);
+      return configurationError(kProgram, made.error().message);
     }
     eventsClient = std::move(*made);
     EventRecorderOptions eventOptions;
@@ -174,7 +169,7 @@ int run(int argc, const char* const* argv) {
       // A renewal must end well within the renew deadline (see LeaderElector).
       made = makeClient(options, clientOptions(options.leaderElectRenewDeadline / 3, 0));
       if (!made) {
-        return configurationError(made.error().message);
+        return configurationError(kProgram, made.error().message);
       }
       electionClient = std::move(*made);
       LeaderElectionConfig election;
@@ -201,8 +196,9 @@ int run(int argc, const char* const* argv) {
   httpOptions.readTimeout = std::chrono::seconds(10);
   auto server = HttpServer::create(httpOptions);
   if (!server) {
-    return configurationError((options.tlsFromFiles() ? "--tls-cert-file: " : "--listen: ") +
-                              server.error().message);
+    return configurationError(
+        kProgram,
+        (options.tlsFromFiles() ? "--tls-cert-file: " : "--listen: ") + server.error().message);
   }
   https = server->get();
   (*server)->handle("POST", "/mutate",
@@ -223,7 +219,7 @@ int run(int argc, const char* const* argv) {
 
   auto health = HealthServer::create(options.common.healthAddr, registry);
   if (!health) {
-    return configurationError("--health-addr: " + health.error().message);
+    return configurationError(kProgram, "--health-addr: " + health.error().message);
   }
   (*health)->setReadinessCheck([&source, &tls]() -> Result<void> {
     if (!source->ready()) {
@@ -235,7 +231,7 @@ int run(int argc, const char* const* argv) {
     return {};
   });
   if (auto started = (*health)->start(); !started) {
-    return configurationError("--health-addr: " + started.error().message);
+    return configurationError(kProgram, "--health-addr: " + started.error().message);
   }
 
   source->start();
@@ -248,7 +244,7 @@ int run(int argc, const char* const* argv) {
     tls->start();
   }
   if (auto started = (*server)->start(); !started) {
-    return configurationError("--listen: " + started.error().message);
+    return configurationError(kProgram, "--listen: " + started.error().message);
   }
   std::jthread controllerThread;
   if (events) {
@@ -256,7 +252,7 @@ int run(int argc, const char* const* argv) {
   }
   if (elector) {
     if (auto started = elector->start(); !started) {
-      return configurationError("--leader-elect: " + started.error().message);
+      return configurationError(kProgram, "--leader-elect: " + started.error().message);
     }
   } else if (controller) {
     controllerThread = std::jthread([&controller](std::stop_token stop) { controller->run(stop); });
