@@ -72,13 +72,13 @@ for component in labeler device-plugin webhook backend; do
   esac
 done
 
-say "manifests/autoscale (everything, with the backend autoscaler)"
-if out=$(k apply --dry-run=server -k "$manifests/autoscale" 2>&1); then
-  ok "apply -k manifests/autoscale ($(grep -c 'server dry run' <<<"$out") objects)"
+say "overlays/autoscale (everything, with the backend autoscaler)"
+if out=$(k apply --dry-run=server -k "$repo/overlays/autoscale" 2>&1); then
+  ok "apply -k overlays/autoscale ($(grep -c 'server dry run' <<<"$out") objects)"
   grep -q '^clusterrole.rbac.authorization.k8s.io/gvirtus-webhook-autoscale ' <<<"$out" &&
     ok "adds ClusterRole gvirtus-webhook-autoscale" || bad "no ClusterRole gvirtus-webhook-autoscale: $out"
 else
-  bad "apply -k manifests/autoscale:"; echo "$out" >&2
+  bad "apply -k overlays/autoscale:"; echo "$out" >&2
 fi
 
 say "nothing was created by the dry runs"

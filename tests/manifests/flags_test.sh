@@ -37,19 +37,19 @@ for entry in labeler/daemonset.yaml=gvirtus-labeler device-plugin/daemonset.yaml
   fi
 done
 
-# manifests/autoscale: the webhook's arguments with the autoscaler's flags added (one line
-# per object: kind, then the first container's arguments).
+# overlays/autoscale: the webhook's arguments with the autoscaler's flags added. One line
+# per object: its kind and the first container's arguments as a JSON array (a jsonpath
+# range would stop at the first object without containers).
 if [ -x "$bin_dir/gvirtus-webhook" ]; then
-  line=$(k kustomize "$manifests/autoscale" | k create --dry-run=client --validate=false -f - \
-    -o jsonpath='{.kind}{range .spec.template.spec.containers[0].args[*]}{" "}{@}{end}{"\n"}' |
-    grep '^Deployment ' || true)
-  read -r -a args <<<"${line#Deployment }"
+  line=$(k kustomize "$repo/overlays/autoscale" | k create --dry-run=client --validate=false -f - \
+    -o jsonpath='{.kind}{" "}{.spec.template.spec.containers[0].args}{"\n"}' | grep '^Deployment ' || true)
+  mapfile -t args < <(sed 's/^Deployment \["//; s/"\]$//; s/","/\n/g' <<<"$line")
   if [[ " ${args[*]} " != *" --autoscale-candidates="* ]]; then
-    bad "manifests/autoscale: the webhook has no --autoscale-candidates (${args[*]})"
+    bad "overlays/autoscale: the webhook has no --autoscale-candidates (${args[*]})"
   elif out=$("$bin_dir/gvirtus-webhook" "${args[@]}" --help 2>&1 >/dev/null); then
-    ok "gvirtus-webhook (manifests/autoscale) accepts ${args[*]}"
+    ok "gvirtus-webhook (overlays/autoscale) accepts ${args[*]}"
   else
-    bad "gvirtus-webhook rejects manifests/autoscale's arguments: $out"
+    bad "gvirtus-webhook rejects overlays/autoscale's arguments: $out"
   fi
 fi
 finish
