@@ -20,7 +20,13 @@ mkdir -p "$state"
 bash "$here/down.sh" "$name" 2>/dev/null || true
 
 kubectl apply --server-side -f "$kai/crds" >/dev/null
-kubectl wait --for condition=established --timeout=60s -f "$kai/crds" >/dev/null
+# A CRD read before the API server wrote its first status has no conditions, and kubectl
+# wait then fails at once ("accessor error: <nil>") instead of waiting: try again.
+for attempt in $(seq 1 60); do
+  kubectl wait --for condition=established --timeout=60s -f "$kai/crds" >/dev/null 2>&1 && break
+  [ "$attempt" = 60 ] && { say "KAI CRDs not established after 60 tries"; exit 1; }
+  sleep 1
+done
 kubectl apply -f - >/dev/null <<'YAML'
 apiVersion: v1
 kind: Namespace
