@@ -13,15 +13,6 @@ namespace {
 
 using nlohmann::json;
 
-std::optional<int64_t> wholeNumber(const std::string& text) {
-  int64_t value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < 0) {
-    return std::nullopt;
-  }
-  return value;
-}
-
 std::optional<SystemTime> timeAnnotation(const json& node, std::string_view key) {
   const std::string text = stringAt(node, {"metadata", "annotations", key});
   if (text.empty()) {
@@ -111,11 +102,11 @@ CandidateNode candidateFromNode(const json& node) {
   out.optedIn = stringAt(node, {"metadata", "labels", kBackendAllowedLabel}) == "true";
   out.autoscaled = timeAnnotation(node, kAutoscaledAnnotation);
   out.draining = timeAnnotation(node, kDrainingAnnotation);
-  out.gpus = wholeNumber(stringAt(node, {"metadata", "labels", kGpuCountLabel}));
+  out.gpus = parseCount(stringAt(node, {"metadata", "labels", kGpuCountLabel}));
   if (!out.gpus) {
-    out.gpus = wholeNumber(stringAt(node, {"status", "capacity", kGpuResource}));
+    out.gpus = parseCount(stringAt(node, {"status", "capacity", kGpuResource}));
   }
-  out.gpuMemoryMiB = wholeNumber(stringAt(node, {"metadata", "labels", kGpuMemoryLabel}));
+  out.gpuMemoryMiB = parseCount(stringAt(node, {"metadata", "labels", kGpuMemoryLabel}));
   out.zone = stringAt(node, {"metadata", "labels", kZoneLabel});
   out.object = node;
   return out;

@@ -33,7 +33,8 @@ std::string trim(std::string_view text) {
   return std::string(text.substr(first, last - first + 1));
 }
 
-// A non-negative integer, the whole text.
+}  // namespace
+
 std::optional<int64_t> parseCount(const std::string& value) {
   int64_t n = 0;
   auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
@@ -42,8 +43,6 @@ std::optional<int64_t> parseCount(const std::string& value) {
   }
   return n;
 }
-
-}  // namespace
 
 int64_t memoryDemandMiB(const BackendRequirements& pod, int64_t totalMiB) {
   int64_t demand = std::max(pod.gpuMemoryMiB.value_or(0), pod.kaiGpuMemoryMiB.value_or(0));
