@@ -1,5 +1,6 @@
 #include "backend-shim/run.h"
+#include "common/flags.h"
 
 int main(int argc, char** argv) {
-  return gvirtus::backend_shim::run(argc, argv);
+  return gvirtus::runMain(argc, argv, gvirtus::backend_shim::run);
 }

@@ -3,24 +3,11 @@
 #include <charconv>
 #include <cstdio>
 #include <iostream>
-#include <sstream>
+
+#include "common/strings.h"
 
 namespace gvirtus {
 namespace {
-
-std::vector<std::string> splitCommaList(const std::string& text) {
-  std::vector<std::string> items;
-  std::stringstream stream(text);
-  std::string item;
-  while (std::getline(stream, item, ',')) {
-    const auto first = item.find_first_not_of(" \t");
-    if (first == std::string::npos)
-      continue;
-    const auto last = item.find_last_not_of(" \t");
-    items.push_back(item.substr(first, last - first + 1));
-  }
-  return items;
-}
 
 std::string joinCommaList(const std::vector<std::string>& items) {
   std::string out;
@@ -93,7 +80,7 @@ void FlagSet::addDuration(std::string name, Duration* target, std::string help) 
 void FlagSet::addList(std::string name, std::vector<std::string>* target, std::string help) {
   addCustom(std::move(name), "list", joinCommaList(*target), std::move(help),
             [target](const std::string& v) -> Result<void> {
-              *target = splitCommaList(v);
+              *target = splitList(v);
               return {};
             });
 }
@@ -217,6 +204,17 @@ std::optional<int> parseCommandLine(FlagSet& flags, CommonOptions& common, int a
     return usageError(flags, "--log-format: " + format.error().message);
   log::configure(*level, *format);
   return std::nullopt;
+}
+
+int runMain(int argc, char** argv, int (*run)(int argc, const char* const* argv)) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    log::error("fatal", {{"error", e.what()}});
+  } catch (...) {
+    log::error("fatal", {{"error", "an exception of unknown type"}});
+  }
+  return kExitFatal;
 }
 
 }  // namespace gvirtus

@@ -85,4 +85,8 @@ int usageError(const FlagSet& flags, const std::string& reason);
 // address taken): one line, exit code kExitUsage.
 int configurationError(std::string_view program, const std::string& reason);
 
+// Every binary's main: runs `run` and turns an exception that escaped it (a bug) into one
+// logged "fatal" line and kExitFatal instead of std::terminate.
+int runMain(int argc, char** argv, int (*run)(int argc, const char* const* argv));
+
 }  // namespace gvirtus

@@ -36,6 +36,7 @@
 
 #include "common/log.h"
 #include "common/openssl_util.h"
+#include "common/unique_fd.h"
 
 namespace gvirtus {
 
@@ -524,28 +525,6 @@ class BoundedTaskQueue final : public httplib::TaskQueue {
   size_t idle_ = 0;
   bool shutdown_ = false;
   std::vector<std::jthread> threads_;
-};
-
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept {
-    if (this != &other)
-      reset(std::exchange(other.fd_, -1));
-    return *this;
-  }
-  ~UniqueFd() { reset(); }
-  int get() const { return fd_; }
-  void reset(int fd = -1) {
-    if (fd_ >= 0)
-      ::close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_ = -1;
 };
 
 // Opens a listening socket; `socketErrno` tells why socket(2) failed (0 when it did not).

@@ -28,4 +28,30 @@ std::string stringAt(const json& object, std::initializer_list<std::string_view>
   return node != nullptr && node->is_string() ? node->get<std::string>() : std::string();
 }
 
+namespace {
+
+json& valueAt(json& object, std::initializer_list<std::string_view> path, json empty) {
+  json* node = &object;
+  for (auto key : path) {
+    if (!node->is_object()) {
+      *node = json::object();
+    }
+    node = &(*node)[std::string(key)];
+  }
+  if (node->type() != empty.type()) {
+    *node = std::move(empty);
+  }
+  return *node;
+}
+
+}  // namespace
+
+json& objectAt(json& object, std::initializer_list<std::string_view> path) {
+  return valueAt(object, path, json::object());
+}
+
+json& arrayAt(json& object, std::initializer_list<std::string_view> path) {
+  return valueAt(object, path, json::array());
+}
+
 }  // namespace gvirtus

@@ -6,7 +6,7 @@
 #include <string_view>
 
 // Reading Kubernetes objects that may lack any field: a missing member, or a value of
-// another type, reads as absent instead of throwing.
+// another type, reads as absent instead of throwing. Writing makes what is missing.
 namespace gvirtus {
 
 // The member `key` of `object`; null when `object` is no object or has no such member.
@@ -18,5 +18,10 @@ const nlohmann::json* memberAt(const nlohmann::json& object,
 
 // The string at a path of members; empty where the path breaks or the value is no string.
 std::string stringAt(const nlohmann::json& object, std::initializer_list<std::string_view> path);
+
+// For writing: the object (or array) at a path of members, made where it is missing and
+// put in place of a value of another type, as are the objects above it.
+nlohmann::json& objectAt(nlohmann::json& object, std::initializer_list<std::string_view> path);
+nlohmann::json& arrayAt(nlohmann::json& object, std::initializer_list<std::string_view> path);
 
 }  // namespace gvirtus

@@ -325,6 +325,57 @@ JsonPatch& JsonPatch::append(const JsonPatch& other) {
   return *this;
 }
 
+namespace {
+
+// Appends to `patch` what turns `from` into `to` at `path`. `inArray`: the value is an
+// array element, which "add" would insert before rather than replace.
+void diffInto(JsonPatch& patch, const json& from, const json& to, const std::string& path,
+              bool inArray) {
+  if (from == to) {
+    return;
+  }
+  auto set = [&] {
+    if (inArray || path.empty()) {
+      patch.replace(path, to);
+    } else {
+      patch.add(path, to);
+    }
+  };
+  if (from.is_object() && to.is_object()) {
+    for (const auto& [key, value] : from.items()) {
+      if (!to.contains(key)) {
+        set();
+        return;
+      }
+    }
+    for (const auto& [key, value] : to.items()) {
+      const std::string childPath = path + "/" + escapeJsonPointerToken(key);
+      auto old = from.find(key);
+      if (old == from.end()) {
+        patch.add(childPath, value);
+      } else {
+        diffInto(patch, *old, value, childPath, false);
+      }
+    }
+    return;
+  }
+  if (from.is_array() && to.is_array() && from.size() == to.size()) {
+    for (std::size_t i = 0; i < to.size(); ++i) {
+      diffInto(patch, from[i], to[i], path + "/" + std::to_string(i), true);
+    }
+    return;
+  }
+  set();
+}
+
+}  // namespace
+
+JsonPatch JsonPatch::between(const nlohmann::json& from, const nlohmann::json& to) {
+  JsonPatch patch;
+  diffInto(patch, from, to, "", false);
+  return patch;
+}
+
 nlohmann::json JsonPatch::current(const nlohmann::json& doc) const {
   if (ops_.empty()) {
     return doc;

@@ -35,6 +35,15 @@ class JsonPatch {
   // Appends every operation of `other`, in order.
   JsonPatch& append(const JsonPatch& other);
 
+  // The patch that turns `from` into `to`: callers mutate a copy of a document and derive
+  // the patch from the two (as controller-runtime's webhooks do) instead of building it
+  // operation by operation. Every operation sets a value, so the patch applied twice
+  // changes nothing more: an object that lost a member is written whole (a "remove"
+  // applied twice would fail), an array that changed length is written whole (never
+  // appended to with "-"), and an array of the same length is compared element by element.
+  // Equal documents give an empty patch.
+  static JsonPatch between(const nlohmann::json& from, const nlohmann::json& to);
+
   // "Ensure map key": makes the object at `mapPath` hold `key: value`, judged against
   // `doc` with this patch's operations so far applied. Adds the map (and any missing
   // objects above it) when it is missing or null, adds the key when it is missing,

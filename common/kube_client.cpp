@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
-#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -26,6 +25,8 @@
 #include "common/log.h"
 #include "common/openssl_util.h"
 #include "common/rate_limiter.h"
+#include "common/stoppable_sleep.h"
+#include "common/strings.h"
 #include "common/watch_stream.h"
 
 namespace gvirtus {
@@ -334,10 +335,7 @@ class TokenSource {
     std::ifstream in(file_, std::ios::binary);
     std::stringstream contents;
     contents << in.rdbuf();
-    std::string token = contents.str();
-    const auto first = token.find_first_not_of(" \t\r\n");
-    const auto last = token.find_last_not_of(" \t\r\n");
-    token = first == std::string::npos ? std::string() : token.substr(first, last - first + 1);
+    const std::string token(trim(contents.str()));
     if (!in.good() && !in.eof()) {
       return loaded_ ? cached_ : static_;
     }
@@ -683,11 +681,7 @@ void KubeClient::Impl::dropIdle() {
 }
 
 bool KubeClient::Impl::waitUnlessCancelled(Duration duration) {
-  std::mutex mutex;
-  std::condition_variable_any never;
-  std::unique_lock lock(mutex);
-  never.wait_for(lock, options_.cancel, duration, [] { return false; });
-  return !options_.cancel.stop_requested();
+  return sleepUnlessStopped(options_.cancel, duration);
 }
 
 bool KubeClient::Impl::takeToken() {

@@ -12,6 +12,7 @@
 
 #include "common/base64.h"
 #include "common/certificates.h"
+#include "common/strings.h"
 
 namespace gvirtus {
 namespace {
@@ -41,16 +42,6 @@ Result<std::string> readFile(const std::string& path) {
     }
   }
   return data;
-}
-
-std::string trim(std::string text) {
-  const char* space = " \t\r\n";
-  auto first = text.find_first_not_of(space);
-  if (first == std::string::npos) {
-    return {};
-  }
-  auto last = text.find_last_not_of(space);
-  return text.substr(first, last - first + 1);
 }
 
 // A scalar field of a map; empty when absent or null.
@@ -191,7 +182,7 @@ Result<void> loadUser(const YAML::Node& user, const fs::path& dir, KubeConfig& c
   if (!token) {
     return fail(token.error());
   }
-  config.token = trim(*token);
+  config.token = std::string(trim(*token));
   auto tokenFile = scalar(user, "tokenFile");
   if (!tokenFile) {
     return fail(tokenFile.error());
@@ -329,7 +320,7 @@ Result<KubeConfig> loadInClusterConfig(const std::string& accountDir) {
   if (!token) {
     return fail(token.error().context("service account token"));
   }
-  config.token = trim(*token);
+  config.token = std::string(trim(*token));
   if (config.token.empty()) {
     return fail("service account token " + tokenPath + ": empty");
   }

@@ -7,6 +7,7 @@
 
 #include "common/kube_resource.h"
 #include "common/log.h"
+#include "common/stoppable_sleep.h"
 
 namespace gvirtus {
 
@@ -151,14 +152,6 @@ std::string LeaderElector::leader() const {
   return leader_;
 }
 
-bool LeaderElector::sleepFor(std::stop_token& stop, Duration d) {
-  std::mutex m;
-  std::unique_lock lock(m);
-  std::condition_variable_any cv;
-  cv.wait_for(lock, stop, d, [] { return false; });
-  return !stop.stop_requested();
-}
-
 void LeaderElector::run(std::stop_token stop) {
   std::mt19937 random(std::random_device{}());
   std::uniform_int_distribution<int64_t> jitter(0, config_.retryPeriod.count() / 5);
@@ -167,12 +160,12 @@ void LeaderElector::run(std::stop_token stop) {
   while (!stop.stop_requested()) {
     const Attempt first = tryAcquireOrRenew();
     if (first != Attempt::Acquired && first != Attempt::Renewed) {
-      sleepFor(stop, config_.retryPeriod + Duration(jitter(random)));
+      sleepUnlessStopped(stop, config_.retryPeriod + Duration(jitter(random)));
       continue;
     }
     log::info("leader election: leading", where);
     startLeading();
-    while (sleepFor(stop, config_.retryPeriod)) {
+    while (sleepUnlessStopped(stop, config_.retryPeriod)) {
       {
         std::lock_guard lock(mutex_);
         if (!leading_) {

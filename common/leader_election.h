@@ -113,7 +113,6 @@ class LeaderElector {
   void release();
   void startLeading();
   void stopLeading();
-  bool sleepFor(std::stop_token& stop, Duration d);
 
   KubeClient& client_;
   const LeaderElectionConfig config_;

@@ -7,6 +7,7 @@
 #include "common/backoff.h"
 #include "common/json_access.h"
 #include "common/log.h"
+#include "common/stoppable_sleep.h"
 #include "common/watch_stream.h"
 
 namespace gvirtus {
@@ -178,14 +179,6 @@ std::string ResourceCache::resourceVersion() const {
   return resourceVersion_;
 }
 
-bool ResourceCache::sleepFor(std::stop_token& stop, Duration d) {
-  std::mutex m;
-  std::unique_lock lock(m);
-  std::condition_variable_any cv;
-  cv.wait_for(lock, stop, d, [] { return false; });
-  return !stop.stop_requested();
-}
-
 void ResourceCache::run(std::stop_token stop) {
   Backoff backoff(options_.backoffInitial, options_.backoffMax);
   const std::string name = resourceName(resource_);
@@ -202,7 +195,7 @@ void ResourceCache::run(std::stop_token stop) {
         log::warn("cache list failed", {{"resource", name},
                                         {"error", listed.error().message},
                                         {"retryIn", formatDuration(wait)}});
-        if (!sleepFor(stop, wait)) {
+        if (!sleepUnlessStopped(stop, wait)) {
           break;
         }
         continue;
@@ -234,7 +227,7 @@ void ResourceCache::run(std::stop_token stop) {
       // A watch from a list's own version should never be too old; if it is, do not spin.
       if (wasFresh && events == 0) {
         const Duration wait = backoff.next();
-        if (!sleepFor(stop, wait)) {
+        if (!sleepUnlessStopped(stop, wait)) {
           break;
         }
       }
@@ -248,7 +241,7 @@ void ResourceCache::run(std::stop_token stop) {
                                      {"error", watched.error().message},
                                      {"resourceVersion", resourceVersion()},
                                      {"retryIn", formatDuration(wait)}});
-    if (!sleepFor(stop, wait)) {
+    if (!sleepUnlessStopped(stop, wait)) {
       break;
     }
   }

@@ -113,8 +113,6 @@ class ResourceCache {
   Result<void> watchOnce(std::stop_token stop, int64_t& events);
   void applyEvent(const WatchEvent& event);
   void dispatch(const std::vector<StoreDelta>& deltas);
-  // Sleeps up to `d`; false when stop was requested.
-  bool sleepFor(std::stop_token& stop, Duration d);
 
   KubeClient& client_;
   const KubeResource resource_;

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "device-plugin/unique_fd.h"
+#include "common/unique_fd.h"
 
 namespace gvirtus::device_plugin {
 namespace {

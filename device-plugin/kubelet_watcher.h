@@ -6,7 +6,7 @@
 
 #include "common/duration.h"
 #include "common/error.h"
-#include "device-plugin/unique_fd.h"
+#include "common/unique_fd.h"
 
 namespace gvirtus::device_plugin {
 

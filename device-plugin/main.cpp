@@ -1,5 +1,6 @@
+#include "common/flags.h"
 #include "device-plugin/run.h"
 
 int main(int argc, char** argv) {
-  return gvirtus::device_plugin::run(argc, argv);
+  return gvirtus::runMain(argc, argv, gvirtus::device_plugin::run);
 }

@@ -1,5 +1,6 @@
+#include "common/flags.h"
 #include "kubectl-gvirtus/run.h"
 
 int main(int argc, char** argv) {
-  return gvirtus::kubectl_gvirtus::run(argc, argv);
+  return gvirtus::runMain(argc, argv, gvirtus::kubectl_gvirtus::run);
 }

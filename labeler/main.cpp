@@ -1,5 +1,6 @@
+#include "common/flags.h"
 #include "labeler/run.h"
 
 int main(int argc, char** argv) {
-  return gvirtus::labeler::run(argc, argv);
+  return gvirtus::runMain(argc, argv, gvirtus::labeler::run);
 }

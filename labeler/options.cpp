@@ -11,11 +11,12 @@ bool isBoolText(const std::string& v) {
 
 }  // namespace
 
-std::optional<int> parseOptions(int argc, const char* const* argv, Options& options) {
+std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
+  Options options;
   if (const char* env = std::getenv("NODE_NAME"); env != nullptr) {
     options.nodeName = env;
   }
-  FlagSet flags("gvirtus-labeler",
+  FlagSet flags(kProgram,
                 "Labels nodes with their GVirtuS roles (gvirtus.io/frontend.allowed, "
                 "gvirtus.io/backend.allowed; only when missing) and gvirtus.io/gpu.present "
                 "(always the detected truth). Watches its node and reacts to changes.");
@@ -40,29 +41,30 @@ std::optional<int> parseOptions(int argc, const char* const* argv, Options& opti
   flags.addInt("kube-api-burst", &options.kubeApiBurst, "request burst to the API server", 1,
                10000);
   if (auto code = parseCommandLine(flags, options.common, argc, argv)) {
-    return code;
+    return std::unexpected(*code);
   }
   if (!isBoolText(options.defaultFrontend)) {
-    return usageError(flags, "--default-frontend: must be true or false, got \"" +
-                                 options.defaultFrontend + "\"");
+    return std::unexpected(usageError(flags, "--default-frontend: must be true or false, got \"" +
+                                                 options.defaultFrontend + "\""));
   }
   if (!isBoolText(options.defaultBackend)) {
-    return usageError(
-        flags, "--default-backend: must be true or false, got \"" + options.defaultBackend + "\"");
+    return std::unexpected(usageError(
+        flags, "--default-backend: must be true or false, got \"" + options.defaultBackend + "\""));
   }
   if (options.allNodes && !options.nodeName.empty() && flags.wasSet("node-name")) {
-    return usageError(flags, "--node-name: cannot be combined with --all-nodes");
+    return std::unexpected(usageError(flags, "--node-name: cannot be combined with --all-nodes"));
   }
   if (!options.allNodes && options.nodeName.empty()) {
-    return usageError(flags, "--node-name: required (or set $NODE_NAME, or use --all-nodes)");
+    return std::unexpected(
+        usageError(flags, "--node-name: required (or set $NODE_NAME, or use --all-nodes)"));
   }
   if (options.gpuProbePaths.empty() && !options.allNodes) {
-    return usageError(flags, "--gpu-probe-paths: needs at least one path");
+    return std::unexpected(usageError(flags, "--gpu-probe-paths: needs at least one path"));
   }
   if (options.gpuProbeInterval.count() < 100) {
-    return usageError(flags, "--gpu-probe-interval: must be at least 100ms");
+    return std::unexpected(usageError(flags, "--gpu-probe-interval: must be at least 100ms"));
   }
-  return std::nullopt;
+  return options;
 }
 
 }  // namespace gvirtus::labeler

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <expected>
 #include <optional>
 #include <string>
 #include <vector>
@@ -8,6 +9,8 @@
 #include "common/flags.h"
 
 namespace gvirtus::labeler {
+
+inline constexpr const char* kProgram = "gvirtus-labeler";
 
 struct Options {
   CommonOptions common;
@@ -25,6 +28,6 @@ struct Options {
 
 // Parses argv into Options. Returns an exit code when the program must stop (help,
 // version: 0; a bad flag or configuration: 2 with a one-line reason on stderr).
-std::optional<int> parseOptions(int argc, const char* const* argv, Options& options);
+std::expected<Options, int> parseOptions(int argc, const char* const* argv);
 
 }  // namespace gvirtus::labeler

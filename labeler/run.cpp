@@ -19,18 +19,16 @@ int runLabeler(const Options& options) {
   auto& shutdown = ShutdownSignal::install();
   auto config = loadKubeConfig(options.common.kubeconfig);
   if (!config) {
-    log::error("cannot load the Kubernetes configuration", {{"error", config.error().message}});
-    return kExitUsage;
+    return configurationError(kProgram, config.error().message);
   }
   KubeClientOptions clientOptions;
-  clientOptions.userAgent = "gvirtus-labeler/" GVIRTUS_VERSION;
+  clientOptions.userAgent = std::string(kProgram) + "/" + GVIRTUS_VERSION;
   clientOptions.qps = static_cast<double>(options.kubeApiQps);
   clientOptions.burst = static_cast<int>(options.kubeApiBurst);
   clientOptions.cancel = shutdown.deadline(kShutdownClientGrace);
   auto client = KubeClient::create(*config, clientOptions);
   if (!client) {
-    log::error("cannot create the Kubernetes client", {{"error", client.error().message}});
-    return kExitUsage;
+    return configurationError(kProgram, client.error().message);
   }
   MetricsRegistry metrics;
   metrics.registerProcessMetrics();
@@ -46,8 +44,7 @@ int runLabeler(const Options& options) {
 
   auto health = HealthServer::create(options.common.healthAddr, metrics);
   if (!health) {
-    log::error("bad --health-addr", {{"error", health.error().message}});
-    return kExitUsage;
+    return configurationError(kProgram, "--health-addr: " + health.error().message);
   }
   (*health)->setReadinessCheck([&labeler]() -> Result<void> {
     if (!labeler.ready())
@@ -55,8 +52,7 @@ int runLabeler(const Options& options) {
     return {};
   });
   if (auto started = (*health)->start(); !started) {
-    log::error("cannot start the health listener", {{"error", started.error().message}});
-    return kExitFatal;
+    return configurationError(kProgram, "--health-addr: " + started.error().message);
   }
   log::info("labeler started", {{"node", options.nodeName}, {"allNodes", options.allNodes}});
   std::jthread loop([&labeler](std::stop_token stop) { labeler.run(stop); });
@@ -71,16 +67,11 @@ int runLabeler(const Options& options) {
 }  // namespace
 
 int run(int argc, const char* const* argv) {
-  Options options;
-  if (auto code = parseOptions(argc, argv, options)) {
-    return *code;
+  auto parsed = parseOptions(argc, argv);
+  if (!parsed) {
+    return parsed.error();
   }
-  try {
-    return runLabeler(options);
-  } catch (const std::exception& e) {
-    log::error("fatal", {{"error", e.what()}});
-    return kExitFatal;
-  }
+  return runLabeler(*parsed);
 }
 
 }  // namespace gvirtus::labeler

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "common/json_access.h"
+#include "common/strings.h"
 #include "webhook/names.h"
 #include "webhook/quantity.h"
 
@@ -24,18 +25,9 @@ std::optional<std::string> stringAt(const json& pod, std::string_view section,
   return value->get<std::string>();
 }
 
-std::string trim(std::string_view text) {
-  const auto first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string_view::npos) {
-    return {};
-  }
-  const auto last = text.find_last_not_of(" \t\r\n");
-  return std::string(text.substr(first, last - first + 1));
-}
-
 }  // namespace
 
-std::optional<int64_t> parseCount(const std::string& value) {
+std::optional<int64_t> parseCount(std::string_view value) {
   int64_t n = 0;
   auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
   if (value.empty() || ec != std::errc() || end != value.data() + value.size() || n < 0) {
@@ -106,7 +98,7 @@ Result<BackendRequirements> requirementsFromPod(const json& pod) {
     out.gpus = *gpus;
   }
   if (auto text = annotation(kKaiGpuFractionAnnotation)) {
-    const std::string value = trim(*text);
+    const std::string_view value = trim(*text);
     double fraction = 0;
     auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), fraction);
     if (value.empty() || ec != std::errc() || end != value.data() + value.size() ||

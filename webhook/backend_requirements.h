@@ -30,7 +30,7 @@ struct BackendRequirements {
 };
 
 // A non-negative integer that is the whole text ("16"); nullopt otherwise.
-std::optional<int64_t> parseCount(const std::string& value);
+std::optional<int64_t> parseCount(std::string_view value);
 
 // The free memory one GPU of `totalMiB` must have for the pod: the largest of
 // gvirtus.io/gpu-memory, KAI gpu-memory and KAI gpu-fraction of the total (rounded up);

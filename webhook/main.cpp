@@ -1,5 +1,6 @@
+#include "common/flags.h"
 #include "webhook/run.h"
 
 int main(int argc, char** argv) {
-  return gvirtus::webhook::run(argc, argv);
+  return gvirtus::runMain(argc, argv, gvirtus::webhook::run);
 }

@@ -25,21 +25,6 @@ const json* metadataEntry(const json& pod, std::string_view section, std::string
   return value != nullptr && value->is_string() ? value : nullptr;
 }
 
-// Appends `part` to `total` and applies it to `doc`, so that the next part is built
-// against the pod as the earlier parts leave it.
-Result<void> extend(JsonPatch& total, json& doc, const JsonPatch& part) {
-  if (part.empty()) {
-    return {};
-  }
-  auto applied = applyJsonPatch(doc, part.toJson());
-  if (!applied) {
-    return fail(applied.error());
-  }
-  doc = std::move(*applied);
-  total.append(part);
-  return {};
-}
-
 HttpResponse textResponse(int status, std::string body) {
   HttpResponse response;
   response.status = status;
@@ -107,8 +92,15 @@ AdmissionResponse MutateHandler::reviewPod(const AdmissionRequest& request, Revi
     return AdmissionResponse::allow(request.uid);
   }
 
+  // The functions below mutate `doc`, a copy of the pod; the patch is derived at the end.
   AdmissionResponse response = AdmissionResponse::allow(request.uid);
   json doc = pod;
+  auto patched = [&](ReviewResult outcome) {
+    response.patch = JsonPatch::between(pod, doc);
+    result = outcome == ReviewResult::Patched && response.patch.empty() ? ReviewResult::Unchanged
+                                                                        : outcome;
+    return response;
+  };
   auto deny = [&](int code, const std::string& message) {
     result = ReviewResult::Denied;
     log::info("pod denied", {{"namespace", request.ns},
@@ -119,9 +111,9 @@ AdmissionResponse MutateHandler::reviewPod(const AdmissionRequest& request, Revi
   };
   auto internal = [&](const Error& error) {
     result = ReviewResult::Error;
-    log::error("cannot build the pod patch", {{"uid", request.uid}, {"error", error.message}});
+    log::error("cannot wire the pod", {{"uid", request.uid}, {"error", error.message}});
     return AdmissionResponse::deny(request.uid, 500,
-                                   "gvirtus-webhook cannot build the pod patch: " + error.message);
+                                   "gvirtus-webhook cannot wire the pod: " + error.message);
   };
 
   if (mapText != nullptr) {
@@ -137,8 +129,8 @@ AdmissionResponse MutateHandler::reviewPod(const AdmissionRequest& request, Revi
     } else if (auto entry = map->find(*index); entry == map->end()) {
       response.warnings.push_back(std::string(kSchedulingMapAnnotation) + " has no entry for pod " +
                                   std::to_string(*index) + "; placed freely");
-    } else if (auto ok = extend(response.patch, doc, schedulingPatch(doc, entry->second)); !ok) {
-      return internal(ok.error());
+    } else {
+      applySchedulingEntry(doc, entry->second);
     }
   }
 
@@ -147,12 +139,8 @@ AdmissionResponse MutateHandler::reviewPod(const AdmissionRequest& request, Revi
     if (!requirements) {
       return deny(400, requirements.error().message);
     }
-    auto wiring = wiringPatch(doc, config_.wiring);
-    if (!wiring) {
-      return deny(400, wiring.error().message);
-    }
-    if (auto ok = extend(response.patch, doc, *wiring); !ok) {
-      return internal(ok.error());
+    if (auto wired = wirePod(doc, config_.wiring); !wired) {
+      return deny(400, wired.error().message);
     }
 
     // A backend named by the pod's author is not trusted: it would bypass the policy,
@@ -193,13 +181,10 @@ AdmissionResponse MutateHandler::reviewPod(const AdmissionRequest& request, Revi
     const json* podGroup = metadataEntry(doc, "annotations", kPodGroupAnnotation);
     if (!assignment && podGroup != nullptr) {
       const std::string group = podGroup->get<std::string>().substr(0, 253);
-      if (auto ok = extend(response.patch, doc, waitingPatch(doc)); !ok) {
-        return internal(ok.error());
-      }
+      markWaiting(doc);
       response.warnings.push_back("a member of KAI PodGroup " + group +
                                   ": it waits until its whole gang can have GVirtuS backends");
-      result = ReviewResult::Waiting;
-      return response;
+      return patched(ReviewResult::Waiting);
     }
     if (!assignment) {
       auto choice = chooser_.choose(backends_.backends(), *requirements, !request.dryRun);
@@ -223,25 +208,19 @@ AdmissionResponse MutateHandler::reviewPod(const AdmissionRequest& request, Revi
                                         {"policy", policyName(choice->policy)}});
         }
       } else {
-        if (auto ok = extend(response.patch, doc, waitingPatch(doc)); !ok) {
-          return internal(ok.error());
-        }
+        markWaiting(doc);
         response.warnings.push_back("no GVirtuS backend can take this pod yet (" +
                                     choice.error().reason + "); it waits for one");
-        result = ReviewResult::Waiting;
         log::info("pod waits for a backend", {{"namespace", request.ns},
                                               {"name", request.name},
                                               {"uid", request.uid},
                                               {"reason", choice.error().reason}});
-        return response;
+        return patched(ReviewResult::Waiting);
       }
     }
-    if (auto ok = extend(response.patch, doc, assignmentPatch(doc, *assignment)); !ok) {
-      return internal(ok.error());
-    }
+    assignBackend(doc, *assignment);
   }
-  result = response.patch.empty() ? ReviewResult::Unchanged : ReviewResult::Patched;
-  return response;
+  return patched(ReviewResult::Patched);
 }
 
 bool MutateHandler::enterLargeReview() {

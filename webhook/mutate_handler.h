@@ -11,7 +11,7 @@
 #include "webhook/admission_review.h"
 #include "webhook/backend_chooser.h"
 #include "webhook/backend_source.h"
-#include "webhook/pod_patch.h"
+#include "webhook/pod_wiring.h"
 
 namespace gvirtus::webhook {
 

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "common/http_server.h"
+#include "common/strings.h"
 #include "webhook/gvirtus_properties.h"
 
 namespace gvirtus::webhook {
@@ -54,30 +55,16 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
   flags.addString("backend-selector", &options.backendSelector,
                   "label selector of the GVirtuS backend pods");
   flags.addInt("backend-port", &options.backendPort, "TCP port of the GVirtuS backends", 1, 65535);
-  flags.addCustom(
-      "static-backends", "list", "",
-      "HOST:PORT,... of GVirtuS backends outside the cluster (used instead of "
-      "backend pods; host names are resolved to IPv4 every minute)",
-      [&](const std::string& text) -> Result<void> {
-        std::vector<std::string> items;
-        size_t start = 0;
-        while (start <= text.size()) {
-          size_t comma = text.find(',', start);
-          if (comma == std::string::npos)
-            comma = text.size();
-          std::string item = text.substr(start, comma - start);
-          const auto first = item.find_first_not_of(" \t");
-          if (first != std::string::npos) {
-            items.push_back(item.substr(first, item.find_last_not_of(" \t") - first + 1));
-          }
-          start = comma + 1;
-        }
-        auto specs = parseStaticBackends(items);
-        if (!specs)
-          return fail(specs.error());
-        options.staticBackends = *specs;
-        return {};
-      });
+  flags.addCustom("static-backends", "list", "",
+                  "HOST:PORT,... of GVirtuS backends outside the cluster (used instead of "
+                  "backend pods; host names are resolved to IPv4 every minute)",
+                  [&](const std::string& text) -> Result<void> {
+                    auto specs = parseStaticBackends(splitList(text));
+                    if (!specs)
+                      return fail(specs.error());
+                    options.staticBackends = *specs;
+                    return {};
+                  });
   flags.addCustom("policy", "string", "least-connections",
                   "backend selection: least-connections, round-robin, random or same-zone",
                   [&](const std::string& text) -> Result<void> {

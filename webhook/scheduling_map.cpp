@@ -5,21 +5,13 @@
 #include <vector>
 
 #include "common/json_access.h"
+#include "common/strings.h"
 #include "webhook/names.h"
 
 namespace gvirtus::webhook {
 namespace {
 
 using nlohmann::json;
-
-std::string_view trim(std::string_view text) {
-  const auto first = text.find_first_not_of(" \t\r");
-  if (first == std::string_view::npos) {
-    return {};
-  }
-  const auto last = text.find_last_not_of(" \t\r");
-  return text.substr(first, last - first + 1);
-}
 
 std::optional<int64_t> nonNegative(std::string_view text) {
   int64_t value = 0;
@@ -37,58 +29,38 @@ json hostnameRequirement(const std::string& node) {
   return {{"key", kHostnameLabel}, {"operator", "In"}, {"values", json::array({node})}};
 }
 
-void addAffinity(const json& pod, const std::string& node, JsonPatch& patch) {
+void addAffinity(json& pod, const std::string& node) {
   const json requirement = hostnameRequirement(node);
-  const json* terms =
-      memberAt(pod, {"spec", "affinity", "nodeAffinity",
-                     "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"});
-  if (terms == nullptr || !terms->is_array() || terms->empty()) {
-    patch.setMapEntry(
-        pod, {"spec", "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution"},
-        "nodeSelectorTerms", json::array({json{{"matchExpressions", json::array({requirement})}}}));
+  json& terms =
+      arrayAt(pod, {"spec", "affinity", "nodeAffinity",
+                    "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"});
+  if (terms.empty()) {
+    terms.push_back({{"matchExpressions", json::array({requirement})}});
     return;
   }
-  for (size_t i = 0; i < terms->size(); ++i) {
-    const json* expressions = member((*terms)[i], "matchExpressions");
-    const std::string termPath = jsonPointer(
-        {"spec", "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution",
-         "nodeSelectorTerms", std::to_string(i), "matchExpressions"});
-    // Whole arrays, never "-" appends: the patch applied twice changes nothing more.
-    json updated = expressions != nullptr && expressions->is_array() ? *expressions : json::array();
-    if (std::find(updated.begin(), updated.end(), requirement) == updated.end()) {
-      updated.push_back(requirement);
-      patch.add(termPath, updated);
+  for (auto& term : terms) {
+    json& expressions = arrayAt(term, {"matchExpressions"});
+    if (std::find(expressions.begin(), expressions.end(), requirement) == expressions.end()) {
+      expressions.push_back(requirement);
     }
   }
 }
 
-void setEnv(const json& containers, const char* field, const std::string& devices,
-            JsonPatch& patch) {
+void setEnv(json& containers, const std::string& devices) {
   if (!containers.is_array()) {
     return;
   }
   const json entry = {{"name", kCudaVisibleDevicesEnv}, {"value", devices}};
-  for (size_t i = 0; i < containers.size(); ++i) {
-    const json* env = member(containers[i], "env");
-    const std::string envPath = jsonPointer({"spec", field, std::to_string(i), "env"});
-    if (env == nullptr || !env->is_array()) {
-      patch.add(envPath, json::array({entry}));
-      continue;
-    }
-    bool found = false;
-    for (size_t j = 0; j < env->size() && !found; ++j) {
-      const json* name = member((*env)[j], "name");
-      if (name != nullptr && *name == kCudaVisibleDevicesEnv) {
-        found = true;
-        if ((*env)[j] != entry) {
-          patch.replace(envPath + "/" + std::to_string(j), entry);
-        }
-      }
-    }
-    if (!found) {
-      json updated = *env;
-      updated.push_back(entry);
-      patch.add(envPath, updated);
+  for (auto& container : containers) {
+    json& env = arrayAt(container, {"env"});
+    auto named = std::find_if(env.begin(), env.end(), [](const json& item) {
+      const json* name = member(item, "name");
+      return name != nullptr && *name == kCudaVisibleDevicesEnv;
+    });
+    if (named == env.end()) {
+      env.push_back(entry);
+    } else {
+      *named = entry;
     }
   }
 }
@@ -180,18 +152,14 @@ std::optional<int64_t> podIndex(const json& pod, const std::string& fallbackName
   return nonNegative(std::string_view(name).substr(dash + 1));
 }
 
-JsonPatch schedulingPatch(const json& pod, const SchedulingEntry& entry) {
-  JsonPatch patch;
-  addAffinity(pod, entry.node, patch);
-  if (const json* spec = member(pod, "spec")) {
-    if (const json* containers = member(*spec, "containers")) {
-      setEnv(*containers, "containers", entry.devices, patch);
-    }
-    if (const json* containers = member(*spec, "initContainers")) {
-      setEnv(*containers, "initContainers", entry.devices, patch);
+void applySchedulingEntry(json& pod, const SchedulingEntry& entry) {
+  addAffinity(pod, entry.node);
+  json& spec = pod["spec"];  // an object now
+  for (const char* field : {"containers", "initContainers"}) {
+    if (spec.contains(field)) {
+      setEnv(spec[field], entry.devices);
     }
   }
-  return patch;
 }
 
 }  // namespace gvirtus::webhook

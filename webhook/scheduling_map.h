@@ -8,7 +8,6 @@
 #include <string_view>
 
 #include "common/error.h"
-#include "common/json_patch.h"
 
 // The gpu-scheduling-map annotation (docs/pod-contract.md, "gpu-scheduling-map"): lines
 // `INDEX=NODE:DEVICES` pin pod INDEX of a StatefulSet to NODE with
@@ -34,7 +33,8 @@ std::optional<int64_t> podIndex(const nlohmann::json& pod, const std::string& fa
 
 // A required node affinity kubernetes.io/hostname In [node], ANDed into every existing
 // node selector term (or the only term), and CUDA_VISIBLE_DEVICES=devices in every
-// container and init container. Empty when the pod already has both.
-JsonPatch schedulingPatch(const nlohmann::json& pod, const SchedulingEntry& entry);
+// container and init container, set on `pod`. Changes nothing when the pod already has
+// both.
+void applySchedulingEntry(nlohmann::json& pod, const SchedulingEntry& entry);
 
 }  // namespace gvirtus::webhook

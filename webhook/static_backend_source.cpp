@@ -5,6 +5,7 @@
 
 #include "common/ipv4_resolver.h"
 #include "common/log.h"
+#include "common/stoppable_sleep.h"
 
 namespace gvirtus::webhook {
 
@@ -83,16 +84,7 @@ void StaticBackendSource::start() {
   }
   resolveAll();
   thread_ = std::jthread([this](std::stop_token stop) {
-    while (!stop.stop_requested()) {
-      {
-        std::unique_lock lock(mutex_);
-        if (wake_.wait_for(lock, stop, refresh_, [] { return false; })) {
-          break;
-        }
-        if (stop.stop_requested()) {
-          break;
-        }
-      }
+    while (sleepUnlessStopped(stop, refresh_)) {
       resolveAll();
     }
   });

@@ -1,6 +1,5 @@
 #pragma once
 
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -56,7 +55,6 @@ class StaticBackendSource : public BackendSource {
   std::function<void()> onChange_;
 
   mutable std::mutex mutex_;
-  std::condition_variable_any wake_;
   std::map<std::string, std::vector<std::string>> addresses_;  // host -> IPv4 addresses
   bool resolved_ = false;
   std::jthread thread_;

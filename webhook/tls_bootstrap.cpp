@@ -5,6 +5,7 @@
 #include "common/backoff.h"
 #include "common/base64.h"
 #include "common/log.h"
+#include "common/strings.h"
 
 namespace gvirtus::webhook {
 namespace {
@@ -18,20 +19,6 @@ std::string joinNames(const std::vector<std::string>& names) {
   std::string out;
   for (const auto& name : names) {
     out += (out.empty() ? "" : ",") + name;
-  }
-  return out;
-}
-
-std::vector<std::string> splitNames(const std::string& text) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t comma = text.find(',', start);
-    if (comma == std::string::npos)
-      comma = text.size();
-    if (comma > start)
-      out.push_back(text.substr(start, comma - start));
-    start = comma + 1;
   }
   return out;
 }
@@ -125,7 +112,7 @@ Result<TlsMaterial> materialFromSecret(const json& secret) {
         annotations != metadata->end() && annotations->is_object()) {
       if (auto names = annotations->find(kDnsNamesAnnotation);
           names != annotations->end() && names->is_string()) {
-        material.dnsNames = splitNames(names->get<std::string>());
+        material.dnsNames = splitList(names->get<std::string>());
       }
     }
   }

@@ -1,7 +1,6 @@
 #include "webhook/waiting_pod_controller.h"
 
 #include <algorithm>
-#include <condition_variable>
 #include <set>
 #include <tuple>
 
@@ -9,6 +8,7 @@
 #include "common/kube_resource.h"
 #include "common/log.h"
 #include "common/resource_cache.h"
+#include "common/stoppable_sleep.h"
 #include "webhook/backend_requirements.h"
 #include "webhook/gvirtus_properties.h"
 #include "webhook/metrics.h"
@@ -97,7 +97,9 @@ JsonPatch releasePatch(const json& pod, const Assignment& assignment) {
     patch.test(jsonPointer({"spec", "schedulingGates", std::to_string(*index), "name"}),
                std::string(kSchedulingGate));
   }
-  patch.append(assignmentPatch(pod, assignment));
+  json released = pod;
+  assignBackend(released, assignment);
+  patch.append(JsonPatch::between(pod, released));
   return patch;
 }
 
@@ -308,14 +310,8 @@ void WaitingPodController::run(std::stop_token stop) {
   log::info("waiting-pod controller started",
             {{"excludedNamespace", options_.ownNamespace},
              {"autoscaleCandidates", options_.autoscale.candidates}});
-  {
-    std::mutex mutex;
-    std::condition_variable_any sleeper;
-    std::unique_lock lock(mutex);
-    while (!stop.stop_requested() &&
-           !(pods.hasSynced() && backends_.ready() && (!candidates || candidates->hasSynced()))) {
-      sleeper.wait_for(lock, stop, kSyncPoll, [] { return false; });
-    }
+  while (!(pods.hasSynced() && backends_.ready() && (!candidates || candidates->hasSynced())) &&
+         sleepUnlessStopped(stop, kSyncPoll)) {
   }
 
   RunState state;

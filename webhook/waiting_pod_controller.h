@@ -20,7 +20,7 @@
 #include "webhook/backend_autoscaler.h"
 #include "webhook/backend_chooser.h"
 #include "webhook/backend_source.h"
-#include "webhook/pod_patch.h"
+#include "webhook/pod_wiring.h"
 
 // The waiting-pod controller (docs/pod-contract.md): GVirtuS pods admitted
 // while no backend could take them carry the scheduling gate gvirtus.io/backend; when a

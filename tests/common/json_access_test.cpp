@@ -22,3 +22,19 @@ TEST_CASE("members along a path, absent where the path breaks", "[json]") {
   CHECK(stringAt(pod, {"metadata", "labels", "missing"}).empty());
   CHECK(stringAt(json(), {"metadata"}).empty());
 }
+
+TEST_CASE("writing along a path makes what is missing and keeps what is there", "[json]") {
+  json pod = json::parse(R"({"metadata":{"labels":{"app":"x"},"annotations":null},
+                             "spec":{"volumes":"not an array"}})");
+  gvirtus::objectAt(pod, {"metadata", "labels"})["tier"] = "gpu";
+  CHECK(pod["metadata"]["labels"] == json({{"app", "x"}, {"tier", "gpu"}}));
+  gvirtus::objectAt(pod, {"metadata", "annotations"})["a"] = "1";
+  CHECK(pod["metadata"]["annotations"] == json({{"a", "1"}}));
+  gvirtus::arrayAt(pod, {"spec", "volumes"}).push_back("v");
+  CHECK(pod["spec"]["volumes"] == json::array({"v"}));
+  gvirtus::arrayAt(pod, {"spec", "affinity", "terms"}).push_back(1);
+  CHECK(pod["spec"]["affinity"] == json({{"terms", {1}}}));
+  json scalar = 3;
+  gvirtus::objectAt(scalar, {"a"});
+  CHECK(scalar == json({{"a", json::object()}}));
+}

@@ -256,3 +256,50 @@ TEST_CASE("removeMapEntry removes a key only when present", "[json_patch]") {
         json::parse(R"({"op": "remove", "path": "/metadata/labels/gvirtus.io~1enabled"})"));
   CHECK(applyPatch(doc, patch)["metadata"]["labels"] == json::object());
 }
+
+TEST_CASE("the patch between two documents turns one into the other", "[json_patch]") {
+  const json from = json::parse(R"({
+      "metadata": {"name": "p", "labels": {"app": "x"}, "annotations": {"a": "1", "b/c": "2"}},
+      "spec": {"containers": [{"name": "app", "env": [{"name": "A", "value": "1"}]},
+                              {"name": "side"}],
+               "gates": [{"name": "g"}]}})");
+  json to = from;
+  to["metadata"]["labels"]["tier"] = "gpu";                                 // a member added
+  to["metadata"]["annotations"].erase("b/c");                               // a member removed
+  to["spec"]["containers"][0]["env"].push_back({{"name", "B"}, {"v", 2}});  // array grown
+  to["spec"]["containers"][1]["image"] = "img";                             // element changed
+  to["spec"]["gates"] = json::array();                                      // array emptied
+  to["spec"]["nodeSelector"] = {{"k", "v"}};                                // object added
+
+  const JsonPatch patch = JsonPatch::between(from, to);
+  CHECK(applyPatch(from, patch) == to);
+  // Only what differs: the annotation map whole (it lost a member), the env array whole
+  // (its length changed), one member inside the same-length containers array.
+  CHECK(patch.toJson() == json::parse(R"([
+      {"op": "add", "path": "/metadata/annotations", "value": {"a": "1"}},
+      {"op": "add", "path": "/metadata/labels/tier", "value": "gpu"},
+      {"op": "add", "path": "/spec/containers/0/env",
+       "value": [{"name": "A", "value": "1"}, {"name": "B", "v": 2}]},
+      {"op": "add", "path": "/spec/containers/1/image", "value": "img"},
+      {"op": "add", "path": "/spec/gates", "value": []},
+      {"op": "add", "path": "/spec/nodeSelector", "value": {"k": "v"}}])"));
+
+  SECTION("applied twice, it changes nothing more") {
+    const json once = applyPatch(from, patch);
+    CHECK(applyPatch(once, patch) == once);
+  }
+  SECTION("equal documents give an empty patch") {
+    CHECK(JsonPatch::between(to, to).empty());
+  }
+  SECTION("an array element of another type is replaced, never inserted before") {
+    const json a = json::parse(R"({"l": [1, {"x": 1}, 3]})");
+    const json b = json::parse(R"({"l": [1, "two", 3]})");
+    const JsonPatch elementPatch = JsonPatch::between(a, b);
+    CHECK(elementPatch.toJson() ==
+          json::parse(R"([{"op": "replace", "path": "/l/1", "value": "two"}])"));
+    CHECK(applyPatch(a, elementPatch) == b);
+  }
+  SECTION("a different root is replaced whole") {
+    CHECK(applyPatch(json::array({1}), JsonPatch::between(json::array({1}), json("s"))) == "s");
+  }
+}

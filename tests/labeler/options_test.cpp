@@ -13,7 +13,12 @@ namespace {
 
 std::optional<int> parse(std::vector<const char*> args, Options& options) {
   args.insert(args.begin(), "gvirtus-labeler");
-  return parseOptions(static_cast<int>(args.size()), args.data(), options);
+  auto parsed = parseOptions(static_cast<int>(args.size()), args.data());
+  if (!parsed) {
+    return parsed.error();
+  }
+  options = *parsed;
+  return std::nullopt;
 }
 
 std::string labelerBinary() {

@@ -4,7 +4,7 @@
 
 #include <utility>
 
-namespace gvirtus::device_plugin {
+namespace gvirtus {
 
 // Owns one file descriptor and closes it once.
 class UniqueFd {
@@ -15,8 +15,7 @@ class UniqueFd {
   UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
   UniqueFd& operator=(UniqueFd&& other) noexcept {
     if (this != &other) {
-      reset();
-      fd_ = std::exchange(other.fd_, -1);
+      reset(std::exchange(other.fd_, -1));
     }
     return *this;
   }
@@ -28,14 +27,16 @@ class UniqueFd {
   // Closes now and reports close()'s result (0, or -1 with errno); for files whose data
   // must be known to be written.
   int close() { return ::close(std::exchange(fd_, -1)); }
-  void reset() {
+  // Closes what it owns, if anything, and takes `fd`.
+  void reset(int fd = -1) {
     if (fd_ >= 0) {
-      ::close(std::exchange(fd_, -1));
+      ::close(fd_);
     }
+    fd_ = fd;
   }
 
  private:
   int fd_ = -1;
 };
 
-}  // namespace gvirtus::device_plugin
+}  // namespace gvirtus

@@ -1,4 +1,4 @@
-#include "webhook/pod_patch.h"
+#include "webhook/pod_wiring.h"
 
 #include <catch2/catch.hpp>
 
@@ -9,11 +9,21 @@ using namespace gvirtus::webhook::testing;
 
 namespace {
 
-json wired(const json& pod, const WiringOptions& options = {}) {
-  auto patch = wiringPatch(pod, options);
-  INFO((patch ? "" : patch.error().message));
-  REQUIRE(patch.has_value());
-  return applied(pod, patch->toJson());
+json wired(json pod, const WiringOptions& options = {}) {
+  auto ok = wirePod(pod, options);
+  INFO((ok ? "" : ok.error().message));
+  REQUIRE(ok.has_value());
+  return pod;
+}
+
+json waitingCopy(json pod) {
+  markWaiting(pod);
+  return pod;
+}
+
+json assignedCopy(json pod, const Assignment& assignment) {
+  assignBackend(pod, assignment);
+  return pod;
 }
 
 json envNamed(const json& container, const std::string& name) {
@@ -39,7 +49,7 @@ const json kVolume = json::parse(R"({"name":"gvirtus-config","downwardAPI":{"def
 
 }  // namespace
 
-TEST_CASE("one container: volume, mount, env, node selector, GPU limit", "[pod-patch]") {
+TEST_CASE("one container: volume, mount, env, node selector, GPU limit", "[pod-wiring]") {
   const json pod = gvirtusPod();
   const json out = wired(pod);
   CHECK(out["spec"]["volumes"] == json::array({kVolume}));
@@ -54,7 +64,7 @@ TEST_CASE("one container: volume, mount, env, node selector, GPU limit", "[pod-p
   CHECK(out["spec"]["schedulerName"] == "default-scheduler");
 }
 
-TEST_CASE("several containers: all wired, the GPU limit on the first only", "[pod-patch]") {
+TEST_CASE("several containers: all wired, the GPU limit on the first only", "[pod-wiring]") {
   const json out = wired(gvirtusPod({"app", "worker", "logger"}));
   for (int i = 0; i < 3; ++i) {
     INFO(i);
@@ -66,7 +76,7 @@ TEST_CASE("several containers: all wired, the GPU limit on the first only", "[po
   CHECK(out["spec"]["volumes"].size() == 1);
 }
 
-TEST_CASE("a named subset of containers", "[pod-patch]") {
+TEST_CASE("a named subset of containers", "[pod-wiring]") {
   json pod = gvirtusPod({"app", "worker", "logger"});
   pod["metadata"]["annotations"] = {{"gvirtus.io/containers", "logger, worker"}};
   const json out = wired(pod);
@@ -84,7 +94,7 @@ TEST_CASE("a named subset of containers", "[pod-patch]") {
   CHECK((*targets)[0].name == "worker");
 }
 
-TEST_CASE("an init container can be named", "[pod-patch]") {
+TEST_CASE("an init container can be named", "[pod-wiring]") {
   json pod = gvirtusPod({"app"});
   pod["spec"]["initContainers"] = json::array({{{"name", "warmup"}, {"image", "x"}}});
   pod["metadata"]["annotations"] = {{"gvirtus.io/containers", "warmup"}};
@@ -93,17 +103,17 @@ TEST_CASE("an init container can be named", "[pod-patch]") {
   CHECK_FALSE(hasConfigMount(out["spec"]["containers"][0]));
 }
 
-TEST_CASE("an unknown container name is an error naming it", "[pod-patch]") {
+TEST_CASE("an unknown container name is an error naming it", "[pod-wiring]") {
   json pod = gvirtusPod({"app", "worker"});
   pod["metadata"]["annotations"] = {{"gvirtus.io/containers", "app,trainer"}};
-  auto patch = wiringPatch(pod, {});
-  REQUIRE_FALSE(patch.has_value());
-  CHECK(patch.error().message ==
+  auto wiredOk = wirePod(pod, {});
+  REQUIRE_FALSE(wiredOk.has_value());
+  CHECK(wiredOk.error().message ==
         "annotation gvirtus.io/containers names container \"trainer\", which the pod does not "
         "have (it has: app, worker)");
 }
 
-TEST_CASE("a container already setting GVIRTUS_CONFIG keeps its value", "[pod-patch]") {
+TEST_CASE("a container already setting GVIRTUS_CONFIG keeps its value", "[pod-wiring]") {
   json pod = gvirtusPod({"app"});
   pod["spec"]["containers"][0]["env"] =
       json::array({{{"name", "GVIRTUS_CONFIG"}, {"value", "/opt/mine.json"}}});
@@ -113,7 +123,7 @@ TEST_CASE("a container already setting GVIRTUS_CONFIG keeps its value", "[pod-pa
   CHECK(hasConfigMount(out["spec"]["containers"][0]));
 }
 
-TEST_CASE("the pod's own node selector and GPU limit are kept", "[pod-patch]") {
+TEST_CASE("the pod's own node selector and GPU limit are kept", "[pod-wiring]") {
   json pod = gvirtusPod({"app", "worker"});
   pod["spec"]["nodeSelector"] = {{"disk", "ssd"}};
   pod["spec"]["containers"][1]["resources"] = {{"limits", {{"nvidia.com/gpu", "2"}}},
@@ -125,14 +135,14 @@ TEST_CASE("the pod's own node selector and GPU limit are kept", "[pod-patch]") {
   CHECK(out["spec"]["containers"][1]["resources"]["limits"]["nvidia.com/gpu"] == "2");
 }
 
-TEST_CASE("add-gpu-limit off adds no limit", "[pod-patch]") {
+TEST_CASE("add-gpu-limit off adds no limit", "[pod-wiring]") {
   WiringOptions options;
   options.addGpuLimit = false;
   const json out = wired(gvirtusPod(), options);
   CHECK_FALSE(out["spec"]["containers"][0]["resources"].contains("limits"));
 }
 
-TEST_CASE("existing volumes, mounts and env are appended to", "[pod-patch]") {
+TEST_CASE("existing volumes, mounts and env are appended to", "[pod-wiring]") {
   json pod = gvirtusPod({"app"});
   pod["spec"]["volumes"] = json::array({{{"name", "data"}, {"emptyDir", json::object()}}});
   pod["spec"]["containers"][0]["volumeMounts"] =
@@ -145,16 +155,16 @@ TEST_CASE("existing volumes, mounts and env are appended to", "[pod-patch]") {
   CHECK(out["spec"]["containers"][0]["env"].size() == 2);
 }
 
-TEST_CASE("something else mounted at /etc/gvirtus is an error", "[pod-patch]") {
+TEST_CASE("something else mounted at /etc/gvirtus is an error", "[pod-wiring]") {
   json pod = gvirtusPod({"app"});
   pod["spec"]["containers"][0]["volumeMounts"] =
       json::array({{{"name", "mine"}, {"mountPath", "/etc/gvirtus"}}});
-  auto patch = wiringPatch(pod, {});
-  REQUIRE_FALSE(patch.has_value());
-  CHECK_THAT(patch.error().message, Catch::Contains("\"app\" already mounts volume \"mine\""));
+  auto wiredOk = wirePod(pod, {});
+  REQUIRE_FALSE(wiredOk.has_value());
+  CHECK_THAT(wiredOk.error().message, Catch::Contains("\"app\" already mounts volume \"mine\""));
 }
 
-TEST_CASE("a foreign volume named gvirtus-config is replaced", "[pod-patch]") {
+TEST_CASE("a foreign volume named gvirtus-config is replaced", "[pod-wiring]") {
   json pod = gvirtusPod({"app"});
   pod["spec"]["volumes"] =
       json::array({{{"name", "gvirtus-config"}, {"emptyDir", json::object()}}});
@@ -162,21 +172,19 @@ TEST_CASE("a foreign volume named gvirtus-config is replaced", "[pod-patch]") {
   CHECK(out["spec"]["volumes"] == json::array({kVolume}));
 }
 
-TEST_CASE("wiring twice changes nothing more", "[pod-patch]") {
+TEST_CASE("wiring twice changes nothing more", "[pod-wiring]") {
   json pod = gvirtusPod({"app", "worker"});
   pod["metadata"]["annotations"] = {{"gvirtus.io/containers", "worker"}};
   WiringOptions options;
   options.schedulerName = "kai-scheduler";
   options.kaiQueue = "team-a";
   const json once = wired(pod, options);
-  auto again = wiringPatch(once, options);
-  REQUIRE(again.has_value());
-  CHECK(again->empty());
+  CHECK(wired(once, options) == once);
   CHECK(once["spec"]["schedulerName"] == "kai-scheduler");
   CHECK(once["metadata"]["labels"]["kai.scheduler/queue"] == "team-a");
 }
 
-TEST_CASE("scheduler name and queue only where the pod has none", "[pod-patch]") {
+TEST_CASE("scheduler name and queue only where the pod has none", "[pod-wiring]") {
   json pod = gvirtusPod();
   pod["spec"]["schedulerName"] = "my-scheduler";
   pod["metadata"]["labels"]["kai.scheduler/queue"] = "mine";
@@ -188,15 +196,15 @@ TEST_CASE("scheduler name and queue only where the pod has none", "[pod-patch]")
   CHECK(out["metadata"]["labels"]["kai.scheduler/queue"] == "mine");
 }
 
-TEST_CASE("assignment: backend annotations, preferred zone, end of waiting", "[pod-patch]") {
+TEST_CASE("assignment: backend annotations, preferred zone, end of waiting", "[pod-wiring]") {
   json pod = gvirtusPod();
-  const json waiting = applied(pod, waitingPatch(pod).toJson());
+  const json waiting = waitingCopy(pod);
   CHECK(waiting["metadata"]["annotations"]["gvirtus.io/backend-status"] == "waiting");
   CHECK(waiting["spec"]["schedulingGates"] == json::parse(R"([{"name":"gvirtus.io/backend"}])"));
-  CHECK(waitingPatch(waiting).empty());
+  CHECK(waitingCopy(waiting) == waiting);
 
   Assignment assignment{"10.0.0.7:9999", "gvirtus-system/backend-0", "{}", "zone-a"};
-  const json out = applied(waiting, assignmentPatch(waiting, assignment).toJson());
+  const json out = assignedCopy(waiting, assignment);
   const json& annotations = out["metadata"]["annotations"];
   CHECK(annotations["gvirtus.io/backend"] == "10.0.0.7:9999");
   CHECK(annotations["gvirtus.io/backend-pod"] == "gvirtus-system/backend-0");
@@ -207,13 +215,13 @@ TEST_CASE("assignment: backend annotations, preferred zone, end of waiting", "[p
       out["spec"]["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] ==
       json::parse(R"([{"weight":100,"preference":{"matchExpressions":[
           {"key":"topology.kubernetes.io/zone","operator":"In","values":["zone-a"]}]}}])"));
-  CHECK(assignmentPatch(out, assignment).empty());
+  CHECK(assignedCopy(out, assignment) == out);
 }
 
-TEST_CASE("static backends carry no backend-pod annotation", "[pod-patch]") {
+TEST_CASE("static backends carry no backend-pod annotation", "[pod-wiring]") {
   json pod = gvirtusPod();
   pod["metadata"]["annotations"] = {{"gvirtus.io/backend-pod", "stale/value"}};
-  const json out = applied(pod, assignmentPatch(pod, {"192.0.2.1:9999", "", "{}", ""}).toJson());
+  const json out = assignedCopy(pod, {"192.0.2.1:9999", "", "{}", ""});
   CHECK_FALSE(out["metadata"]["annotations"].contains("gvirtus.io/backend-pod"));
   CHECK_FALSE(out["spec"].contains("affinity"));
 }

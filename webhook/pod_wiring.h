@@ -6,12 +6,12 @@
 #include <vector>
 
 #include "common/error.h"
-#include "common/json_patch.h"
 
-// The JSON patches that wire a GVirtuS pod (docs/pod-contract.md). Each
-// function looks at the pod as it is and adds only what is missing or different, so a
-// patch built from a pod it was already applied to is empty: a reinvoked webhook, or a
-// patch applied twice, changes nothing more. The command and args are never touched.
+// What the webhook changes in a GVirtuS pod (docs/pod-contract.md). Each function
+// mutates the pod in place, changing only what is missing or different, so running it on
+// a pod it already ran on changes nothing: callers mutate a copy of the pod they were given
+// and send JsonPatch::between(original, copy), which is empty for a reinvoked webhook.
+// The command and args are never touched.
 namespace gvirtus::webhook {
 
 struct WiringOptions {
@@ -39,8 +39,8 @@ Result<std::vector<WiredContainer>> wiredContainers(const nlohmann::json& pod);
 // at /etc/gvirtus and GVIRTUS_CONFIG (unless set) in each wired container, the node
 // selector gvirtus.io/frontend.allowed=true, the GPU limit, the scheduler name and the
 // KAI queue label. Errors (denials): an unknown container name, a container that mounts
-// something else at /etc/gvirtus.
-Result<JsonPatch> wiringPatch(const nlohmann::json& pod, const WiringOptions& options);
+// something else at /etc/gvirtus; the pod is then left partly wired.
+Result<void> wirePod(nlohmann::json& pod, const WiringOptions& options);
 
 // One backend given to one pod.
 struct Assignment {
@@ -53,10 +53,10 @@ struct Assignment {
 // The backend annotations (gvirtus.io/backend-pod removed when empty), the preferred zone
 // affinity, and the end of waiting: the scheduling gate gvirtus.io/backend and
 // gvirtus.io/backend-status are removed when present.
-JsonPatch assignmentPatch(const nlohmann::json& pod, const Assignment& assignment);
+void assignBackend(nlohmann::json& pod, const Assignment& assignment);
 
 // A pod no backend can take yet: the scheduling gate gvirtus.io/backend and
 // gvirtus.io/backend-status: waiting.
-JsonPatch waitingPatch(const nlohmann::json& pod);
+void markWaiting(nlohmann::json& pod);
 
 }  // namespace gvirtus::webhook

@@ -1,0 +1,23 @@
+#include "common/strings.h"
+
+#include <catch2/catch.hpp>
+
+using gvirtus::splitList;
+using gvirtus::trim;
+using Items = std::vector<std::string>;
+
+TEST_CASE("trim takes whitespace off both ends only", "[strings]") {
+  CHECK(trim("  a b \t\r\n") == "a b");
+  CHECK(trim("a") == "a");
+  CHECK(trim(" \t\n").empty());
+  CHECK(trim("").empty());
+}
+
+TEST_CASE("a list is split, trimmed and rid of empty items", "[strings]") {
+  CHECK(splitList("a, b ,,c") == Items{"a", "b", "c"});
+  CHECK(splitList(" a ") == Items{"a"});
+  CHECK(splitList("").empty());
+  CHECK(splitList(" , ,").empty());
+  CHECK(splitList("a,a") == Items{"a", "a"});  // duplicates are the caller's to judge
+  CHECK(splitList("x=1;y=2", ';') == Items{"x=1", "y=2"});
+}
