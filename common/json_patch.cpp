@@ -331,9 +331,8 @@ namespace {
 // array element, which "add" would insert before rather than replace.
 void diffInto(JsonPatch& patch, const json& from, const json& to, const std::string& path,
               bool inArray) {
-  if (from == to) {
-    return;
-  }
+  // Containers are walked, not compared whole first: that would compare every subtree
+  // once per level above it.
   auto set = [&] {
     if (inArray || path.empty()) {
       patch.replace(path, to);
@@ -365,7 +364,9 @@ void diffInto(JsonPatch& patch, const json& from, const json& to, const std::str
     }
     return;
   }
-  set();
+  if (from != to) {
+    set();
+  }
 }
 
 }  // namespace
