@@ -76,6 +76,27 @@ inline json applied(const json& doc, const json& patch) {
   return oracle;
 }
 
+// The env entry `name` of a container; null when it has none.
+inline json envEntry(const json& container, const std::string& name) {
+  for (const auto& e : container.value("env", json::array())) {
+    if (e.value("name", "") == name) {
+      return e;
+    }
+  }
+  return nullptr;
+}
+
+// True when the container mounts gvirtus-config read-only at /etc/gvirtus.
+inline bool mountsConfig(const json& container) {
+  for (const auto& m : container.value("volumeMounts", json::array())) {
+    if (m.value("name", "") == "gvirtus-config" && m.value("mountPath", "") == "/etc/gvirtus" &&
+        m.value("readOnly", false)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 inline Backend backend(const std::string& ip, int64_t connections = 0, int64_t maxSessions = 0,
                        const std::string& name = {}, const std::string& zone = {}) {
   Backend b;

@@ -26,23 +26,6 @@ json assignedCopy(json pod, const Assignment& assignment) {
   return pod;
 }
 
-json envNamed(const json& container, const std::string& name) {
-  for (const auto& e : container.value("env", json::array())) {
-    if (e["name"] == name)
-      return e;
-  }
-  return nullptr;
-}
-
-bool hasConfigMount(const json& container) {
-  for (const auto& m : container.value("volumeMounts", json::array())) {
-    if (m["name"] == "gvirtus-config") {
-      return m["mountPath"] == "/etc/gvirtus" && m["readOnly"] == true;
-    }
-  }
-  return false;
-}
-
 const json kVolume = json::parse(R"({"name":"gvirtus-config","downwardAPI":{"defaultMode":420,
   "items":[{"path":"properties.json","fieldRef":{"apiVersion":"v1",
   "fieldPath":"metadata.annotations['gvirtus.io/properties']"}}]}})");
@@ -54,8 +37,8 @@ TEST_CASE("one container: volume, mount, env, node selector, GPU limit", "[pod-w
   const json out = wired(pod);
   CHECK(out["spec"]["volumes"] == json::array({kVolume}));
   const json& app = out["spec"]["containers"][0];
-  CHECK(hasConfigMount(app));
-  CHECK(envNamed(app, "GVIRTUS_CONFIG")["value"] == "/etc/gvirtus/properties.json");
+  CHECK(mountsConfig(app));
+  CHECK(envEntry(app, "GVIRTUS_CONFIG")["value"] == "/etc/gvirtus/properties.json");
   CHECK(app["resources"]["limits"]["nvidia.com/gpu"] == "1");
   CHECK(out["spec"]["nodeSelector"]["gvirtus.io/frontend.allowed"] == "true");
   // The command is never touched.
@@ -68,8 +51,8 @@ TEST_CASE("several containers: all wired, the GPU limit on the first only", "[po
   const json out = wired(gvirtusPod({"app", "worker", "logger"}));
   for (int i = 0; i < 3; ++i) {
     INFO(i);
-    CHECK(hasConfigMount(out["spec"]["containers"][i]));
-    CHECK(envNamed(out["spec"]["containers"][i], "GVIRTUS_CONFIG") != nullptr);
+    CHECK(mountsConfig(out["spec"]["containers"][i]));
+    CHECK(envEntry(out["spec"]["containers"][i], "GVIRTUS_CONFIG") != nullptr);
   }
   CHECK(out["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1");
   CHECK_FALSE(out["spec"]["containers"][1]["resources"].contains("limits"));
@@ -80,10 +63,10 @@ TEST_CASE("a named subset of containers", "[pod-wiring]") {
   json pod = gvirtusPod({"app", "worker", "logger"});
   pod["metadata"]["annotations"] = {{"gvirtus.io/containers", "logger, worker"}};
   const json out = wired(pod);
-  CHECK_FALSE(hasConfigMount(out["spec"]["containers"][0]));
-  CHECK(envNamed(out["spec"]["containers"][0], "GVIRTUS_CONFIG") == nullptr);
-  CHECK(hasConfigMount(out["spec"]["containers"][1]));
-  CHECK(hasConfigMount(out["spec"]["containers"][2]));
+  CHECK_FALSE(mountsConfig(out["spec"]["containers"][0]));
+  CHECK(envEntry(out["spec"]["containers"][0], "GVIRTUS_CONFIG") == nullptr);
+  CHECK(mountsConfig(out["spec"]["containers"][1]));
+  CHECK(mountsConfig(out["spec"]["containers"][2]));
   // The first wired container in pod order gets the limit.
   CHECK(out["spec"]["containers"][1]["resources"]["limits"]["nvidia.com/gpu"] == "1");
   CHECK_FALSE(out["spec"]["containers"][2]["resources"].contains("limits"));
@@ -99,8 +82,8 @@ TEST_CASE("an init container can be named", "[pod-wiring]") {
   pod["spec"]["initContainers"] = json::array({{{"name", "warmup"}, {"image", "x"}}});
   pod["metadata"]["annotations"] = {{"gvirtus.io/containers", "warmup"}};
   const json out = wired(pod);
-  CHECK(hasConfigMount(out["spec"]["initContainers"][0]));
-  CHECK_FALSE(hasConfigMount(out["spec"]["containers"][0]));
+  CHECK(mountsConfig(out["spec"]["initContainers"][0]));
+  CHECK_FALSE(mountsConfig(out["spec"]["containers"][0]));
 }
 
 TEST_CASE("an unknown container name is an error naming it", "[pod-wiring]") {
@@ -120,7 +103,7 @@ TEST_CASE("a container already setting GVIRTUS_CONFIG keeps its value", "[pod-wi
   const json out = wired(pod);
   CHECK(out["spec"]["containers"][0]["env"] ==
         json::array({{{"name", "GVIRTUS_CONFIG"}, {"value", "/opt/mine.json"}}}));
-  CHECK(hasConfigMount(out["spec"]["containers"][0]));
+  CHECK(mountsConfig(out["spec"]["containers"][0]));
 }
 
 TEST_CASE("the pod's own node selector and GPU limit are kept", "[pod-wiring]") {

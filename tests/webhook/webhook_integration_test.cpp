@@ -101,31 +101,13 @@ const json& annotationsOf(const json& pod) {
   return pod["metadata"]["annotations"];
 }
 
-json envOf(const json& container, const std::string& name) {
-  for (const auto& e : container.value("env", json::array())) {
-    if (e["name"] == name)
-      return e;
-  }
-  return nullptr;
-}
-
-bool mountsConfig(const json& container) {
-  for (const auto& m : container.value("volumeMounts", json::array())) {
-    if (m["name"] == "gvirtus-config" && m["mountPath"] == "/etc/gvirtus" &&
-        m.value("readOnly", false)) {
-      return true;
-    }
-  }
-  return false;
-}
-
 void checkWired(const json& pod, const std::vector<int>& wired, int containers) {
   for (int i = 0; i < containers; ++i) {
     const json& c = pod["spec"]["containers"][i];
     const bool expected = std::find(wired.begin(), wired.end(), i) != wired.end();
     INFO("container " << c["name"]);
     CHECK(mountsConfig(c) == expected);
-    CHECK((envOf(c, "GVIRTUS_CONFIG") != nullptr) == expected);
+    CHECK((envEntry(c, "GVIRTUS_CONFIG") != nullptr) == expected);
     CHECK(c["command"] == json::array({"python", "train.py"}));
   }
 }
