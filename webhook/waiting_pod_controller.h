@@ -39,11 +39,11 @@ bool isWaiting(const nlohmann::json& pod);
 // The waiting pods among `pods`, oldest first: by creationTimestamp, then namespace/name.
 std::vector<nlohmann::json> waitingPods(const std::vector<nlohmann::json>& pods);
 
-// The patch that releases a waiting pod: assignmentPatch() (backend annotations; gate and
-// waiting status removed) behind `test` operations on the pod's resourceVersion and on the
-// gate at its index, so that on a pod changed since it was read (released by another
-// replica, a gate list reordered) the API server refuses the whole patch instead of
-// applying it.
+// The patch that releases a waiting pod: what assignBackend() changes on a copy of it
+// (backend annotations; gate and waiting status removed), behind `test` operations on the pod's
+// resourceVersion and on the gate at its index, so that on a pod changed since it was read
+// (released by another replica, a gate list reordered) the API server refuses the whole patch
+// instead of applying it.
 JsonPatch releasePatch(const nlohmann::json& pod, const Assignment& assignment);
 
 // True for a refused release patch that means the pod changed meanwhile: 409, or 422 from a
