@@ -81,8 +81,15 @@ void ClusterBackendSource::setOnChange(std::function<void()> onChange) {
   onChange_ = std::move(onChange);
 }
 
+void ClusterBackendSource::invalidate() {
+  std::lock_guard lock(mutex_);
+  ++generation_;
+  built_.reset();
+}
+
 void ClusterBackendSource::start() {
   auto changed = [this] {
+    invalidate();
     if (onChange_) {
       onChange_();
     }
@@ -105,7 +112,10 @@ void ClusterBackendSource::start() {
                         changed();
                       },
                       [=](const json&) { changed(); }});
-  nodes_->addHandlers({nullptr,
+  // A node that comes or goes can give a backend pod its zone: rebuild, but no pass of the
+  // waiting-pod controller for it (the pod events carry those).
+  auto nodeSetChanged = [this](const json&) { invalidate(); };
+  nodes_->addHandlers({nodeSetChanged,
                        [=](const json& old, const json& now) {
                          if (stringAt(old, {"metadata", "labels", kZoneLabel}) !=
                                  stringAt(now, {"metadata", "labels", kZoneLabel}) ||
@@ -114,7 +124,7 @@ void ClusterBackendSource::start() {
                            changed();
                          }
                        },
-                       nullptr});
+                       nodeSetChanged});
   nodes_->start();
   pods_->start();
 }
@@ -129,6 +139,23 @@ bool ClusterBackendSource::ready() const {
 }
 
 std::vector<Backend> ClusterBackendSource::backends() const {
+  uint64_t generation = 0;
+  {
+    std::lock_guard lock(mutex_);
+    if (built_) {
+      return *built_;
+    }
+    generation = generation_;
+  }
+  std::vector<Backend> out = buildBackends();
+  std::lock_guard lock(mutex_);
+  if (generation == generation_) {
+    built_ = out;
+  }
+  return out;
+}
+
+std::vector<Backend> ClusterBackendSource::buildBackends() const {
   std::vector<Backend> out;
   for (const auto& pod : pods_->list()) {
     const std::string nodeName = stringAt(pod, {"spec", "nodeName"});

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -28,13 +30,25 @@ class ClusterBackendSource : public BackendSource {
   void start() override;
   void stop() override;
   bool ready() const override;
+  // Built from the caches once per change of a backend pod or of a node's zone or
+  // draining mark, not once per admission (a Node is kilobytes; every review would copy
+  // all of them).
   std::vector<Backend> backends() const override;
 
  private:
+  std::vector<Backend> buildBackends() const;
+  void invalidate();
+
   const int port_;
   std::function<void()> onChange_;
   std::unique_ptr<ResourceCache> nodes_;
   std::unique_ptr<ResourceCache> pods_;
+
+  mutable std::mutex mutex_;
+  // Raised by every cache change that can alter the list; a list built while it moved is
+  // not kept, so a build that read the caches before a change never hides it.
+  uint64_t generation_ = 0;
+  mutable std::optional<std::vector<Backend>> built_;
 };
 
 }  // namespace gvirtus::webhook

@@ -1,0 +1,50 @@
+// ClusterBackendSource on the real control plane: it keeps the backend list it built
+// between changes, so a change that only touches a Node (its zone, the autoscaler's
+// draining mark) must still reach the next admission.
+
+#include <catch2/catch.hpp>
+
+#include "webhook/cluster_backend_source.h"
+#include "webhook/cluster_fixtures.h"
+
+using namespace gvirtus::webhook;
+using namespace gvirtus::webhook::testing;
+using gvirtus::PatchType;
+namespace resources = gvirtus::resources;
+
+TEST_CASE("backends follow their node's zone and draining mark", "[cluster-backends]") {
+  auto client = gvirtus::testing::adminClient();
+  TestNamespace ns{*client, "cbs-it"};
+  ns.waitForDefaultServiceAccount();
+  const std::string run = randomSuffix();
+  const std::string node = "cbs-gpu-" + run;
+  ensureNode(*client, node, {{"topology.kubernetes.io/zone", "zone-x"}});
+  REQUIRE(client->create(resources::kPods, ns.name(),
+                         backendPod(ns.name(), "backend-" + run, node, run, 0, 16)));
+
+  ClusterBackendSource source(*client, ns.name(), "gvirtus.io/test-run=" + run, 9999);
+  source.start();
+  auto only = [&]() -> std::optional<Backend> {
+    auto backends = source.backends();
+    return backends.size() == 1 ? std::optional(backends[0]) : std::nullopt;
+  };
+  REQUIRE(eventually([&] { return only() && only()->zone == "zone-x"; }));
+  // Asked again with nothing changed: the same list, built once.
+  CHECK(only()->zone == "zone-x");
+
+  auto patchNode = [&](const json& metadata) {
+    auto patched = client->patch(resources::kNodes, "", node, PatchType::Merge,
+                                 json{{"metadata", metadata}}.dump());
+    INFO((patched ? "" : patched.error().message));
+    REQUIRE(patched.has_value());
+  };
+  patchNode({{"labels", {{"topology.kubernetes.io/zone", "zone-y"}}}});
+  CHECK(eventually([&] { return only() && only()->zone == "zone-y"; }));
+  CHECK_FALSE(only()->draining);
+
+  patchNode({{"annotations", {{"gvirtus.io/backend.draining", "2026-11-23T00:00:00Z"}}}});
+  CHECK(eventually([&] { return only() && only()->draining; }));
+
+  source.stop();
+  (void)client->remove(resources::kNodes, "", node);
+}
