@@ -1,5 +1,7 @@
 #include "common/strings.h"
 
+#include <charconv>
+
 namespace gvirtus {
 
 std::string_view trim(std::string_view text) {
@@ -23,6 +25,18 @@ std::vector<std::string> splitList(std::string_view text, char separator) {
     }
     text.remove_prefix(end + 1);
   }
+}
+
+std::optional<int64_t> parseNonNegative(std::string_view text) {
+  int64_t value = 0;
+  if (text.empty() || text.front() == '-') {
+    return std::nullopt;
+  }
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) {
+    return std::nullopt;
+  }
+  return value;
 }
 
 }  // namespace gvirtus

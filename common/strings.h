@@ -1,5 +1,7 @@
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,5 +15,9 @@ std::string_view trim(std::string_view text);
 // The items of a list such as "a, b,,c": split at `separator`, each trimmed, empty items
 // dropped, order kept.
 std::vector<std::string> splitList(std::string_view text, char separator = ',');
+
+// A non-negative decimal integer that is the whole text ("16"); nullopt for "", "-1",
+// "+1", "1.5", "16 " or a value beyond int64.
+std::optional<int64_t> parseNonNegative(std::string_view text);
 
 }  // namespace gvirtus

@@ -1,10 +1,10 @@
 #include "webhook/backend_autoscaler.h"
 
 #include <algorithm>
-#include <charconv>
 
 #include "common/json_access.h"
 #include "common/log.h"
+#include "common/strings.h"
 #include "common/time_text.h"
 #include "webhook/names.h"
 
@@ -102,11 +102,11 @@ CandidateNode candidateFromNode(const json& node) {
   out.optedIn = stringAt(node, {"metadata", "labels", kBackendAllowedLabel}) == "true";
   out.autoscaled = timeAnnotation(node, kAutoscaledAnnotation);
   out.draining = timeAnnotation(node, kDrainingAnnotation);
-  out.gpus = parseCount(stringAt(node, {"metadata", "labels", kGpuCountLabel}));
+  out.gpus = parseNonNegative(stringAt(node, {"metadata", "labels", kGpuCountLabel}));
   if (!out.gpus) {
-    out.gpus = parseCount(stringAt(node, {"status", "capacity", kGpuResource}));
+    out.gpus = parseNonNegative(stringAt(node, {"status", "capacity", kGpuResource}));
   }
-  out.gpuMemoryMiB = parseCount(stringAt(node, {"metadata", "labels", kGpuMemoryLabel}));
+  out.gpuMemoryMiB = parseNonNegative(stringAt(node, {"metadata", "labels", kGpuMemoryLabel}));
   out.zone = stringAt(node, {"metadata", "labels", kZoneLabel});
   out.object = node;
   return out;

@@ -27,15 +27,6 @@ std::optional<std::string> stringAt(const json& pod, std::string_view section,
 
 }  // namespace
 
-std::optional<int64_t> parseCount(std::string_view value) {
-  int64_t n = 0;
-  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-  if (value.empty() || ec != std::errc() || end != value.data() + value.size() || n < 0) {
-    return std::nullopt;
-  }
-  return n;
-}
-
 int64_t memoryDemandMiB(const BackendRequirements& pod, int64_t totalMiB) {
   int64_t demand = std::max(pod.gpuMemoryMiB.value_or(0), pod.kaiGpuMemoryMiB.value_or(0));
   if (pod.gpuFraction) {
@@ -91,7 +82,7 @@ Result<BackendRequirements> requirementsFromPod(const json& pod) {
     out.gpuMemoryMiB = *mib;
   }
   if (auto text = annotation(kGpusAnnotation)) {
-    auto gpus = parseCount(trim(*text));
+    auto gpus = parseNonNegative(trim(*text));
     if (!gpus) {
       return invalid(kGpusAnnotation, *text, "not a non-negative integer");
     }
@@ -109,7 +100,7 @@ Result<BackendRequirements> requirementsFromPod(const json& pod) {
     out.gpuFraction = fraction;
   }
   if (auto text = annotation(kKaiGpuMemoryAnnotation)) {
-    auto mib = parseCount(trim(*text));
+    auto mib = parseNonNegative(trim(*text));
     if (!mib) {
       return invalid(kKaiGpuMemoryAnnotation, *text, "not a non-negative integer (MiB)");
     }

@@ -29,9 +29,6 @@ struct BackendRequirements {
   std::string zone;
 };
 
-// A non-negative integer that is the whole text ("16"); nullopt otherwise.
-std::optional<int64_t> parseCount(std::string_view value);
-
 // The free memory one GPU of `totalMiB` must have for the pod: the largest of
 // gvirtus.io/gpu-memory, KAI gpu-memory and KAI gpu-fraction of the total (rounded up);
 // 0 when the pod asks for none.

@@ -1,7 +1,6 @@
 #include "webhook/scheduling_map.h"
 
 #include <algorithm>
-#include <charconv>
 #include <vector>
 
 #include "common/json_access.h"
@@ -12,18 +11,6 @@ namespace gvirtus::webhook {
 namespace {
 
 using nlohmann::json;
-
-std::optional<int64_t> nonNegative(std::string_view text) {
-  int64_t value = 0;
-  if (text.empty() || text.front() == '-' || text.front() == '+') {
-    return std::nullopt;
-  }
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size()) {
-    return std::nullopt;
-  }
-  return value;
-}
 
 json hostnameRequirement(const std::string& node) {
   return {{"key", kHostnameLabel}, {"operator", "In"}, {"values", json::array({node})}};
@@ -92,7 +79,7 @@ Result<SchedulingMap> parseSchedulingMap(std::string_view text) {
       return bad("missing '=' (expected INDEX=NODE:DEVICES)");
     }
     const std::string_view indexText = trim(line.substr(0, eq));
-    auto index = nonNegative(indexText);
+    auto index = parseNonNegative(indexText);
     if (!index) {
       return bad("index \"" + std::string(indexText) + "\" is not a non-negative integer");
     }
@@ -115,7 +102,7 @@ Result<SchedulingMap> parseSchedulingMap(std::string_view text) {
       const size_t comma = deviceText.find(',', from);
       const std::string_view item = trim(deviceText.substr(
           from, comma == std::string_view::npos ? std::string_view::npos : comma - from));
-      if (!nonNegative(item)) {
+      if (!parseNonNegative(item)) {
         return bad("devices \"" + std::string(deviceText) + "\" are not comma-separated integers");
       }
       devices += (devices.empty() ? "" : ",") + std::string(item);
@@ -136,7 +123,7 @@ Result<SchedulingMap> parseSchedulingMap(std::string_view text) {
 std::optional<int64_t> podIndex(const json& pod, const std::string& fallbackName) {
   if (const json* label = memberAt(pod, {"metadata", "labels", kPodIndexLabel});
       label != nullptr && label->is_string()) {
-    if (auto index = nonNegative(trim(label->get_ref<const std::string&>()))) {
+    if (auto index = parseNonNegative(trim(label->get_ref<const std::string&>()))) {
       return index;
     }
   }
@@ -149,7 +136,7 @@ std::optional<int64_t> podIndex(const json& pod, const std::string& fallbackName
   if (dash == std::string::npos) {
     return std::nullopt;
   }
-  return nonNegative(std::string_view(name).substr(dash + 1));
+  return parseNonNegative(std::string_view(name).substr(dash + 1));
 }
 
 void applySchedulingEntry(json& pod, const SchedulingEntry& entry) {
