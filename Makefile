@@ -9,11 +9,11 @@ FUZZ_PARSER_SECONDS ?= 15
 DEB_PACKAGES := clang-16 libclang-rt-16-dev build-essential cmake ninja-build pkg-config clang-format \
   libcpp-httplib-dev nlohmann-json3-dev libssl-dev libc-ares-dev libyaml-cpp-dev catch2 \
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc \
-  ca-certificates curl git iproute2 procps
+  ca-certificates curl git iproute2 procps jq qemu-user-static runc
 
 .PHONY: bench bench-real
 .PHONY: tools docs docs-check operator-test
-.PHONY: deps build test unit-test integration-test e2e-test fuzz images images-test demo demo-down \
+.PHONY: deps build test unit-test integration-test e2e-test fuzz images images-test images-push demo demo-down \
   cluster-build node-image cluster-up cluster-down format format-check clean
 
 # Installs the Debian packages the build needs; does nothing when they are all there.
@@ -61,13 +61,20 @@ integration-test: build cluster-build
 	  ctest --test-dir $(BUILD_DIR) -L integration --output-on-failure && \
 	echo "[integration-test] done in $$((SECONDS - start))s"
 
-# Container images: one builder stage compiles the C++ for all of them. The test step
-# runs each image as its non-root user, and says plainly when no Docker engine answers.
-images:
+# Container images for linux/amd64 and linux/arm64 (the C++ cross-compiled for arm64 in
+# the one builder stage), built with buildx on a local BuildKit daemon and pushed to the
+# local registry the real nodes pull from (tests/cluster/registry). The test step checks
+# the pushed manifest lists and runs each image (arm64 under qemu-user).
+images: deps
 	@bash images/build.sh
 
-images-test:
+images-test: deps
 	@bash images/build.sh --test
+
+# The release path: REGISTRY=registry.example.com/gvirtus-k8s make images-push
+images-push:
+	@test -n "$(REGISTRY)" || { echo "images-push: set REGISTRY, e.g. REGISTRY=ghcr.io/acme/gvirtus-k8s" >&2; exit 2; }
+	@REGISTRY="$(REGISTRY)" bash images/build.sh
 
 # libFuzzer, ASan and UBSan, for a bounded time each: the webhook's AdmissionReview handler
 # (FUZZ_SECONDS), then the parsers of untrusted text: watch events, gpu-scheduling-map,

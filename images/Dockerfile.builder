@@ -1,19 +1,34 @@
-# The one builder of every image: compiles the four binaries once and stages, under
-# /out, what each runtime image copies (images/stage-rootfs.sh). The runtime
-# Dockerfiles start FROM this image (build argument BUILDER_IMAGE).
+# The one builder of every image: compiles the four binaries once per target platform
+# and stages, under /out, what each runtime image copies (images/stage-rootfs.sh). The
+# runtime Dockerfiles take it as the named context BUILDER_IMAGE (docker-bake.hcl).
 #
-# Context: the repository root. images/build.sh sends only the files below (a tar
-# stream); BuildKit reads Dockerfile.builder.dockerignore for the same effect.
+# It always runs on the build machine's platform ($BUILDPLATFORM): for another target
+# ($TARGETARCH, e.g. arm64 on an amd64 machine) it installs Debian's cross compiler and
+# the target's libraries as multiarch packages (libssl-dev:arm64, ...) and cross-compiles;
+# nothing is emulated but the staging checks, which run the staged binaries under
+# qemu-user. The compiler never runs under QEMU (far too slow).
+#
+# Context: the repository root; Dockerfile.builder.dockerignore keeps it to the sources.
 ARG BASE_IMAGE=debian:bookworm-slim
-FROM ${BASE_IMAGE} AS builder
+FROM --platform=$BUILDPLATFORM ${BASE_IMAGE} AS builder
 
+ARG TARGETARCH
 ARG DEBIAN_FRONTEND=noninteractive
-RUN apt-get update \
- && apt-get install -y --no-install-recommends \
-      build-essential cmake ninja-build pkg-config ca-certificates patchelf \
-      libcpp-httplib-dev nlohmann-json3-dev libssl-dev libc-ares-dev libyaml-cpp-dev \
-      libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc \
- && rm -rf /var/lib/apt/lists/*
+# Build tools (protoc and its gRPC plugin run here) for the build machine; libraries
+# for the target.
+RUN set -eu; \
+    build_arch=$(dpkg --print-architecture); target=${TARGETARCH:-$build_arch}; cross=""; \
+    if [ "$target" != "$build_arch" ]; then \
+      dpkg --add-architecture "$target"; \
+      cross="crossbuild-essential-$target qemu-user-static"; \
+    fi; \
+    apt-get update; \
+    apt-get install -y --no-install-recommends \
+      build-essential cmake ninja-build pkg-config ca-certificates patchelf binutils \
+      protobuf-compiler protobuf-compiler-grpc nlohmann-json3-dev $cross \
+      libcpp-httplib-dev:$target libssl-dev:$target libc-ares-dev:$target \
+      libyaml-cpp-dev:$target libgrpc++-dev:$target libprotobuf-dev:$target; \
+    rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
 COPY CMakeLists.txt ./
@@ -22,13 +37,14 @@ COPY labeler/ labeler/
 COPY device-plugin/ device-plugin/
 COPY webhook/ webhook/
 COPY backend-shim/ backend-shim/
-COPY images/stage-rootfs.sh images/print_ids.c images/
+COPY images/stage-rootfs.sh images/cross-env.sh images/print_ids.c images/
 
 # Empty: as many jobs as the build machine has cores. -O2, as the tested builds (GCC 12
 # at -O3 reports false -Wrestrict errors in std::string code, and warnings are errors).
 ARG BUILD_JOBS=
-RUN cmake -S /src -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release \
-      -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" -DBUILD_TESTING=OFF \
- && cmake --build /build -j "${BUILD_JOBS:-$(nproc)}" --target \
-      gvirtus-labeler gvirtus-device-plugin gvirtus-webhook gvirtus-backend-shim \
- && bash /src/images/stage-rootfs.sh /build/bin /out
+RUN set -eu; . /src/images/cross-env.sh; \
+    cmake -S /src -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" -DBUILD_TESTING=OFF $CROSS_CMAKE_ARGS; \
+    cmake --build /build -j "${BUILD_JOBS:-$(nproc)}" --target \
+      gvirtus-labeler gvirtus-device-plugin gvirtus-webhook gvirtus-backend-shim; \
+    bash /src/images/stage-rootfs.sh /build/bin /out

@@ -1,12 +1,14 @@
-# Multi-platform images for a registry, with docker buildx bake (images/buildx.sh runs
-# it). The C++ is compiled once per platform, in target "builder", which every runtime
-# image takes as its BUILDER_IMAGE through a named context.
+# The images, for every platform, with docker buildx bake (images/build.sh runs it). The
+# C++ is compiled once per platform, in target "builder", which runs on the build
+# machine and cross-compiles for the others; every runtime image takes it as its
+# BUILDER_IMAGE through a named context.
 #
 #   REGISTRY=ghcr.io/acme/gvirtus-k8s TAG=0.1.0 docker buildx bake -f images/docker-bake.hcl --push
 #
 # Images: $REGISTRY/{labeler,device-plugin,webhook,backend}:$TAG. The backend is built
 # only for BACKEND_PLATFORMS (default linux/amd64): it extends GVIRTUS_IMAGE, and
-# upstream's GVirtuS image exists for amd64 only.
+# upstream's GVirtuS image exists for amd64 only. GVIRTUS_IMAGE=standin builds it on the
+# GPU-less stand-in (Dockerfile.gvirtus-standin) and tags it $TAG-standin, never $TAG.
 
 variable "REGISTRY" { default = "" }
 variable "TAG" { default = "dev" }
@@ -14,6 +16,9 @@ variable "PLATFORMS" { default = "linux/amd64,linux/arm64" }
 variable "BACKEND_PLATFORMS" { default = "linux/amd64" }
 variable "BASE_IMAGE" { default = "debian:bookworm-slim" }
 variable "GVIRTUS_IMAGE" { default = "taslanidis/gvirtus:cuda12.6.3-cudnn-ubuntu22.04" }
+variable "BUILD_JOBS" { default = "" }
+# Where target "tools" writes the image tests' helpers (one folder per platform).
+variable "TOOLS_DIR" { default = "build/images/tools" }
 
 group "default" {
   targets = ["labeler", "device-plugin", "webhook", "backend"]
@@ -23,7 +28,7 @@ group "default" {
 target "builder" {
   context    = "."
   dockerfile = "images/Dockerfile.builder"
-  args       = { BASE_IMAGE = BASE_IMAGE }
+  args       = { BASE_IMAGE = BASE_IMAGE, BUILD_JOBS = BUILD_JOBS }
   platforms  = split(",", PLATFORMS)
 }
 
@@ -62,15 +67,44 @@ target "webhook" {
   tags       = ["${REGISTRY}/webhook:${TAG}"]
 }
 
+# A stand-in for the GVirtuS image on machines without GPUs or its registry.
+target "gvirtus-standin" {
+  context    = "images"
+  dockerfile = "Dockerfile.gvirtus-standin"
+  args       = { BASE_IMAGE = BASE_IMAGE }
+  platforms  = split(",", BACKEND_PLATFORMS)
+}
+
 target "backend" {
   inherits   = ["_runtime"]
   dockerfile = "Dockerfile.backend"
-  contexts   = { "gvirtus-k8s-builder" = "target:builder-backend" }
+  contexts = GVIRTUS_IMAGE == "standin" ? {
+    "gvirtus-k8s-builder" = "target:builder-backend"
+    "gvirtus-image"       = "target:gvirtus-standin"
+  } : { "gvirtus-k8s-builder" = "target:builder-backend" }
   args = {
     BUILDER_IMAGE = "gvirtus-k8s-builder"
-    GVIRTUS_IMAGE = GVIRTUS_IMAGE
+    GVIRTUS_IMAGE = GVIRTUS_IMAGE == "standin" ? "gvirtus-image" : GVIRTUS_IMAGE
     VERSION       = TAG
   }
   platforms = split(",", BACKEND_PLATFORMS)
-  tags      = ["${REGISTRY}/backend:${TAG}"]
+  tags      = ["${REGISTRY}/backend:${TAG}${GVIRTUS_IMAGE == "standin" ? "-standin" : ""}"]
+}
+
+# The application image of the demo and the end-to-end tests (tests/e2e/testapp), on
+# the base image; for the build machine's platform only.
+target "testapp" {
+  context = "tests/e2e/testapp"
+  args    = { BASE_IMAGE = BASE_IMAGE }
+  tags    = ["${REGISTRY}/testapp:${TAG}"]
+}
+
+# The image tests' helpers from the builder (a static id printer per platform), written
+# to TOOLS_DIR/<os>_<arch>/ instead of an image.
+target "tools" {
+  context            = "images"
+  contexts           = { "gvirtus-k8s-builder" = "target:builder" }
+  dockerfile-inline  = "FROM gvirtus-k8s-builder AS build\nFROM scratch\nCOPY --from=build /out/tools/ /\n"
+  platforms          = split(",", PLATFORMS)
+  output             = ["type=local,dest=${TOOLS_DIR}"]
 }

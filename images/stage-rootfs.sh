@@ -4,9 +4,13 @@
 #
 #   stage-rootfs.sh BIN OUT
 #
+# Environment: TARGETARCH, the Debian architecture BIN was compiled for (default: this
+# machine's). For another architecture the binaries are read with readelf, stripped with
+# the cross binutils and run, for the checks, under qemu-user (images/cross-env.sh).
+#
 # OUT/labeler, OUT/device-plugin, OUT/webhook: a root file system for a scratch image:
-#   the stripped binary in /usr/local/bin, exactly the shared libraries `ldd` names (at
-#   the paths it names) and the dynamic loader, /etc/passwd and /etc/group with the
+#   the stripped binary in /usr/local/bin, exactly the shared libraries it needs
+#   (DT_NEEDED, transitively, at the paths the loader searches) and the dynamic loader, /etc/passwd and /etc/group with the
 #   non-root user 65532, CA certificates, an empty /tmp. No shell, no package manager.
 # OUT/backend-shim: /opt/gvirtus-k8s/{bin,lib}, a self-contained gvirtus-backend-shim
 #   to drop into any GVirtuS image, whatever its C library (see Dockerfile.backend).
@@ -16,18 +20,43 @@ set -euo pipefail
 bin=${1:?usage: stage-rootfs.sh BIN OUT}
 out=${2:?usage: stage-rootfs.sh BIN OUT}
 here=$(cd "$(dirname "$0")" && pwd)
-say() { printf '[stage] %s\n' "$*" >&2; }
+say() { printf '[stage %s] %s\n' "${TARGETARCH:-native}" "$*" >&2; }
+# shellcheck source=images/cross-env.sh
+. "$here/cross-env.sh" "${TARGETARCH:-}"
+# Where the target's loader looks without an ld.so.cache (Debian's multiarch folders
+# first); the cross toolchain's own copies last.
+library_dirs=("/lib/$TARGET_TRIPLET" "/usr/lib/$TARGET_TRIPLET" /lib /usr/lib "/usr/$TARGET_TRIPLET/lib")
 
-# The shared libraries a program loads (transitively), one resolved path per line; fails
-# when one is missing.
-libraries_of() {
-  local listing
-  listing=$(ldd "$1")
-  if grep -q 'not found' <<<"$listing"; then
-    say "$1: missing libraries:"; grep 'not found' <<<"$listing" >&2; return 1
+# run_target PROGRAM ARGS...: runs a target binary (under qemu-user when cross-built).
+# With SYSROOT set, the emulator resolves the loader and libraries under it.
+run_target() {
+  if [ -z "$TARGET_EMULATOR" ]; then
+    "$@"
+  else
+    "$TARGET_EMULATOR" ${SYSROOT:+-L "$SYSROOT"} "$@"
   fi
-  # "libx.so.1 => /lib/.../libx.so.1 (0x...)" and "/lib64/ld-linux-x86-64.so.2 (0x...)".
-  awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' <<<"$listing" | sort -u
+}
+
+# The shared libraries a program needs (DT_NEEDED, transitively), one resolved path per
+# line; fails when one is missing. Read, not run (ldd cannot run a foreign binary).
+libraries_of() {
+  local -A found=()
+  local queue=("$1") file name dir path
+  while [ ${#queue[@]} -gt 0 ]; do
+    file=${queue[0]}
+    queue=("${queue[@]:1}")
+    for name in $(readelf -d "$file" | sed -nE 's/.*\(NEEDED\).*\[(.*)\]$/\1/p'); do
+      [ -n "${found[$name]:-}" ] && continue
+      path=""
+      for dir in "${library_dirs[@]}"; do
+        if [ -e "$dir/$name" ]; then path=$dir/$name; break; fi
+      done
+      [ -n "$path" ] || { say "$1: $name (needed by $file) is in none of ${library_dirs[*]}"; return 1; }
+      found[$name]=$path
+      queue+=("$path")
+    done
+  done
+  [ ${#found[@]} = 0 ] || printf '%s\n' "${found[@]}" | sort
 }
 
 base_files() {
@@ -49,7 +78,7 @@ stage_scratch() {
   rm -rf "$root"
   base_files "$root"
   install -D -m 0755 "$bin/$program" "$root/usr/local/bin/$program"
-  strip --strip-unneeded "$root/usr/local/bin/$program"
+  "${CROSS_PREFIX}strip" --strip-unneeded "$root/usr/local/bin/$program"
   local lib
   for lib in $(libraries_of "$bin/$program"); do
     # -L: the file itself, at the path the loader looks for (no symlink chains).
@@ -60,7 +89,11 @@ stage_scratch() {
   interp=$(patchelf --print-interpreter "$bin/$program")
   [ -e "$root$interp" ] || install -D -m 0755 "$(readlink -f "$interp")" "$root$interp"
   # Proof that it runs from nothing but what was staged.
-  chroot "$root" "/usr/local/bin/$program" --version >/dev/null
+  if [ -z "$TARGET_EMULATOR" ]; then
+    chroot "$root" "/usr/local/bin/$program" --version >/dev/null
+  else
+    SYSROOT=$root run_target "$root/usr/local/bin/$program" --version >/dev/null
+  fi
 }
 
 # gvirtus-backend-shim for GVirtuS images (Ubuntu 22.04 upstream, glibc 2.35; this
@@ -78,7 +111,7 @@ stage_backend_shim() {
   rm -rf "$out/backend-shim" "$prefix"
   install -d -m 0755 "$prefix/bin" "$prefix/lib"
   install -m 0755 "$bin/$program" "$prefix/bin/$program"
-  strip --strip-unneeded "$prefix/bin/$program"
+  "${CROSS_PREFIX}strip" --strip-unneeded "$prefix/bin/$program"
   local lib interp
   for lib in $(libraries_of "$bin/$program"); do
     install -m 0755 "$(readlink -f "$lib")" "$prefix/lib/$(basename "$lib")"
@@ -91,14 +124,14 @@ stage_backend_shim() {
   decoy=$(mktemp -d)
   : >"$decoy/libc.so.6"
   local loaded
-  loaded=$(LD_LIBRARY_PATH=$decoy LD_TRACE_LOADED_OBJECTS=1 "$prefix/bin/$program")
+  loaded=$(LD_LIBRARY_PATH=$decoy LD_TRACE_LOADED_OBJECTS=1 run_target "$prefix/bin/$program")
   rm -rf "$decoy"
   if awk '$2 == "=>" {print $3} $1 ~ /^\// {print $1}' <<<"$loaded" | grep -v "^$prefix/lib/"; then
     say "backend-shim: the libraries above do not come from $prefix/lib:"
     echo "$loaded" >&2
     return 1
   fi
-  LD_LIBRARY_PATH=/nonexistent "$prefix/bin/$program" --version >/dev/null
+  LD_LIBRARY_PATH=/nonexistent run_target "$prefix/bin/$program" --version >/dev/null
   install -d "$out/backend-shim/opt"
   cp -a "$prefix" "$out/backend-shim/opt/"
 }
@@ -108,5 +141,5 @@ stage_scratch device-plugin gvirtus-device-plugin
 stage_scratch webhook gvirtus-webhook
 stage_backend_shim
 install -d "$out/tools"
-gcc -static -O2 -o "$out/tools/print-ids" "$here/print_ids.c"
+"${CROSS_PREFIX}gcc" -static -O2 -o "$out/tools/print-ids" "$here/print_ids.c"
 say "done: $(du -sh "$out"/* | tr '\n\t' '  ')"

@@ -16,9 +16,8 @@ name=gvirtus-bench-real
 trap 'bash "$repo/tests/e2e/real/down.sh" "$name"' EXIT
 eval "$(bash "$repo/tests/e2e/real/up.sh" "$name")"
 # Each GVirtuS pod takes one of a frontend's 8 virtual GPUs: a third frontend makes 24.
-tag=${E2E_TEST_IMAGE##*:}
 bash "$repo/tests/cluster/node/add.sh" "$name" fe-c --label topology.kubernetes.io/zone=zone-a \
-  --image "gvirtus-k8s/device-plugin:$tag" --image "gvirtus-k8s/labeler:$tag" --image "$E2E_TEST_IMAGE"
+  --registry "${E2E_TEST_IMAGE%%/*}"
 for _ in $(seq 1 60); do
   [ "$(kubectl get node fe-c -o jsonpath='{.status.allocatable.nvidia\.com/gpu}')" = 8 ] && break
   sleep 1

@@ -75,7 +75,7 @@ bench hostile "$tests/hostile_review_bench"
 images=
 if command -v docker >/dev/null 2>&1 && timeout 20 docker info >/dev/null 2>&1; then
   images=$(docker images --format '{{.Repository}}:{{.Tag}} {{.Size}}' 2>/dev/null |
-    grep -E '^gvirtus-k8s/(labeler|device-plugin|webhook|backend):' | sort)
+    grep -E '^(localhost:5000/)?gvirtus-k8s/(labeler|device-plugin|webhook|backend):' | sort)
 fi
 
 # --- The chart -------------------------------------------------------------------------------

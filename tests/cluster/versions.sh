@@ -13,3 +13,9 @@ NODE_CACHE=$CLUSTER_CACHE/node/containerd-$CONTAINERD_VERSION
 # NVIDIA KAI-Scheduler (tests/cluster/kai/): the newest version the module proxy serves here.
 KAI_VERSION=v0.12.0
 KAI_CACHE=$CLUSTER_CACHE/kai/$KAI_VERSION
+# Multi-arch images (tests/cluster/registry/): a local registry, a BuildKit daemon and the
+# buildx CLI plugin, all from the module proxy.
+REGISTRY_VERSION=v3.0.0
+BUILDKIT_VERSION=v0.34.2
+BUILDX_VERSION=v0.38.2
+IMAGE_TOOLS_CACHE=$CLUSTER_CACHE/image-tools/registry-$REGISTRY_VERSION-buildkit-$BUILDKIT_VERSION-buildx-$BUILDX_VERSION

@@ -43,15 +43,19 @@ mkdir -p "$work" "$E2E_ARTIFACTS"
 start=$SECONDS
 
 # --- Images ------------------------------------------------------------------------
-if [ "$build" = 1 ]; then
-  say "building and testing the images (tag $tag)"
-  IMAGE_PREFIX=$prefix TAG=$tag GVIRTUS_IMAGE=$gvirtus_image \
-    bash "$repo/images/build.sh" --test --require-engine
-fi
 backend_tag=$tag
 [ "$gvirtus_image" = standin ] && backend_tag=$tag-standin
 testapp=$prefix/testapp:$tag
-[ "$build" = 1 ] && docker build -q -t "$testapp" "$repo/tests/e2e/testapp" >/dev/null
+if [ "$build" = 1 ]; then
+  say "building and testing the images (tag $tag)"
+  TAG=$tag GVIRTUS_IMAGE=$gvirtus_image bash "$repo/images/build.sh" --test \
+    labeler device-plugin webhook backend testapp
+  eval "$(bash "$repo/tests/cluster/registry/up.sh")"
+  for image in "$prefix/labeler:$tag" "$prefix/device-plugin:$tag" "$prefix/webhook:$tag" \
+      "$prefix/backend:$backend_tag" "$testapp"; do
+    docker pull -q "$LOCAL_REGISTRY/$image" >/dev/null && docker tag "$LOCAL_REGISTRY/$image" "$image"
+  done
+fi
 images=("$prefix/labeler:$tag" "$prefix/device-plugin:$tag" "$prefix/webhook:$tag" "$prefix/backend:$backend_tag"
   "$testapp")
 for image in "${images[@]}"; do

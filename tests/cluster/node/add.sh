@@ -3,25 +3,28 @@
 # cluster started with `up.sh NAME --real-nodes`, beside kwok's fake nodes. The node
 # gets its own pod range, routes to every other node's pods (and the host gets one to
 # its pods, so the API server reaches webhooks), a client certificate of its own
-# (system:node:NODE), and the project's images in its containerd.
+# (system:node:NODE), and the project's images: pulled, as a real cluster does, from the
+# local registry (--registry: images named HOST:PORT/... come from tests/cluster/registry's
+# container on the cluster's network), or imported into its containerd (--image).
 #   node/add.sh CLUSTER NODE [--label key=value]... [--taint key=value:Effect]...
-#               [--image IMAGE]... [--no-wait]
+#               [--registry localhost:5000] [--image IMAGE]... [--no-wait]
 # Environment: KUBECONFIG (the cluster's), NODE_IMAGE (default: node/build.sh's).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
 source "$here/../versions.sh"
 source "$here/lib.sh"
-usage="usage: node/add.sh CLUSTER NODE [--label k=v]... [--taint k=v:Effect]... [--image IMAGE]... [--no-wait]"
+usage="usage: node/add.sh CLUSTER NODE [--label k=v]... [--taint k=v:Effect]... [--registry HOST:PORT] [--image IMAGE]... [--no-wait]"
 cluster=${1:?$usage}
 node=${2:?$usage}
 shift 2
-labels=() taints=() images=() wait=1
+labels=() taints=() images=() wait=1 registry=""
 while [ $# -gt 0 ]; do
   case $1 in
     --label) labels+=("${2:?$usage}"); shift 2 ;;
     --taint) taints+=("${2:?$usage}"); shift 2 ;;
     --image) images+=("${2:?$usage}"); shift 2 ;;
+    --registry) registry=${2:?$usage}; shift 2 ;;
     --no-wait) wait=0; shift ;;
     *) echo "node/add.sh: unknown argument \"$1\" ($usage)" >&2; exit 2 ;;
   esac
@@ -87,6 +90,22 @@ KUBECONFIG
 kubeconfig kubelet
 kubeconfig kube-proxy
 chmod -R go-rwx "$state/pki"
+
+# --- The local registry: containerd's hosts.toml (its config_path is in /etc/kubernetes)
+rm -rf "$state/registry-hosts"
+if [ -n "$registry" ]; then
+  docker network connect "$network" gvirtus-registry >/dev/null 2>&1 || true
+  registry_ip=$(docker inspect -f "{{with index .NetworkSettings.Networks \"$network\"}}{{.IPAddress}}{{end}}" \
+    gvirtus-registry 2>/dev/null || true)
+  [ -n "$registry_ip" ] || { say "no local registry on $network (start it: tests/cluster/registry/up.sh)"; exit 1; }
+  mkdir -p "$state/registry-hosts/$registry"
+  cat >"$state/registry-hosts/$registry/hosts.toml" <<HOSTS
+# Images named $registry/... come from the local registry, on the cluster's network.
+server = "http://$registry"
+[host."http://$registry_ip:5000"]
+  capabilities = ["pull", "resolve"]
+HOSTS
+fi
 
 # --- The container -------------------------------------------------------------------
 node_labels=$(IFS=,; echo "${labels[*]:-}")

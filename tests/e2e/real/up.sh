@@ -5,9 +5,10 @@
 #   fe-a, fe-b    GPU-less frontend nodes (zones a and b): the device plugin runs there
 #   gpu-a, gpu-b  nodes that count as GPU nodes: nvidia.com/gpu.present=true as NVIDIA's
 #                 feature discovery writes it, and the usual nvidia.com/gpu taint
-# The project's images are built (images/build.sh; the backend on the GPU-less GVirtuS
-# stand-in) and loaded into every node's containerd, then `kubectl apply -k` of
-# tests/e2e/overlay, which changes only the backend image's tag. Prints `export` lines.
+# The project's images are built for linux/amd64 and linux/arm64 and pushed to the local
+# registry (images/build.sh; the backend on the GPU-less GVirtuS stand-in); the nodes pull
+# them from it, as a real cluster does (node/add.sh --registry). Then `kubectl apply -k`
+# of tests/e2e/overlay, which names the local registry's images. Prints `export` lines.
 #   real/up.sh NAME
 # Environment: E2E_OPT_IN_BACKENDS=false leaves the GPU nodes opted out (default: in).
 set -euo pipefail
@@ -21,19 +22,17 @@ began=$SECONDS
 step() { say "$* (+$((SECONDS - began))s)"; }
 mkdir -p "$state/logs"
 
-step "images: the four components (backend on the GVirtuS stand-in) and the test app"
-if ! GVIRTUS_IMAGE=standin bash "$repo/images/build.sh" --require-engine labeler device-plugin webhook backend \
-    2>"$state/logs/images.log"; then
+step "images: the four components (backend on the GVirtuS stand-in) and the test app, to the local registry"
+if ! bash "$repo/images/build.sh" labeler device-plugin webhook backend testapp 2>"$state/logs/images.log"; then
   tail -n 30 "$state/logs/images.log" >&2
   exit 1
 fi
-grep -E 'built |FAILED' "$state/logs/images.log" | sed 's/^/    /' >&2 || true
+grep -E 'pushed |FAILED|^    ' "$state/logs/images.log" | sed 's/^/    /' >&2 || true
+eval "$(bash "$repo/tests/cluster/registry/up.sh" 2>/dev/null)"
+# tests/e2e/overlay names the images there.
+[ "$LOCAL_REGISTRY" = localhost:5000 ] ||
+  { say "FAILED: tests/e2e/overlay expects the local registry at localhost:5000, not $LOCAL_REGISTRY"; exit 1; }
 tag=$(sed -nE 's/^project\([^)]*VERSION ([0-9][0-9.]*).*/\1/p' "$repo/CMakeLists.txt")
-docker buildx version >/dev/null 2>&1 && export DOCKER_BUILDKIT=1 || export DOCKER_BUILDKIT=0
-docker build -q -t "gvirtus-k8s/testapp:$tag" "$repo/tests/e2e/testapp" >/dev/null 2>"$state/logs/testapp.log" ||
-  { cat "$state/logs/testapp.log" >&2; exit 1; }
-images=("gvirtus-k8s/labeler:$tag" "gvirtus-k8s/device-plugin:$tag" "gvirtus-k8s/webhook:$tag"
-  "gvirtus-k8s/backend:$tag-standin" "gvirtus-k8s/testapp:$tag")
 step "node image"
 export NODE_IMAGE
 NODE_IMAGE=$(bash "$repo/tests/cluster/node/build.sh")
@@ -43,8 +42,7 @@ env_lines=$(bash "$repo/tests/cluster/up.sh" "$name" --real-nodes)
 eval "$env_lines"
 
 step "real nodes fe-a, fe-b (frontends), gpu-a, gpu-b (GPU nodes$([ "$opt_in" = true ] && echo ", opted in"))"
-image_args=()
-for image in "${images[@]}"; do image_args+=(--image "$image"); done
+image_args=(--registry "$LOCAL_REGISTRY")
 gpu_args=(--label nvidia.com/gpu.present=true --taint nvidia.com/gpu=present:NoSchedule)
 [ "$opt_in" = true ] && gpu_args+=(--label gvirtus.io/backend.allowed=true)
 : >"$state/logs/nodes.log"
@@ -59,7 +57,7 @@ for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
 sed 's/^/    /' "$state/logs/nodes.log" | grep -E 'ready in|FAILED|could not' >&2 || true
 [ "$failed" = 0 ] || { tail -n 30 "$state/logs/nodes.log" >&2; exit 1; }
 
-step "kubectl apply -k tests/e2e/overlay (manifests/, backend image tag only)"
+step "kubectl apply -k tests/e2e/overlay (manifests/, images from the local registry)"
 kubectl apply -k "$repo/tests/e2e/overlay" >"$state/logs/apply.log"
 
 wait_for() { # wait_for DESCRIPTION SECONDS COMMAND...
@@ -97,7 +95,18 @@ if [ "$opt_in" = true ]; then
   }
   wait_for "both backend shims publishing gvirtus.io/load" 180 loads
 fi
+# Nothing was imported into the nodes: each component's image came from the registry
+# (the backend's only where GPU nodes are opted in).
+components=3
+[ "$opt_in" = true ] && components=4
+pulled() {
+  [ "$(kubectl get events -A --field-selector reason=Pulled \
+    -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' |
+    grep -oE "Successfully pulled image \"$LOCAL_REGISTRY/gvirtus-k8s/(labeler|device-plugin|webhook|backend):" |
+    sort -u | wc -l)" -ge "$components" ]
+}
+wait_for "the nodes pulled the components' $components images from the local registry" 30 pulled
 step "ready"
 echo "$env_lines"
 echo "export GVIRTUS_E2E_STATE=$state"
-echo "export E2E_TEST_IMAGE=gvirtus-k8s/testapp:$tag"
+echo "export E2E_TEST_IMAGE=$LOCAL_REGISTRY/gvirtus-k8s/testapp:$tag"
