@@ -34,6 +34,9 @@ say() { printf '[image-test %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 if [ -z "${REGISTRY:-}" ]; then
   eval "$(bash "$repo/tests/cluster/registry/up.sh")"
   export REGISTRY=$LOCAL_REGISTRY/gvirtus-k8s GVIRTUS_IMAGE=${GVIRTUS_IMAGE:-standin}
+  # The builder's base, where build.sh pushed it (the test helpers come from the builder).
+  base=${BASE_IMAGE:-debian:bookworm-slim}
+  export BASE_IMAGE=$LOCAL_REGISTRY/gvirtus-k8s/${base/:/-}:base
 fi
 version=$(sed -nE 's/^project\([^)]*VERSION ([0-9][0-9.]*).*/\1/p' "$repo/CMakeLists.txt")
 TAG=${TAG:-${version:-dev}}
@@ -94,7 +97,8 @@ qemu_of() { # the qemu-user emulator of a platform
 say "image test helpers (print-ids) for $PLATFORMS"
 for platform in $(tr ',' ' ' <<<"$PLATFORMS"); do
   dir=$work/tools/$(tr / _ <<<"$platform")
-  docker buildx bake -f "$here/docker-bake.hcl" --progress=quiet --set "tools.platform=$platform" \
+  docker buildx bake -f "$here/docker-bake.hcl" --progress=quiet --allow "fs.write=$work" \
+    --set "tools.platform=$platform" \
     --set "tools.output=type=local,dest=$dir" tools >/dev/null 2>"$work/tools.log" ||
     { tail -20 "$work/tools.log" >&2; say "FAILED: the test helpers for $platform"; exit 1; }
   chmod 0755 "$work" "$work/tools" "$dir" "$dir/print-ids"

@@ -68,22 +68,34 @@ curl -fsS "http://localhost:$port/v2/" >/dev/null ||
 socket_dir=/run/gvirtus-buildkit
 socket=unix://$socket_dir/buildkitd.sock
 buildctl() { "$bin/buildctl" --addr "$socket" "$@"; }
-if ! buildctl debug workers >/dev/null 2>&1; then
-  command -v runc >/dev/null || { say "FAILED: BuildKit needs runc (Debian package runc)"; exit 1; }
-  mkdir -p "$socket_dir" "$state/buildkit"
-  cat >"$state/buildkitd.toml" <<CONFIG
+config=$(cat <<CONFIG
 # The image builds' BuildKit daemon (tests/cluster/registry/up.sh).
 [worker.oci]
   enabled = true
   snapshotter = "overlayfs"
   gc = true
-  # Keep up to 30 GB of layers: a warm build compiles nothing.
-  gckeepstorage = 30000
+  # Keep the layers of the last builds (a warm build compiles nothing): sizes with a unit,
+  # since a bare number counts bytes, and 30000 bytes made every build a cold one.
+  reservedSpace = "20GB"
+  maxUsedSpace = "40GB"
 [worker.containerd]
   enabled = false
 [registry."localhost:$port"]
   http = true
 CONFIG
+)
+# A daemon started with another configuration (an older version of this script) is
+# restarted with this one.
+if buildctl debug workers >/dev/null 2>&1 && [ "$(cat "$state/buildkitd.toml" 2>/dev/null)" != "$config" ]; then
+  say "BuildKit runs with another configuration: restarting it"
+  pid=$(cat "$state/buildkitd.pid" 2>/dev/null || true)
+  [ -z "$pid" ] || kill "$pid" 2>/dev/null || true
+  for _ in $(seq 1 50); do buildctl debug workers >/dev/null 2>&1 || break; sleep 0.2; done
+fi
+if ! buildctl debug workers >/dev/null 2>&1; then
+  command -v runc >/dev/null || { say "FAILED: BuildKit needs runc (Debian package runc)"; exit 1; }
+  mkdir -p "$socket_dir" "$state/buildkit"
+  printf '%s\n' "$config" >"$state/buildkitd.toml"
   # Its RUN steps use the host's network (apt-get in the builder).
   setsid "$bin/buildkitd" --config "$state/buildkitd.toml" --root "$state/buildkit" \
     --addr "$socket" --oci-worker-net host </dev/null >"$state/buildkitd.log" 2>&1 &
