@@ -65,6 +65,11 @@ YAML
     ;;
   delete)
     for node in $(cluster_nodes "$cluster"); do bash "$here/remove.sh" "$cluster" "$node"; done
+    # What else joined the network (the local registry, node/add.sh --registry) leaves it,
+    # else the network cannot be removed; the registry itself keeps running.
+    for container in $(docker network inspect -f '{{range .Containers}}{{.Name}} {{end}}' "$network" 2>/dev/null); do
+      docker network disconnect -f "$network" "$container" >/dev/null 2>&1 || true
+    done
     docker network rm "$network" >/dev/null 2>&1 || true
     rm -rf "$state"
     ;;
