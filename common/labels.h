@@ -24,6 +24,8 @@ inline constexpr const char* kGpusAnnotation = "gvirtus.io/gpus";
 inline constexpr const char* kBackendPolicyAnnotation = "gvirtus.io/backend-policy";
 inline constexpr const char* kBackendAnnotation = "gvirtus.io/backend";
 inline constexpr const char* kBackendPodAnnotation = "gvirtus.io/backend-pod";
+// The GPU of the backend a pod asking for GPU memory was given (its index in the load report).
+inline constexpr const char* kBackendGpuAnnotation = "gvirtus.io/backend-gpu";
 inline constexpr const char* kPropertiesAnnotation = "gvirtus.io/properties";
 inline constexpr const char* kBackendStatusAnnotation = "gvirtus.io/backend-status";
 inline constexpr const char* kLoadAnnotation = "gvirtus.io/load";
@@ -32,6 +34,12 @@ inline constexpr const char* kSchedulingMapAnnotation = "gpu-scheduling-map";
 
 // Resources.
 inline constexpr const char* kGpuResource = "nvidia.com/gpu";
+// The env the device plugin's Allocate gives a container: its virtual devices, comma list.
+inline constexpr const char* kVgpuIdsEnv = "GVIRTUS_VGPU_IDS";
+
+// KAI-Scheduler's binder waits for its GPU reservation pod to write the device it holds
+// here (kai-reservation/).
+inline constexpr const char* kKaiReservedGpuAnnotation = "run.ai/reserve_for_gpu_index";
 inline constexpr const char* kSystemNamespace = "gvirtus-system";
 
 }  // namespace gvirtus::names

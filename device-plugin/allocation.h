@@ -6,13 +6,15 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/labels.h"
 
 // What a container gets for the virtual GPUs the kubelet gives it, and which ones to
 // prefer. Pure functions of the node's device IDs: the gRPC service translates.
 namespace gvirtus::device_plugin {
 
-// The comma list of the container's virtual GPU IDs, in the kubelet's order.
-inline constexpr const char* kVgpuIdsEnv = "GVIRTUS_VGPU_IDS";
+// The comma list of the container's virtual GPU IDs, in the kubelet's order (also read by
+// kai-reservation/).
+inline constexpr const char* kVgpuIdsEnv = names::kVgpuIdsEnv;
 
 struct ContainerAllocation {
   std::map<std::string, std::string> env;

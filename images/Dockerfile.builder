@@ -1,4 +1,4 @@
-# The one builder of every image: compiles the four binaries once per target platform
+# The one builder of every image: compiles the binaries once per target platform
 # and stages, under /out, what each runtime image copies (images/stage-rootfs.sh). The
 # runtime Dockerfiles take it as the named context BUILDER_IMAGE (docker-bake.hcl).
 #
@@ -37,6 +37,7 @@ COPY labeler/ labeler/
 COPY device-plugin/ device-plugin/
 COPY webhook/ webhook/
 COPY backend-shim/ backend-shim/
+COPY kai-reservation/ kai-reservation/
 COPY images/stage-rootfs.sh images/cross-env.sh images/print_ids.c images/
 
 # Empty: as many jobs as the build machine has cores. -O2, as the tested builds (GCC 12
@@ -46,5 +47,6 @@ RUN set -eu; . /src/images/cross-env.sh; \
     cmake -S /src -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" -DBUILD_TESTING=OFF $CROSS_CMAKE_ARGS; \
     cmake --build /build -j "${BUILD_JOBS:-$(nproc)}" --target \
-      gvirtus-labeler gvirtus-device-plugin gvirtus-webhook gvirtus-backend-shim; \
+      gvirtus-labeler gvirtus-device-plugin gvirtus-webhook gvirtus-backend-shim \
+      gvirtus-kai-reservation; \
     bash /src/images/stage-rootfs.sh /build/bin /out

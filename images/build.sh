@@ -5,7 +5,8 @@
 #
 #   images/build.sh [--test] [IMAGE...]
 #
-#   IMAGE   labeler device-plugin webhook backend testapp (default: the first four)
+#   IMAGE   labeler device-plugin webhook backend kai-reservation testapp (default: all but
+#           testapp)
 #   --test  then check the pushed images (images/test.sh)
 #
 # Without REGISTRY (make images): the local registry and BuildKit daemon of
@@ -37,12 +38,12 @@ test_images=0 wanted=()
 for arg in "$@"; do
   case $arg in
     --test) test_images=1 ;;
-    labeler | device-plugin | webhook | backend | testapp) wanted+=("$arg") ;;
+    labeler | device-plugin | webhook | backend | kai-reservation | testapp) wanted+=("$arg") ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "build.sh: unknown argument \"$arg\" (see --help)" >&2; exit 2 ;;
   esac
 done
-[ ${#wanted[@]} -gt 0 ] || wanted=(labeler device-plugin webhook backend)
+[ ${#wanted[@]} -gt 0 ] || wanted=(labeler device-plugin webhook backend kai-reservation)
 say() { printf '[images %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 if ! reason=$(timeout 20 docker info --format '{{.ServerVersion}}' 2>&1); then

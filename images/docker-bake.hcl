@@ -5,7 +5,7 @@
 #
 #   REGISTRY=ghcr.io/acme/gvirtus-k8s TAG=0.1.0 docker buildx bake -f images/docker-bake.hcl --push
 #
-# Images: $REGISTRY/{labeler,device-plugin,webhook,backend}:$TAG. The backend is built
+# Images: $REGISTRY/{labeler,device-plugin,webhook,backend,kai-reservation}:$TAG. The backend is built
 # only for BACKEND_PLATFORMS (default linux/amd64): it extends GVIRTUS_IMAGE, and
 # upstream's GVirtuS image exists for amd64 only. GVIRTUS_IMAGE=standin builds it on the
 # GPU-less stand-in (Dockerfile.gvirtus-standin) and tags it $TAG-standin, never $TAG.
@@ -21,7 +21,7 @@ variable "BUILD_JOBS" { default = "" }
 variable "TOOLS_DIR" { default = "build/images/tools" }
 
 group "default" {
-  targets = ["labeler", "device-plugin", "webhook", "backend"]
+  targets = ["labeler", "device-plugin", "webhook", "backend", "kai-reservation"]
 }
 
 # Context: the repository; Dockerfile.builder.dockerignore keeps it to the sources.
@@ -65,6 +65,15 @@ target "webhook" {
   dockerfile = "Dockerfile.webhook"
   args       = { BUILDER_IMAGE = "gvirtus-k8s-builder", VERSION = TAG }
   tags       = ["${REGISTRY}/webhook:${TAG}"]
+}
+
+# KAI-Scheduler's GPU reservation pod for virtual GPUs (KAI's binder flag
+# --resource-reservation-pod-image): it runs the image without arguments.
+target "kai-reservation" {
+  inherits   = ["_runtime"]
+  dockerfile = "Dockerfile.kai-reservation"
+  args       = { BUILDER_IMAGE = "gvirtus-k8s-builder", VERSION = TAG }
+  tags       = ["${REGISTRY}/kai-reservation:${TAG}"]
 }
 
 # A stand-in for the GVirtuS image on machines without GPUs or its registry.

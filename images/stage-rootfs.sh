@@ -8,7 +8,7 @@
 # machine's). For another architecture the binaries are read with readelf, stripped with
 # the cross binutils and run, for the checks, under qemu-user (images/cross-env.sh).
 #
-# OUT/labeler, OUT/device-plugin, OUT/webhook: a root file system for a scratch image:
+# OUT/labeler, OUT/device-plugin, OUT/webhook, OUT/kai-reservation: a root file system for a scratch image:
 #   the stripped binary in /usr/local/bin, exactly the shared libraries it needs
 #   (DT_NEEDED, transitively, at the paths the loader searches) and the dynamic loader, /etc/passwd and /etc/group with the
 #   non-root user 65532, CA certificates, an empty /tmp. No shell, no package manager.
@@ -139,6 +139,7 @@ stage_backend_shim() {
 stage_scratch labeler gvirtus-labeler
 stage_scratch device-plugin gvirtus-device-plugin
 stage_scratch webhook gvirtus-webhook
+stage_scratch kai-reservation gvirtus-kai-reservation
 stage_backend_shim
 install -d "$out/tools"
 "${CROSS_PREFIX}gcc" -static -O2 -o "$out/tools/print-ids" "$here/print_ids.c"

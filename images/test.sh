@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Checks the images images/build.sh pushed, as a cluster would get them from the registry.
 #
-#   images/test.sh [IMAGE...]    (labeler device-plugin webhook backend testapp; default
-#                                 the first four)
+#   images/test.sh [IMAGE...]    (labeler device-plugin webhook backend kai-reservation
+#                                 testapp; default all but testapp)
 #
 # For each image:
 #   - its manifest list holds exactly the platforms it was built for;
@@ -24,11 +24,11 @@ repo=$(cd "$here/.." && pwd)
 wanted=()
 for arg in "$@"; do
   case $arg in
-    labeler | device-plugin | webhook | backend | testapp) wanted+=("$arg") ;;
+    labeler | device-plugin | webhook | backend | kai-reservation | testapp) wanted+=("$arg") ;;
     *) echo "test.sh: unknown argument \"$arg\"" >&2; exit 2 ;;
   esac
 done
-[ ${#wanted[@]} -gt 0 ] || wanted=(labeler device-plugin webhook backend)
+[ ${#wanted[@]} -gt 0 ] || wanted=(labeler device-plugin webhook backend kai-reservation)
 say() { printf '[image-test %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 if [ -z "${REGISTRY:-}" ]; then

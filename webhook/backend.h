@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "common/time_text.h"
+#include "webhook/backend_requirements.h"
 
 namespace gvirtus::webhook {
 
@@ -38,6 +39,18 @@ struct BackendLoad {
 // errors.
 Result<BackendLoad> parseBackendLoad(std::string_view annotation);
 
+// GPU memory that a GVirtuS pod given a backend holds until it finishes: what it asked for
+// (gvirtus.io/gpu-memory, KAI gpu-memory or gpu-fraction), on the GPU it was given
+// (gvirtus.io/backend-gpu). A share is a reservation: an idle pod uses none of it yet, and a
+// second pod must not be promised it.
+struct GpuShare {
+  std::string pod;  // "namespace/name"
+  int64_t gpuIndex = 0;
+  BackendRequirements demand;
+
+  bool operator==(const GpuShare&) const = default;
+};
+
 // A GVirtuS backend a frontend can be given: a backend pod, or a static address.
 struct Backend {
   std::string ip;  // dotted IPv4
@@ -50,6 +63,8 @@ struct Backend {
   // Its node carries gvirtus.io/backend.draining: the autoscaler is about to opt it out, so
   // it takes no new pods.
   bool draining = false;
+  // The shares of the pods it was given (from the cluster's pods; none for static backends).
+  std::vector<GpuShare> shares;
 
   // "IP:PORT": what the frontend connects to, and the backend's identity.
   std::string endpoint() const { return ip + ":" + std::to_string(port); }

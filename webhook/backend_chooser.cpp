@@ -71,22 +71,34 @@ int64_t BackendChooser::recentLocked(const std::string& endpoint) const {
   return it == assignments_.end() ? 0 : static_cast<int64_t>(it->second.size());
 }
 
-int64_t BackendChooser::reservedLocked(const std::string& endpoint, int64_t gpuIndex) const {
-  auto it = assignments_.find(endpoint);
-  int64_t total = 0;
-  for (size_t i = 0; it != assignments_.end() && i < it->second.size(); ++i) {
-    if (it->second[i].gpuIndex == gpuIndex) {
-      total += it->second[i].memoryMiB;
+int64_t BackendChooser::takenLocked(const Backend& backend, const GpuLoad& gpu) const {
+  int64_t held = 0;
+  for (const auto& share : backend.shares) {
+    if (share.gpuIndex == gpu.index) {
+      held += memoryDemandMiB(share.demand, gpu.memoryTotalMiB);
     }
   }
-  return total;
+  // A share is what its pod may use: its use so far is within it, not beside it.
+  int64_t taken = std::max(gpu.memoryUsedMiB, held);
+  auto it = assignments_.find(backend.endpoint());
+  for (size_t i = 0; it != assignments_.end() && i < it->second.size(); ++i) {
+    const Reservation& recent = it->second[i];
+    const bool shared =
+        !recent.pod.empty() && std::ranges::any_of(backend.shares, [&](const GpuShare& share) {
+          return share.pod == recent.pod;
+        });
+    if (recent.gpuIndex == gpu.index && !shared) {
+      taken += recent.memoryMiB;
+    }
+  }
+  return taken;
 }
 
 void BackendChooser::recordAssignment(const std::string& endpoint) {
   std::lock_guard lock(mutex_);
   const auto now = options_.now();
   pruneLocked(now);
-  assignments_[endpoint].push_back({now, nextReservation_++, std::nullopt, 0});
+  assignments_[endpoint].push_back({now, nextReservation_++, std::nullopt, 0, ""});
 }
 
 void BackendChooser::cancelAssignment(const Choice& choice) {
@@ -147,12 +159,12 @@ ChooseResult BackendChooser::choose(const std::vector<Backend>& backends,
     }
     Candidate candidate{&backend, fresh, connections, std::nullopt, 0};
     if (wantsMemory) {
-      // The GPU with the most memory left after own recent assignments, among those with
-      // enough.
+      // The GPU with the most memory left after shares and own recent assignments, among
+      // those with enough.
       int64_t bestLeft = -1;
       for (const auto& gpu : load->gpus) {
         const int64_t demand = memoryDemandMiB(pod, gpu.memoryTotalMiB);
-        const int64_t left = gpu.memoryFreeMiB() - reservedLocked(backend.endpoint(), gpu.index);
+        const int64_t left = gpu.memoryTotalMiB - takenLocked(backend, gpu);
         if (left >= demand && left > bestLeft) {
           bestLeft = left;
           candidate.gpuIndex = gpu.index;
@@ -236,7 +248,7 @@ ChooseResult BackendChooser::choose(const std::vector<Backend>& backends,
   if (record) {
     choice.reservation = nextReservation_++;
     assignments_[choice.backend.endpoint()].push_back(
-        {now, choice.reservation, chosen->gpuIndex, chosen->memoryMiB});
+        {now, choice.reservation, chosen->gpuIndex, chosen->memoryMiB, pod.pod});
   }
   return choice;
 }

@@ -58,8 +58,9 @@ struct ChooserOptions {
 // connections plus recent assignments reach maxSessions, or when the pod asks for GPU
 // memory or a GPU count its load report does not show (an unknown load shows nothing).
 // GPU memory (gvirtus.io/gpu-memory, KAI gpu-memory, KAI gpu-fraction of that GPU's total)
-// must be free on one GPU, less what recent assignments took of it; the pod takes it from
-// the GPU with the most left.
+// must be left on one GPU: its total less the larger of its reported use and the shares its
+// pods hold, less recent assignments not yet among those shares; the pod takes it from the
+// GPU with the most left.
 // Of the rest, backends with a fresh load report come first; the policy picks among them:
 // least-connections (connections plus recent assignments, then the endpoint for ties),
 // round-robin (in endpoint order), random, same-zone (least-connections within the pod's
@@ -91,11 +92,13 @@ class BackendChooser {
     uint64_t id = 0;
     std::optional<int64_t> gpuIndex;
     int64_t memoryMiB = 0;
+    std::string pod;  // "namespace/name"; empty when the pod had no name yet
   };
   void pruneLocked(TimePoint now);
   int64_t recentLocked(const std::string& endpoint) const;
-  // MiB recent assignments took from one GPU of `endpoint`.
-  int64_t reservedLocked(const std::string& endpoint, int64_t gpuIndex) const;
+  // MiB taken on one GPU of `backend`: the larger of what it reports used and what the
+  // shares of its pods hold, plus recent assignments of pods not among those shares yet.
+  int64_t takenLocked(const Backend& backend, const GpuLoad& gpu) const;
 
   ChooserOptions options_;
   std::mutex mutex_;

@@ -113,6 +113,11 @@ Result<BackendRequirements> requirementsFromPod(const json& pod) {
     }
     out.policy = *policy;
   }
+  if (const std::string ns = gvirtus::stringAt(pod, {"metadata", "namespace"}),
+      name = gvirtus::stringAt(pod, {"metadata", "name"});
+      !ns.empty() && !name.empty()) {
+    out.pod = ns + "/" + name;
+  }
   if (const json* spec = member(pod, "spec")) {
     if (const json* selector = member(*spec, "nodeSelector")) {
       if (const json* zone = member(*selector, kZoneLabel); zone != nullptr && zone->is_string()) {

@@ -27,6 +27,11 @@ struct BackendRequirements {
   std::optional<Policy> policy;  // gvirtus.io/backend-policy
   // The zone the pod already asks for in its nodeSelector (for same-zone); empty if none.
   std::string zone;
+  // "namespace/name" of the asking pod; empty while it has no name yet (a pod created with
+  // generateName, at admission).
+  std::string pod;
+
+  bool operator==(const BackendRequirements&) const = default;
 };
 
 // The free memory one GPU of `totalMiB` must have for the pod: the largest of

@@ -3,6 +3,7 @@
 #include "common/ipv4_resolver.h"
 #include "common/json_access.h"
 #include "common/log.h"
+#include "common/strings.h"
 #include "webhook/names.h"
 
 namespace gvirtus::webhook {
@@ -25,6 +26,27 @@ bool isReady(const json& pod) {
 }
 
 }  // namespace
+
+std::optional<std::pair<std::string, GpuShare>> heldShare(const json& pod) {
+  const std::string phase = stringAt(pod, {"status", "phase"});
+  if (phase == "Succeeded" || phase == "Failed") {
+    return std::nullopt;
+  }
+  const std::string endpoint = stringAt(pod, {"metadata", "annotations", kBackendAnnotation});
+  const std::string gpu = stringAt(pod, {"metadata", "annotations", kBackendGpuAnnotation});
+  auto index = parseNonNegative(gpu);
+  if (endpoint.empty() || !index) {
+    return std::nullopt;
+  }
+  // A pod whose annotations no longer parse was admitted with them: it holds nothing
+  // the chooser could measure.
+  auto demand = requirementsFromPod(pod);
+  if (!demand || !asksForGpuMemory(*demand)) {
+    return std::nullopt;
+  }
+  GpuShare share{cacheKey(pod), *index, *demand};
+  return std::pair{endpoint, std::move(share)};
+}
 
 std::optional<Backend> backendFromPod(const json& pod, const std::optional<json>& node, int port) {
   const json* metadata = member(pod, "metadata");
@@ -71,7 +93,9 @@ ClusterBackendSource::ClusterBackendSource(KubeClient& client, std::string ns,
     : port_(port),
       nodes_(std::make_unique<ResourceCache>(client, resources::kNodes)),
       pods_(std::make_unique<ResourceCache>(client, resources::kPods, std::move(ns),
-                                            std::move(labelSelector))) {}
+                                            std::move(labelSelector))),
+      frontends_(std::make_unique<ResourceCache>(client, resources::kPods, "",
+                                                 std::string(kEnabledLabel) + "=true")) {}
 
 ClusterBackendSource::~ClusterBackendSource() {
   stop();
@@ -85,6 +109,27 @@ void ClusterBackendSource::invalidate() {
   std::lock_guard lock(mutex_);
   ++generation_;
   built_.reset();
+}
+
+bool ClusterBackendSource::updateShare(const std::string& pod,
+                                       std::optional<std::pair<std::string, GpuShare>> share) {
+  std::lock_guard lock(mutex_);
+  auto it = shares_.find(pod);
+  if (!share) {
+    if (it == shares_.end()) {
+      return false;
+    }
+    shares_.erase(it);
+  } else if (it == shares_.end()) {
+    shares_.emplace(pod, std::move(*share));
+  } else if (it->second != *share) {
+    it->second = std::move(*share);
+  } else {
+    return false;
+  }
+  ++generation_;
+  built_.reset();
+  return true;
 }
 
 void ClusterBackendSource::start() {
@@ -125,17 +170,37 @@ void ClusterBackendSource::start() {
                          }
                        },
                        nodeSetChanged});
+  // A share that ends is room for a waiting pod: a pass. A new or changed one only changes
+  // the list.
+  auto shareSeen = [this](const json& pod) { updateShare(cacheKey(pod), heldShare(pod)); };
+  auto shareGone = [this](const json& pod) {
+    if (updateShare(cacheKey(pod), std::nullopt) && onChange_) {
+      onChange_();
+    }
+  };
+  frontends_->addHandlers({shareSeen,
+                           [=, this](const json&, const json& pod) {
+                             auto share = heldShare(pod);
+                             const bool holds = share.has_value();
+                             if (updateShare(cacheKey(pod), std::move(share)) && !holds &&
+                                 onChange_) {
+                               onChange_();
+                             }
+                           },
+                           shareGone});
   nodes_->start();
   pods_->start();
+  frontends_->start();
 }
 
 void ClusterBackendSource::stop() {
+  frontends_->stop();
   pods_->stop();
   nodes_->stop();
 }
 
 bool ClusterBackendSource::ready() const {
-  return pods_->hasSynced() && nodes_->hasSynced();
+  return pods_->hasSynced() && nodes_->hasSynced() && frontends_->hasSynced();
 }
 
 std::vector<Backend> ClusterBackendSource::backends() const {
@@ -162,6 +227,14 @@ std::vector<Backend> ClusterBackendSource::buildBackends() const {
     auto node = nodeName.empty() ? std::nullopt : nodes_->get("", nodeName);
     if (auto backend = backendFromPod(pod, node, port_)) {
       out.push_back(std::move(*backend));
+    }
+  }
+  std::lock_guard lock(mutex_);
+  for (const auto& [pod, held] : shares_) {
+    for (auto& backend : out) {
+      if (backend.endpoint() == held.first) {
+        backend.shares.push_back(held.second);
+      }
     }
   }
   return out;

@@ -1,11 +1,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "common/kube_client.h"
 #include "common/resource_cache.h"
@@ -19,8 +21,14 @@ namespace gvirtus::webhook {
 std::optional<Backend> backendFromPod(const nlohmann::json& pod,
                                       const std::optional<nlohmann::json>& node, int port);
 
+// The GPU share a GVirtuS pod holds on the backend it was given ("IP:PORT", the share):
+// it was given a GPU (gvirtus.io/backend, gvirtus.io/backend-gpu), asks for GPU memory, and
+// has not finished. nullopt otherwise.
+std::optional<std::pair<std::string, GpuShare>> heldShare(const nlohmann::json& pod);
+
 // Backend pods in one namespace matching a label selector, from a watch cache of those
-// pods and one of the nodes (for their zones).
+// pods and one of the nodes (for their zones); and the GPU shares of the GVirtuS pods
+// (label gvirtus.io/enabled=true, every namespace) given them, from a third cache.
 class ClusterBackendSource : public BackendSource {
  public:
   ClusterBackendSource(KubeClient& client, std::string ns, std::string labelSelector, int port);
@@ -30,25 +38,31 @@ class ClusterBackendSource : public BackendSource {
   void start() override;
   void stop() override;
   bool ready() const override;
-  // Built from the caches once per change of a backend pod or of a node's zone or
-  // draining mark, not once per admission (a Node is kilobytes; every review would copy
+  // Built from the caches once per change of a backend pod, of a node's zone or draining
+  // mark, or of a GPU share, not once per admission (a Node is kilobytes; every review would copy
   // all of them).
   std::vector<Backend> backends() const override;
 
  private:
   std::vector<Backend> buildBackends() const;
   void invalidate();
+  // Records the share of one GVirtuS pod (nullopt: it holds none); true when that changed
+  // what its backend holds.
+  bool updateShare(const std::string& pod, std::optional<std::pair<std::string, GpuShare>> share);
 
   const int port_;
   std::function<void()> onChange_;
   std::unique_ptr<ResourceCache> nodes_;
   std::unique_ptr<ResourceCache> pods_;
+  std::unique_ptr<ResourceCache> frontends_;
 
   mutable std::mutex mutex_;
   // Raised by every cache change that can alter the list; a list built while it moved is
   // not kept, so a build that read the caches before a change never hides it.
   uint64_t generation_ = 0;
   mutable std::optional<std::vector<Backend>> built_;
+  // By pod ("namespace/name"): the backend it was given and the share it holds there.
+  std::map<std::string, std::pair<std::string, GpuShare>> shares_;
 };
 
 }  // namespace gvirtus::webhook

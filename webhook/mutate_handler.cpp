@@ -139,6 +139,8 @@ AdmissionResponse MutateHandler::reviewPod(const AdmissionRequest& request, Revi
     if (!requirements) {
       return deny(400, requirements.error().message);
     }
+    // The object of a CREATE may leave its namespace to the request.
+    requirements->pod = request.name.empty() ? "" : request.ns + "/" + request.name;
     if (auto wired = wirePod(doc, config_.wiring); !wired) {
       return deny(400, wired.error().message);
     }
@@ -171,7 +173,7 @@ AdmissionResponse MutateHandler::reviewPod(const AdmissionRequest& request, Revi
       if (!properties) {
         return internal(properties.error());
       }
-      assignment = Assignment{endpoint, known[0].podRef(), *properties, ""};
+      assignment = Assignment{endpoint, known[0].podRef(), *properties, "", choice->gpuIndex};
       if (!request.dryRun && metrics_ != nullptr) {
         metrics_->backendChosen(endpoint);
       }
@@ -195,7 +197,7 @@ AdmissionResponse MutateHandler::reviewPod(const AdmissionRequest& request, Revi
           return internal(properties.error());
         }
         assignment = Assignment{choice->backend.endpoint(), choice->backend.podRef(), *properties,
-                                choice->preferredZone};
+                                choice->preferredZone, choice->gpuIndex};
         if (!request.dryRun) {
           if (metrics_ != nullptr) {
             metrics_->backendChosen(choice->backend.endpoint());

@@ -22,6 +22,7 @@ inline constexpr std::string_view kPodGroupAnnotation = "pod-group-name";
 // Output on the pod.
 inline constexpr std::string_view kBackendAnnotation = names::kBackendAnnotation;
 inline constexpr std::string_view kBackendPodAnnotation = names::kBackendPodAnnotation;
+inline constexpr std::string_view kBackendGpuAnnotation = names::kBackendGpuAnnotation;
 inline constexpr std::string_view kPropertiesAnnotation = names::kPropertiesAnnotation;
 inline constexpr std::string_view kBackendStatusAnnotation = names::kBackendStatusAnnotation;
 inline constexpr std::string_view kBackendStatusWaiting = "waiting";

@@ -106,6 +106,15 @@ Result<void> wireContainer(json& container, const std::string& name) {
   return {};
 }
 
+// KAI-Scheduler gives a pod with gpu-fraction or gpu-memory a share of a device through a
+// reservation pod, and refuses the pod if it also asks for nvidia.com/gpu.
+bool asksForGpuShare(const json& pod) {
+  const json* annotations = memberAt(pod, {"metadata", "annotations"});
+  return annotations != nullptr && annotations->is_object() &&
+         (annotations->contains(kKaiGpuFractionAnnotation) ||
+          annotations->contains(kKaiGpuMemoryAnnotation));
+}
+
 bool asksForGpu(const json& container) {
   for (const char* section : {"limits", "requests"}) {
     const json* map = memberAt(container, {"resources", section});
@@ -172,7 +181,7 @@ Result<void> wirePod(json& pod, const WiringOptions& options) {
     }
   }
   objectAt(pod, {"spec", "nodeSelector"})[kFrontendNodeLabel] = "true";
-  if (options.addGpuLimit &&
+  if (options.addGpuLimit && !asksForGpuShare(pod) &&
       std::none_of(targets->begin(), targets->end(),
                    [&](const auto& target) { return asksForGpu(containerOf(target)); })) {
     objectAt(containerOf(targets->front()), {"resources", "limits"})[kGpuResource] = "1";
@@ -199,6 +208,12 @@ void assignBackend(json& pod, const Assignment& assignment) {
     annotations[kBackendPodAnnotation] = assignment.backendPod;
   }
   annotations[kBackendAnnotation] = assignment.endpoint;
+  // Also removed when absent: a value the pod's author wrote would count against a GPU.
+  if (assignment.gpuIndex) {
+    annotations[kBackendGpuAnnotation] = std::to_string(*assignment.gpuIndex);
+  } else {
+    annotations.erase(std::string(kBackendGpuAnnotation));
+  }
   annotations[kPropertiesAnnotation] = assignment.properties;
 
   if (const json* gates = memberAt(pod, {"spec", "schedulingGates"});

@@ -1,7 +1,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,7 +17,8 @@
 namespace gvirtus::webhook {
 
 struct WiringOptions {
-  // limits nvidia.com/gpu: 1 on the first wired container when no wired container asks.
+  // limits nvidia.com/gpu: 1 on the first wired container when no wired container asks
+  // and the pod asks for no KAI GPU share (gpu-fraction, gpu-memory).
   bool addGpuLimit = true;
   // spec.schedulerName for pods that have none of their own (empty: leave it).
   std::string schedulerName;
@@ -48,11 +51,14 @@ struct Assignment {
   std::string backendPod;     // "namespace/name"; empty for static backends
   std::string properties;     // the rendered properties.json
   std::string preferredZone;  // same-zone: a preferred node affinity for this zone
+  // The GPU of the backend the pod's GPU memory counts against; none when it asks for none.
+  std::optional<int64_t> gpuIndex;
 };
 
-// The backend annotations (gvirtus.io/backend-pod removed when empty), the preferred zone
-// affinity, and the end of waiting: the scheduling gate gvirtus.io/backend and
-// gvirtus.io/backend-status are removed when present.
+// The backend annotations (gvirtus.io/backend-pod removed when empty; gvirtus.io/backend-gpu
+// set to the GPU index, removed when there is none), the preferred zone affinity, and the end of
+// waiting: the scheduling gate gvirtus.io/backend and gvirtus.io/backend-status are removed when
+// present.
 void assignBackend(nlohmann::json& pod, const Assignment& assignment);
 
 // A pod no backend can take yet: the scheduling gate gvirtus.io/backend and

@@ -207,7 +207,7 @@ std::vector<PodOutcome> releaseWaitingPods(const std::vector<json>& waiting,
       Result<void> written =
           properties
               ? write(pod, releasePatch(pod, {choice.backend.endpoint(), choice.backend.podRef(),
-                                              *properties, choice.preferredZone}))
+                                              *properties, choice.preferredZone, choice.gpuIndex}))
               : fail(properties.error());
       if (written) {
         outcome.kind = PodOutcome::Kind::Released;

@@ -7,7 +7,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 bin=${1:-$repo/build/bin}
 # Every binary the project ships, in the order of the README.
-binaries=(gvirtus-labeler gvirtus-device-plugin gvirtus-webhook gvirtus-backend-shim kubectl-gvirtus)
+binaries=(gvirtus-labeler gvirtus-device-plugin gvirtus-webhook gvirtus-backend-shim gvirtus-kai-reservation
+  kubectl-gvirtus)
 
 cat <<'HEAD'
 # Flags of every binary

@@ -49,7 +49,7 @@ testapp=$prefix/testapp:$tag
 if [ "$build" = 1 ]; then
   say "building and testing the images (tag $tag)"
   TAG=$tag GVIRTUS_IMAGE=$gvirtus_image bash "$repo/images/build.sh" --test \
-    labeler device-plugin webhook backend testapp
+    labeler device-plugin webhook backend kai-reservation testapp
   eval "$(bash "$repo/tests/cluster/registry/up.sh")"
   for image in "$prefix/labeler:$tag" "$prefix/device-plugin:$tag" "$prefix/webhook:$tag" \
       "$prefix/backend:$backend_tag" "$testapp"; do

@@ -268,3 +268,60 @@ TEST_CASE("GPU memory taken by recent assignments counts against that GPU", "[ch
   clock.now += minutes(1);
   CHECK(chooser.choose({two}, quarter, false).has_value());
 }
+
+TEST_CASE("the GPU shares of running pods hold their memory beyond the assignment window",
+          "[chooser]") {
+  FakeClock clock;
+  BackendChooser chooser(optionsFor(Policy::LeastConnections, clock));
+  Backend one = backend("10.0.0.1");
+  one.load->gpus = {GpuLoad{0, 16384, 0, 0}};
+  BackendRequirements half;
+  half.gpuFraction = 0.5;
+
+  // Two halves are given the GPU; a third is refused.
+  for (const char* pod : {"ns/half-1", "ns/half-2"}) {
+    half.pod = pod;
+    auto choice = chooser.choose({one}, half, true);
+    REQUIRE(choice.has_value());
+    CHECK(choice->gpuIndex == 0);
+    // The cache sees the pod with its backend-gpu annotation: the same memory, counted once.
+    one.shares.push_back({pod, 0, half});
+  }
+  half.pod = "ns/half-3";
+  auto third = chooser.choose({one}, half, false);
+  REQUIRE_FALSE(third.has_value());
+  CHECK_THAT(third.error().reason, Catch::Contains("without a GPU with 0.5 of its memory free"));
+
+  // Long after the window, the shares still hold the GPU, though it reports nothing used.
+  clock.now += minutes(10);
+  one.load->updated = clock.now;
+  CHECK_FALSE(chooser.choose({one}, half, false).has_value());
+  // The pods' use is within their shares, not beside them.
+  one.load->gpus[0].memoryUsedMiB = 8000;
+  CHECK_FALSE(chooser.choose({one}, half, false).has_value());
+  one.shares.pop_back();
+  CHECK(chooser.choose({one}, half, false).has_value());
+  // Use beyond the shares counts as it is.
+  one.load->gpus[0].memoryUsedMiB = 9000;
+  CHECK_FALSE(chooser.choose({one}, half, false).has_value());
+}
+
+TEST_CASE("a recent assignment of a pod not yet seen with its share still counts", "[chooser]") {
+  FakeClock clock;
+  BackendChooser chooser(optionsFor(Policy::LeastConnections, clock));
+  Backend one = backend("10.0.0.1");
+  one.load->gpus = {GpuLoad{0, 16384, 0, 0}};
+  BackendRequirements half;
+  half.gpuFraction = 0.5;
+  half.pod = "ns/seen";
+  REQUIRE(chooser.choose({one}, half, true).has_value());
+  one.shares.push_back({"ns/seen", 0, half});
+  // At admission a generateName pod has no name: its reservation cannot be matched to its
+  // share, so both count until the window ends (late rather than overbooked).
+  half.pod = "";
+  REQUIRE(chooser.choose({one}, half, true).has_value());
+  CHECK_FALSE(chooser.choose({one}, half, false).has_value());
+  clock.now += minutes(1);
+  one.load->updated = clock.now;
+  CHECK(chooser.choose({one}, half, false).has_value());
+}

@@ -125,6 +125,17 @@ TEST_CASE("add-gpu-limit off adds no limit", "[pod-wiring]") {
   CHECK_FALSE(out["spec"]["containers"][0]["resources"].contains("limits"));
 }
 
+TEST_CASE("a KAI GPU share (gpu-fraction, gpu-memory) gets no GPU limit", "[pod-wiring]") {
+  for (const char* annotation : {"gpu-fraction", "gpu-memory"}) {
+    json pod = gvirtusPod();
+    pod["metadata"]["annotations"][annotation] = "1";
+    const json out = wired(pod, WiringOptions{});
+    INFO(annotation);
+    CHECK_FALSE(out["spec"]["containers"][0]["resources"].contains("limits"));
+    CHECK(out["spec"]["nodeSelector"]["gvirtus.io/frontend.allowed"] == "true");
+  }
+}
+
 TEST_CASE("existing volumes, mounts and env are appended to", "[pod-wiring]") {
   json pod = gvirtusPod({"app"});
   pod["spec"]["volumes"] = json::array({{{"name", "data"}, {"emptyDir", json::object()}}});
@@ -186,7 +197,7 @@ TEST_CASE("assignment: backend annotations, preferred zone, end of waiting", "[p
   CHECK(waiting["spec"]["schedulingGates"] == json::parse(R"([{"name":"gvirtus.io/backend"}])"));
   CHECK(waitingCopy(waiting) == waiting);
 
-  Assignment assignment{"10.0.0.7:9999", "gvirtus-system/backend-0", "{}", "zone-a"};
+  Assignment assignment{"10.0.0.7:9999", "gvirtus-system/backend-0", "{}", "zone-a", std::nullopt};
   const json out = assignedCopy(waiting, assignment);
   const json& annotations = out["metadata"]["annotations"];
   CHECK(annotations["gvirtus.io/backend"] == "10.0.0.7:9999");
@@ -204,7 +215,20 @@ TEST_CASE("assignment: backend annotations, preferred zone, end of waiting", "[p
 TEST_CASE("static backends carry no backend-pod annotation", "[pod-wiring]") {
   json pod = gvirtusPod();
   pod["metadata"]["annotations"] = {{"gvirtus.io/backend-pod", "stale/value"}};
-  const json out = assignedCopy(pod, {"192.0.2.1:9999", "", "{}", ""});
+  const json out = assignedCopy(pod, {"192.0.2.1:9999", "", "{}", "", std::nullopt});
   CHECK_FALSE(out["metadata"]["annotations"].contains("gvirtus.io/backend-pod"));
   CHECK_FALSE(out["spec"].contains("affinity"));
+}
+
+TEST_CASE("the GPU a pod's memory counts against is written, or removed", "[pod-wiring]") {
+  json pod = gvirtusPod();
+  pod["metadata"]["annotations"]["gvirtus.io/backend-gpu"] = "3";  // the author's: not trusted
+  Assignment none{"10.0.0.7:9999", "gvirtus-system/backend-0", "{}", "", std::nullopt};
+  CHECK_FALSE(
+      assignedCopy(pod, none)["metadata"]["annotations"].contains("gvirtus.io/backend-gpu"));
+  Assignment second = none;
+  second.gpuIndex = 1;
+  const json out = assignedCopy(pod, second);
+  CHECK(out["metadata"]["annotations"]["gvirtus.io/backend-gpu"] == "1");
+  CHECK(assignedCopy(out, second) == out);
 }

@@ -134,7 +134,8 @@ TEST_CASE("the release patch writes the backend and removes only our gate behind
   json pod = waitingPod("p", "2026-11-22T10:00:00Z", {{"team", "ml"}});
   pod["spec"]["schedulingGates"] =
       json::array({{{"name", "example.com/quota"}}, {{"name", "gvirtus.io/backend"}}});
-  const Assignment assignment{"10.0.0.7:9999", "gvirtus-system/backend-a", "{\"x\":1}", ""};
+  const Assignment assignment{"10.0.0.7:9999", "gvirtus-system/backend-a", "{\"x\":1}", "",
+                              std::nullopt};
   const JsonPatch patch = releasePatch(pod, assignment);
   const json ops = patch.toJson();
   CHECK(ops[0] == json({{"op", "test"}, {"path", "/metadata/resourceVersion"}, {"value", "100"}}));

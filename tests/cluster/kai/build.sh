@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds NVIDIA KAI-Scheduler's scheduler, binder and podgrouper from the Go module
+# Builds NVIDIA KAI-Scheduler's scheduler, binder, podgrouper and admission webhook from the Go module
 # proxy into a cache folder keyed by version, and keeps the module's CRDs beside them.
 # `go install ...@version` is refused for this module (the proxy will not list its
 # versions here), so it is built inside a writable copy of the downloaded module.
@@ -10,7 +10,7 @@ source "$here/../versions.sh"
 export GOTOOLCHAIN=local GOWORK=off CGO_ENABLED=0 GOFLAGS=-trimpath
 say() { printf '[kai-build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 source "$here/../build-lib.sh"
-components=(scheduler binder podgrouper)
+components=(scheduler binder podgrouper admission)
 missing=0
 for c in "${components[@]}"; do [ -x "$KAI_CACHE/bin/$c" ] || missing=1; done
 if [ "$missing" = 1 ]; then

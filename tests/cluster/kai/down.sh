@@ -4,6 +4,13 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
 state=$repo/build/cluster/${1:?usage: kai/down.sh NAME}/kai
+# Its webhooks fail closed: unregister them before their server stops (when the cluster
+# still answers; KUBECONFIG is the cluster's).
+if [ -n "${KUBECONFIG:-}" ] && [ -e "$state/admission.pid" ]; then
+  source "$here/../versions.sh"
+  "$CLUSTER_BIN/kubectl" delete mutatingwebhookconfiguration,validatingwebhookconfiguration \
+    kai-admission --ignore-not-found --request-timeout=10s >/dev/null 2>&1
+fi
 for pidfile in "$state"/*.pid; do
   [ -e "$pidfile" ] || continue
   pid=$(cat "$pidfile")

@@ -23,7 +23,7 @@ step() { say "$* (+$((SECONDS - began))s)"; }
 mkdir -p "$state/logs"
 
 step "images: the four components (backend on the GVirtuS stand-in) and the test app, to the local registry"
-if ! bash "$repo/images/build.sh" labeler device-plugin webhook backend testapp 2>"$state/logs/images.log"; then
+if ! bash "$repo/images/build.sh" labeler device-plugin webhook backend kai-reservation testapp 2>"$state/logs/images.log"; then
   tail -n 30 "$state/logs/images.log" >&2
   exit 1
 fi

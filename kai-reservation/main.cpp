@@ -1,0 +1,6 @@
+#include "common/flags.h"
+#include "kai-reservation/run.h"
+
+int main(int argc, char** argv) {
+  return gvirtus::runMain(argc, argv, gvirtus::kai_reservation::run);
+}

@@ -1,0 +1,95 @@
+#include "kai-reservation/run.h"
+
+#include <chrono>
+
+#include "common/backoff.h"
+#include "common/health_server.h"
+#include "common/kube_client.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "common/signals.h"
+#include "common/stoppable_sleep.h"
+#include "kai-reservation/options.h"
+#include "kai-reservation/reservation.h"
+
+namespace gvirtus::kai_reservation {
+namespace {
+
+int runReservation(const Options& options) {
+  // First, before any thread starts: every thread inherits the blocked signals.
+  auto& shutdown = ShutdownSignal::install();
+  auto device = reservedDevice(options.vgpuIds);
+  if (!device) {
+    return configurationError(kProgram, device.error().message);
+  }
+  auto config = loadKubeConfig(options.common.kubeconfig);
+  if (!config) {
+    return configurationError(kProgram, config.error().message);
+  }
+  KubeClientOptions clientOptions;
+  clientOptions.userAgent = std::string(kProgram) + "/" + GVIRTUS_VERSION;
+  clientOptions.cancel = shutdown.deadline(std::chrono::seconds(1));
+  auto client = KubeClient::create(*config, clientOptions);
+  if (!client) {
+    return configurationError(kProgram, client.error().message);
+  }
+  MetricsRegistry metrics;
+  metrics.registerProcessMetrics();
+  auto health = HealthServer::create(options.common.healthAddr, metrics);
+  if (!health) {
+    return configurationError(kProgram, "--health-addr: " + health.error().message);
+  }
+  std::string held;
+  (*health)->setReadinessCheck([&held]() -> Result<void> {
+    if (held.empty())
+      return fail("reservation not recorded yet");
+    return {};
+  });
+  if (auto started = (*health)->start(); !started) {
+    return configurationError(kProgram, "--health-addr: " + started.error().message);
+  }
+
+  // The binder gives up on its own after its allocation timeout; until then an API error
+  // (a restarting API server, a conflict with another writer) is worth another try.
+  const auto deadline = std::chrono::steady_clock::now() + options.retryFor;
+  Backoff backoff(std::chrono::milliseconds(200), std::chrono::seconds(5));
+  while (held.empty()) {
+    auto recorded = recordReservation(**client, options.podNamespace, options.podName, *device);
+    if (recorded) {
+      held = *recorded;
+      break;
+    }
+    log::warn("could not record the reservation",
+              {{"pod", options.podNamespace + "/" + options.podName},
+               {"error", recorded.error().message}});
+    if (std::chrono::steady_clock::now() >= deadline) {
+      log::error("giving up", {{"after", formatDuration(options.retryFor)}});
+      return kExitFatal;
+    }
+    if (!sleepUnlessStopped(shutdown.token(), backoff.next())) {
+      return kExitOk;
+    }
+  }
+  if (held != *device) {
+    log::warn("the pod already names another device; keeping it",
+              {{"named", held}, {"allocated", *device}});
+  }
+  log::info("holding the virtual GPU for KAI-Scheduler",
+            {{"pod", options.podNamespace + "/" + options.podName}, {"device", held}});
+  shutdown.wait();
+  log::info("shutting down", {{"signal", shutdown.signalNumber()}});
+  (*health)->stop();
+  return kExitOk;
+}
+
+}  // namespace
+
+int run(int argc, const char* const* argv) {
+  auto parsed = parseOptions(argc, argv);
+  if (!parsed) {
+    return parsed.error();
+  }
+  return runReservation(*parsed);
+}
+
+}  // namespace gvirtus::kai_reservation

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# A KAI-labelled Job of GVirtuS pods: while no backend can take them they wait, gated, and
+# KAI's podgrouper still groups them at once, one PodGroup per pod with minMember 1 (KAI
+# v0.12.0 makes no gang of a Job); so our controller releases them one by one, and KAI
+# binds each; the Job completes.
+source "$(dirname "$0")/../scenarios/lib.sh"
+node=${E2E_BACKEND_NODE:?}
+[ -n "$(k get crd podgroups.scheduling.run.ai -o name 2>/dev/null)" ] || skip "KAI-Scheduler is not installed"
+use_test_namespace
+restore() { k label node "$node" gvirtus.io/backend.allowed=true --overwrite >/dev/null 2>&1 || true; }
+trap 'dump_on_failure; restore; k delete namespace "$test_ns" --ignore-not-found --wait=false >/dev/null 2>&1 || true' EXIT
+others=$(k get nodes -l gvirtus.io/backend.allowed=true -o name | grep -v "node/$node$" || true)
+[ -z "$others" ] || skip "other backend nodes are opted in: $others"
+
+k label node "$node" gvirtus.io/backend.allowed=false --overwrite >/dev/null
+no_backend() { [ -z "$(k get pods -n "$system_ns" -l app.kubernetes.io/component=backend -o name)" ]; }
+eventually "no backend pod left" no_backend || finish
+k apply -f - >/dev/null <<YAML
+apiVersion: batch/v1
+kind: Job
+metadata: {name: trainer, namespace: $test_ns}
+spec:
+  parallelism: 2
+  completions: 2
+  backoffLimit: 0
+  template:
+    metadata:
+      labels: {gvirtus.io/enabled: "true", kai.scheduler/queue: team-a}
+    spec:
+      restartPolicy: Never
+      terminationGracePeriodSeconds: 1
+      containers:
+        - name: app
+          image: $test_image
+          command: ["sh", "-c", "test -s /etc/gvirtus/properties.json"]
+YAML
+pods() { k get pods -n "$test_ns" -l job-name=trainer -o "jsonpath=$1"; }
+two_gated() { [ "$(pods '{range .items[*]}{.spec.schedulingGates[*].name}{"\n"}{end}' | grep -c gvirtus.io/backend)" = 2 ]; }
+eventually "both Job pods wait, gated" two_gated
+# The podgrouper groups gated pods too: each pod names its own PodGroup of minMember 1.
+grouped() {
+  local groups
+  groups=$(pods '{range .items[*]}{.metadata.annotations.pod-group-name}{"\n"}{end}' | grep -c .)
+  [ "$groups" = 2 ] && [ "$(pods '{range .items[*]}{.metadata.annotations.pod-group-name}{"\n"}{end}' | sort -u | grep -c .)" = 2 ]
+}
+eventually "KAI's podgrouper gives each gated pod a PodGroup of its own" grouped
+for group in $(pods '{range .items[*]}{.metadata.annotations.pod-group-name}{"\n"}{end}'); do
+  min=$(jp podgroups.scheduling.run.ai "$group" -n "$test_ns" -o 'jsonpath={.spec.minMember}')
+  [ "$min" = 1 ] && ok "PodGroup $group: minMember 1 (no gang)" || bad "PodGroup $group: minMember '$min'"
+done
+
+say "a backend appears"
+k label node "$node" gvirtus.io/backend.allowed=true --overwrite >/dev/null
+complete() { [ "$(jp job trainer -n "$test_ns" -o 'jsonpath={.status.succeeded}')" = 2 ]; }
+eventually "released, bound by KAI, and the Job completes (each pod read its GVirtuS configuration)" complete
+finish
