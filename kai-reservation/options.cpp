@@ -42,8 +42,7 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
     return std::unexpected(usageError(flags, "--pod-name: required (or set $POD_NAME)"));
   }
   if (options.podNamespace.empty()) {
-    return std::unexpected(
-        usageError(flags, "--pod-namespace: required (or set $POD_NAMESPACE)"));
+    return std::unexpected(usageError(flags, "--pod-namespace: required (or set $POD_NAMESPACE)"));
   }
   if (options.retryFor.count() <= 0) {
     return std::unexpected(usageError(flags, "--retry-for: must be positive"));

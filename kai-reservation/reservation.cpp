@@ -36,10 +36,9 @@ Result<std::string> recordReservation(KubeClient& client, const std::string& pod
   }
   // The resourceVersion makes it a compare-and-swap: a concurrent writer wins, and the
   // caller reads again.
-  const json patch = {
-      {"metadata",
-       {{"resourceVersion", stringAt(*pod, {"metadata", "resourceVersion"})},
-        {"annotations", {{names::kKaiReservedGpuAnnotation, device}}}}}};
+  const json patch = {{"metadata",
+                       {{"resourceVersion", stringAt(*pod, {"metadata", "resourceVersion"})},
+                        {"annotations", {{names::kKaiReservedGpuAnnotation, device}}}}}};
   auto patched =
       client.patch(resources::kPods, podNamespace, podName, PatchType::Merge, patch.dump());
   if (!patched) {

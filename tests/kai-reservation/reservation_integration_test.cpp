@@ -25,7 +25,8 @@ std::string createPod(gvirtus::KubeClient& client) {
               {"metadata", {{"name", name}, {"namespace", "default"}}},
               {"spec", {{"containers", json::array({{{"name", "r"}, {"image", "x:1"}}})}}}};
   client.remove(gvirtus::resources::kPods, "default", name);
-  REQUIRE(eventually([&] { return client.create(gvirtus::resources::kPods, "default", pod).has_value(); }));
+  REQUIRE(eventually(
+      [&] { return client.create(gvirtus::resources::kPods, "default", pod).has_value(); }));
   return name;
 }
 

@@ -37,7 +37,8 @@ TEST_CASE("options come from the pod's environment, as KAI's binder runs the ima
   unsetenv("GVIRTUS_VGPU_IDS");
 }
 
-TEST_CASE("bad flags and a missing pod name are one line and exit 2", "[kai-reservation][options]") {
+TEST_CASE("bad flags and a missing pod name are one line and exit 2",
+          "[kai-reservation][options]") {
   const std::string binary = gvirtus::testing::binDir() + "/gvirtus-kai-reservation";
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{}, "gvirtus-kai-reservation: --pod-name: required"},
@@ -58,10 +59,10 @@ TEST_CASE("bad flags and a missing pod name are one line and exit 2", "[kai-rese
 
 TEST_CASE("no virtual GPU in the environment is a configuration error naming it",
           "[kai-reservation]") {
-  auto [code, output] = gvirtus::testing::runCommand(
-      {gvirtus::testing::binDir() + "/gvirtus-kai-reservation", "--pod-name", "p",
-       "--pod-namespace", "n"},
-      {"GVIRTUS_VGPU_IDS="});
+  auto [code, output] =
+      gvirtus::testing::runCommand({gvirtus::testing::binDir() + "/gvirtus-kai-reservation",
+                                    "--pod-name", "p", "--pod-namespace", "n"},
+                                   {"GVIRTUS_VGPU_IDS="});
   INFO(output);
   CHECK(code == 2);
   CHECK_THAT(output, Catch::Contains("GVIRTUS_VGPU_IDS is empty"));

@@ -48,3 +48,55 @@ TEST_CASE("backends follow their node's zone and draining mark", "[cluster-backe
   source.stop();
   (void)client->remove(resources::kNodes, "", node);
 }
+
+TEST_CASE("backends carry the GPU shares of the pods given them until those finish",
+          "[cluster-backends]") {
+  auto client = gvirtus::testing::adminClient();
+  TestNamespace ns{*client, "cbs-shares-it"};
+  ns.waitForDefaultServiceAccount();
+  const std::string run = randomSuffix();
+  const std::string node = "cbs-share-gpu-" + run;
+  ensureNode(*client, node, {});
+  REQUIRE(client->create(resources::kPods, ns.name(),
+                         backendPod(ns.name(), "backend-" + run, node, run, 0, 16)));
+  ClusterBackendSource source(*client, ns.name(), "gvirtus.io/test-run=" + run, 9999);
+  source.start();
+  auto only = [&]() -> std::optional<Backend> {
+    auto backends = source.backends();
+    return backends.size() == 1 ? std::optional(backends[0]) : std::nullopt;
+  };
+  REQUIRE(eventually([&] { return only().has_value(); }));
+  CHECK(only()->shares.empty());
+
+  // A GVirtuS pod given that backend's GPU 0, as the webhook leaves it (not bound: kwok
+  // would run it).
+  const std::string half = "half-" + run;
+  const json pod = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata",
+       {{"name", half},
+        {"namespace", ns.name()},
+        {"labels", {{"gvirtus.io/enabled", "true"}}},
+        {"annotations",
+         {{"gpu-fraction", "0.5"},
+          {"gvirtus.io/backend", only()->endpoint()},
+          {"gvirtus.io/backend-gpu", "0"}}}}},
+      {"spec", {{"containers", json::array({{{"name", "app"}, {"image", "app:1"}}})}}}};
+  REQUIRE(client->create(resources::kPods, ns.name(), pod));
+  REQUIRE(eventually([&] { return only() && only()->shares.size() == 1; }));
+  CHECK(only()->shares[0].pod == ns.name() + "/" + half);
+  CHECK(only()->shares[0].demand.gpuFraction == 0.5);
+
+  // Finished: the share is free again.
+  gvirtus::WriteOptions statusOnly;
+  statusOnly.subresource = "status";
+  auto done = client->patch(resources::kPods, ns.name(), half, PatchType::Merge,
+                            R"({"status":{"phase":"Succeeded"}})", statusOnly);
+  INFO((done ? "" : done.error().message));
+  REQUIRE(done.has_value());
+  CHECK(eventually([&] { return only() && only()->shares.empty(); }));
+
+  source.stop();
+  (void)client->remove(resources::kNodes, "", node);
+}
