@@ -3,14 +3,10 @@
 # released together or not at all. With one backend of 3 sessions none is released (no
 # partial gang holding sessions) and their Event says why; when a second backend
 # appears, all four are released in one pass and KAI binds them.
-source "$(dirname "$0")/../scenarios/lib.sh"
-node=${E2E_BACKEND_NODE:?}
+source "$(dirname "$0")/lib.sh"
 second=${E2E_BACKEND2_NODE:?}
-[ -n "$(k get crd podgroups.scheduling.run.ai -o name 2>/dev/null)" ] || skip "KAI-Scheduler is not installed"
-use_test_namespace
 restore() { k label node "$second" gvirtus.io/backend.allowed=false --overwrite >/dev/null 2>&1 || true; }
 trap 'dump_on_failure; restore; k delete namespace "$test_ns" --ignore-not-found --wait=false >/dev/null 2>&1 || true' EXIT
-field() { jp pod "$1" -n "$test_ns" -o "jsonpath=$2"; }
 # Ready, and already the overlay's backend: its load says 3 sessions (an older backend
 # pod of 16 sessions would take the whole gang at once).
 backend_ready() {
@@ -63,6 +59,5 @@ eventually "a BackendAssigned Event on each trainer" all_told
 passes=$(for i in 1 2 3 4; do assigned_at "trainer-$i" || echo "missing-$i"; done | sort -u | wc -l)
 [ "$passes" -le 2 ] && ok "released together (their BackendAssigned Events within one second)" ||
   bad "released at $passes different seconds"
-running() { [ "$(field "$1" '{.status.phase}')" = Running ]; }
 for i in 1 2 3 4; do eventually "trainer-$i bound by KAI and running" running "trainer-$i"; done
 finish

@@ -5,19 +5,11 @@
 # podgrouper gives it a PodGroup and KAI binds it onto a frontend node with a virtual
 # GPU, where it runs. Queue quotas hold: in team-b (1 GPU) a second pod stays Pending
 # for KAI's reason, while our annotations show it has its backend.
-source "$(dirname "$0")/../scenarios/lib.sh"
-node=${E2E_BACKEND_NODE:?}
-[ -n "$(k get crd podgroups.scheduling.run.ai -o name 2>/dev/null)" ] || skip "KAI-Scheduler is not installed"
-use_test_namespace
-restore() { k label node "$node" gvirtus.io/backend.allowed=true --overwrite >/dev/null 2>&1 || true; }
-trap 'dump_on_failure; restore; k delete namespace "$test_ns" --ignore-not-found --wait=false >/dev/null 2>&1 || true' EXIT
-others=$(k get nodes -l gvirtus.io/backend.allowed=true -o name | grep -v "node/$node$" || true)
-[ -z "$others" ] || skip "other backend nodes are opted in: $others"
-field() { jp pod "$1" -n "$test_ns" -o "jsonpath=$2"; }
+source "$(dirname "$0")/lib.sh"
+sole_backend_node
 
 say "no backend: $node opted out"
 k label node "$node" gvirtus.io/backend.allowed=false --overwrite >/dev/null
-no_backend() { [ -z "$(k get pods -n "$system_ns" -l app.kubernetes.io/component=backend -o name)" ]; }
 eventually "no backend pod left" no_backend || finish
 test_pod kai-1 '  labels: {gvirtus.io/enabled: "true"}' "" | k apply -f - >/dev/null 2>&1
 [ "$(field kai-1 '{.spec.schedulerName}')" = kai-scheduler ] && ok "schedulerName kai-scheduler" ||
@@ -37,7 +29,6 @@ has_podgroup() { [ -n "$(field kai-1 '{.metadata.annotations.pod-group-name}')" 
 eventually "the podgrouper gave it a PodGroup" has_podgroup
 group=$(field kai-1 '{.metadata.annotations.pod-group-name}')
 k get podgroups.scheduling.run.ai -n "$test_ns" "$group" >/dev/null 2>&1 && ok "PodGroup $group exists" || bad "no PodGroup $group"
-running() { [ "$(field "$1" '{.status.phase}')" = Running ]; }
 eventually "bound by KAI and running" running kai-1
 bound=$(field kai-1 '{.spec.nodeName}')
 [ "$(k get node "$bound" -o 'jsonpath={.status.allocatable.nvidia\.com/gpu}')" -gt 0 ] 2>/dev/null &&

@@ -3,17 +3,10 @@
 # KAI's podgrouper still groups them at once, one PodGroup per pod with minMember 1 (KAI
 # v0.12.0 makes no gang of a Job); so our controller releases them one by one, and KAI
 # binds each; the Job completes.
-source "$(dirname "$0")/../scenarios/lib.sh"
-node=${E2E_BACKEND_NODE:?}
-[ -n "$(k get crd podgroups.scheduling.run.ai -o name 2>/dev/null)" ] || skip "KAI-Scheduler is not installed"
-use_test_namespace
-restore() { k label node "$node" gvirtus.io/backend.allowed=true --overwrite >/dev/null 2>&1 || true; }
-trap 'dump_on_failure; restore; k delete namespace "$test_ns" --ignore-not-found --wait=false >/dev/null 2>&1 || true' EXIT
-others=$(k get nodes -l gvirtus.io/backend.allowed=true -o name | grep -v "node/$node$" || true)
-[ -z "$others" ] || skip "other backend nodes are opted in: $others"
+source "$(dirname "$0")/lib.sh"
+sole_backend_node
 
 k label node "$node" gvirtus.io/backend.allowed=false --overwrite >/dev/null
-no_backend() { [ -z "$(k get pods -n "$system_ns" -l app.kubernetes.io/component=backend -o name)" ]; }
 eventually "no backend pod left" no_backend || finish
 k apply -f - >/dev/null <<YAML
 apiVersion: batch/v1

@@ -6,12 +6,8 @@
 # stand-in's NVML reports one GPU of 16 GiB: no GPU is measured here). A third waits,
 # gated, for as long as the two hold their shares (past the chooser's one-minute window
 # for its own recent assignments), and is released when one of them ends.
-source "$(dirname "$0")/../scenarios/lib.sh"
-node=${E2E_BACKEND_NODE:?}
-[ -n "$(k get crd podgroups.scheduling.run.ai -o name 2>/dev/null)" ] || skip "KAI-Scheduler is not installed"
-use_test_namespace
-field() { jp pod "$1" -n "$test_ns" -o "jsonpath=$2"; }
-running() { [ "$(field "$1" '{.status.phase}')" = Running ]; }
+source "$(dirname "$0")/lib.sh"
+sole_backend_node
 half_pod() {
   test_pod "$1" '  labels: {gvirtus.io/enabled: "true"}
   annotations: {gpu-fraction: "0.5"}' "" | k apply -f - >/dev/null

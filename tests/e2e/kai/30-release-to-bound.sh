@@ -5,31 +5,24 @@
 # backend annotation appears, the gate goes in the same patch) and when KAI bound it
 # (spec.nodeName). Prints p50/p99 of release -> bound and backend Ready -> released; the
 # checks are that every pod is given one backend and bound (figures are not asserted).
-source "$(dirname "$0")/../scenarios/lib.sh"
-node=${E2E_BACKEND_NODE:?}
-[ -n "$(k get crd podgroups.scheduling.run.ai -o name 2>/dev/null)" ] || skip "KAI-Scheduler is not installed"
+source "$(dirname "$0")/lib.sh"
 count=${E2E_KAI_LATENCY_PODS:-50}
-use_test_namespace
 watch_log=$(mktemp)
 sessions_arg=$(jp daemonset gvirtus-backend -n "$system_ns" -o 'jsonpath={.spec.template.spec.containers[0].args[0]}')
-restore() {
+cleanup() {
   [ -z "${watcher:-}" ] || kill "$watcher" 2>/dev/null
   rm -f "$watch_log"
   [[ $sessions_arg != --max-sessions=* ]] ||
     k patch daemonset gvirtus-backend -n "$system_ns" --type json \
       -p "[{\"op\":\"replace\",\"path\":\"/spec/template/spec/containers/0/args/0\",\"value\":\"$sessions_arg\"}]" >/dev/null 2>&1
-  k label node "$node" gvirtus.io/backend.allowed=true --overwrite >/dev/null 2>&1 || true
 }
-trap 'dump_on_failure; restore; k delete namespace "$test_ns" --ignore-not-found --wait=false >/dev/null 2>&1 || true' EXIT
-others=$(k get nodes -l gvirtus.io/backend.allowed=true -o name | grep -v "node/$node$" || true)
-[ -z "$others" ] || skip "other backend nodes are opted in: $others"
+sole_backend_node
 [[ $sessions_arg == --max-sessions=* ]] || skip "the backend's first argument is not --max-sessions (overlay-kai)"
 
 say "no backend; its next pod takes 64 sessions"
 k label node "$node" gvirtus.io/backend.allowed=false --overwrite >/dev/null
 k patch daemonset gvirtus-backend -n "$system_ns" --type json \
   -p '[{"op":"replace","path":"/spec/template/spec/containers/0/args/0","value":"--max-sessions=64"}]' >/dev/null
-no_backend() { [ -z "$(k get pods -n "$system_ns" -l app.kubernetes.io/component=backend -o name)" ]; }
 eventually "no backend pod left" no_backend || finish
 
 say "$count GVirtuS pods with gpu-fraction 0.01"
