@@ -10,7 +10,7 @@ source "$(dirname "$0")/lib.sh"
 sole_backend_node
 half_pod() {
   test_pod "$1" '  labels: {gvirtus.io/enabled: "true"}
-  annotations: {gpu-fraction: "0.5"}' "" | k apply -f - >/dev/null
+  annotations: {gpu-fraction: "0.5"}' "" | k apply -f - >/dev/null 2>&1
 }
 
 k label node "$node" gvirtus.io/backend.allowed=true --overwrite >/dev/null

@@ -30,7 +30,7 @@ for i in $(seq 1 "$count"); do
   test_pod "p-$i" '  labels: {gvirtus.io/enabled: "true"}
   annotations: {gpu-fraction: "0.01"}' ""
   echo ---
-done | k apply -f - >/dev/null
+done | k apply -f - >/dev/null 2>&1
 all_gated() {
   [ "$(k get pods -n "$test_ns" -o 'jsonpath={range .items[*]}{.spec.schedulingGates[*].name}{"\n"}{end}' |
     grep -c gvirtus.io/backend)" = "$count" ]
