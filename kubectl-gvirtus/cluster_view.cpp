@@ -6,6 +6,7 @@
 #include "common/json_access.h"
 #include "common/labels.h"
 #include "common/time_text.h"
+#include "webhook/cluster_backend_source.h"
 
 namespace gvirtus::kubectl_gvirtus {
 namespace {
@@ -213,6 +214,17 @@ std::vector<BackendView> backendViews(const std::vector<json>& backendPods,
     view.pods = std::count_if(gvirtusPods.begin(), gvirtusPods.end(), [&](const json& p) {
       return !isFinished(p) && annotation(p, names::kBackendPodAnnotation) == ref;
     });
+    for (const auto& p : gvirtusPods) {
+      auto held = webhook::heldShare(p);
+      if (!held || held->first != view.endpoint || !view.load) {
+        continue;
+      }
+      for (const auto& gpu : view.load->gpus) {
+        if (gpu.index == held->second.gpuIndex) {
+          view.heldMiB += webhook::memoryDemandMiB(held->second.demand, gpu.memoryTotalMiB);
+        }
+      }
+    }
     out.push_back(std::move(view));
   }
   std::sort(out.begin(), out.end(), [](const BackendView& a, const BackendView& b) {

@@ -26,6 +26,9 @@ struct BackendView {
   std::string loadError;  // an unreadable annotation
   std::optional<std::chrono::seconds> loadAge;
   int64_t pods = 0;  // GVirtuS pods given this backend that have not finished
+  // GPU memory those pods hold as shares (gvirtus.io/backend-gpu), in MiB of the GPUs the
+  // load report shows: what the webhook counts as taken beside the reported use.
+  int64_t heldMiB = 0;
 };
 
 // A pod behind the scheduling gate gvirtus.io/backend.

@@ -42,6 +42,10 @@ std::string gpuMemory(const BackendView& b) {
   return gib(used) + "/" + gib(total) + "Gi";
 }
 
+std::string heldMemory(const BackendView& b) {
+  return b.load && !b.load->gpus.empty() ? gib(b.heldMiB) + "Gi" : "-";
+}
+
 std::string utilization(const BackendView& b) {
   if (!b.load || b.load->gpus.empty()) {
     return "-";
@@ -93,12 +97,13 @@ std::string backendsTable(const std::vector<BackendView>& backends) {
     return "No GVirtuS backends.\n";
   }
   std::vector<std::vector<std::string>> rows{{"NAME", "NODE", "ENDPOINT", "READY", "SESSIONS",
-                                              "PODS", "GPUS", "GPU MEMORY", "GPU UTIL",
+                                              "PODS", "GPUS", "GPU MEMORY", "GPU HELD", "GPU UTIL",
                                               "LOAD AGE"}};
   for (const auto& b : backends) {
     rows.push_back({b.name, b.node.empty() ? "<none>" : b.node,
                     b.endpoint.empty() ? "<none>" : b.endpoint, b.ready ? "yes" : "no", sessions(b),
-                    std::to_string(b.pods), gpus(b), gpuMemory(b), utilization(b), loadAge(b)});
+                    std::to_string(b.pods), gpus(b), gpuMemory(b), heldMemory(b), utilization(b),
+                    loadAge(b)});
   }
   return formatTable(rows);
 }
@@ -167,8 +172,13 @@ std::string explanationText(const PodExplanation& e) {
 }
 
 json toJson(const BackendView& b) {
-  json out = {{"namespace", b.ns},      {"name", b.name},   {"node", b.node},
-              {"endpoint", b.endpoint}, {"ready", b.ready}, {"pods", b.pods}};
+  json out = {{"namespace", b.ns},
+              {"name", b.name},
+              {"node", b.node},
+              {"endpoint", b.endpoint},
+              {"ready", b.ready},
+              {"pods", b.pods},
+              {"gpuMemoryHeldMiB", b.heldMiB}};
   if (b.load) {
     json gpuList = json::array();
     for (const auto& gpu : b.load->gpus) {

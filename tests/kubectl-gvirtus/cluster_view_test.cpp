@@ -89,6 +89,12 @@ TEST_CASE("backends: node, endpoint, readiness, load, its age and the pods given
   done["status"]["phase"] = "Succeeded";
   std::vector<json> all = pods;
   all.push_back(done);
+  // A share of the backend's GPU 0: half of it, held while the pod runs (the finished one
+  // holds nothing).
+  all[0]["metadata"]["annotations"]["gpu-fraction"] = "0.5";
+  all[0]["metadata"]["annotations"]["gvirtus.io/backend-gpu"] = "0";
+  all[2]["metadata"]["annotations"]["gpu-fraction"] = "0.5";
+  all[2]["metadata"]["annotations"]["gvirtus.io/backend-gpu"] = "0";
 
   auto views = backendViews(backends, all, 9999, kNow);
   REQUIRE(views.size() == 3);
@@ -101,6 +107,8 @@ TEST_CASE("backends: node, endpoint, readiness, load, its age and the pods given
   CHECK(views[0].load->gpus.size() == 1);
   CHECK(views[0].loadAge == std::chrono::seconds(12));
   CHECK(views[0].pods == 2);  // the finished pod does not count
+  CHECK(views[0].heldMiB == views[0].load->gpus[0].memoryTotalMiB / 2);
+  CHECK(views[1].heldMiB == 0);
   CHECK_FALSE(views[1].ready);
   CHECK_FALSE(views[1].load);
   CHECK(views[2].endpoint.empty());

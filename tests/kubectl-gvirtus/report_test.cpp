@@ -20,17 +20,19 @@ TEST_CASE("status: a summary line, the backends and the waiting pods", "[report]
   b.load = gvirtus::webhook::BackendLoad{3, 16, {{0, 81920, 1024, 12}}, std::nullopt};
   b.loadAge = std::chrono::seconds(12);
   b.pods = 3;
+  b.heldMiB = 40960;
   WaitingView w{"team-a", "train", std::chrono::minutes(5), "no GVirtuS backend is ready"};
   const std::string text = statusText({b}, {w});
   CHECK_THAT(text, Catch::StartsWith("Backends: 1 ready of 1, sessions 3/16; pods waiting: 1\n"));
   CHECK_THAT(text, Catch::Contains("gvirtus-backend-a   gpu-1   10.0.0.5:9999   yes     3/16       "
-                                   "3      1      1.0/80.0Gi   12%        12s"));
+                                   "3      1      1.0/80.0Gi   40.0Gi     12%        12s"));
   CHECK_THAT(text, Catch::Contains("team-a      train   5m        no GVirtuS backend is ready"));
 
   auto j = toJson(b);
   CHECK(j["load"]["connections"] == 3);
   CHECK(j["load"]["gpus"][0]["memoryTotalMiB"] == 81920);
   CHECK(j["pods"] == 3);
+  CHECK(j["gpuMemoryHeldMiB"] == 40960);
   CHECK(toJson(w)["waitingSeconds"] == 300);
 }
 
