@@ -4,6 +4,8 @@
 #include <optional>
 #include <utility>
 
+#include "common/json_text.h"
+
 namespace gvirtus {
 namespace {
 
@@ -291,12 +293,12 @@ Result<std::vector<std::string>> parseJsonPointer(std::string_view pointer) {
   return tokens;
 }
 
-JsonPatch& JsonPatch::push(std::string_view op, std::string path, const nlohmann::json* value) {
+JsonPatch& JsonPatch::push(std::string_view op, std::string path, nlohmann::json* value) {
   json entry = json::object();
   entry["op"] = op;
   entry["path"] = std::move(path);
   if (value != nullptr) {
-    entry["value"] = *value;
+    entry["value"] = std::move(*value);
   }
   ops_.push_back(std::move(entry));
   return *this;
@@ -434,7 +436,7 @@ JsonPatch& JsonPatch::removeMapEntry(const nlohmann::json& doc,
 }
 
 std::string JsonPatch::dump() const {
-  return ops_.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return compactJson(ops_);
 }
 
 Result<nlohmann::json> applyJsonPatch(const nlohmann::json& doc, const nlohmann::json& patch) {

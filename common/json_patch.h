@@ -63,7 +63,8 @@ class JsonPatch {
   std::string dump() const;
 
  private:
-  JsonPatch& push(std::string_view op, std::string path, const nlohmann::json* value);
+  // `value` is moved into the operation (null: none, for remove).
+  JsonPatch& push(std::string_view op, std::string path, nlohmann::json* value);
   // `doc` with the operations so far applied (`doc` itself when they do not apply).
   nlohmann::json current(const nlohmann::json& doc) const;
 

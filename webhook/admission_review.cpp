@@ -1,6 +1,7 @@
 #include "webhook/admission_review.h"
 
 #include "common/base64.h"
+#include "common/json_text.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -146,7 +147,7 @@ json admissionReviewJson(const AdmissionResponse& response) {
 }
 
 std::string renderAdmissionReview(const AdmissionResponse& response) {
-  return admissionReviewJson(response).dump(-1, ' ', false, json::error_handler_t::replace);
+  return compactJson(admissionReviewJson(response));
 }
 
 }  // namespace gvirtus::webhook

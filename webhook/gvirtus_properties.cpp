@@ -33,4 +33,23 @@ Result<std::string> renderProperties(const std::string& ipv4, int port,
   return properties.dump();
 }
 
+PropertiesCache::PropertiesCache(std::vector<std::string> plugins) : plugins_(std::move(plugins)) {}
+
+Result<std::string> PropertiesCache::forBackend(const std::string& ipv4, int port) {
+  std::lock_guard lock(mutex_);
+  auto key = std::pair{ipv4, port};
+  if (auto it = rendered_.find(key); it != rendered_.end()) {
+    return it->second;
+  }
+  auto text = renderProperties(ipv4, port, plugins_);
+  if (!text) {
+    return text;
+  }
+  if (rendered_.size() >= 1024) {
+    rendered_.clear();  // backends come and go with their pod IPs
+  }
+  rendered_.emplace(std::move(key), *text);
+  return text;
+}
+
 }  // namespace gvirtus::webhook

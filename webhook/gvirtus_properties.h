@@ -1,6 +1,9 @@
 #pragma once
 
+#include <map>
+#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -16,5 +19,19 @@ const std::vector<std::string>& defaultPlugins();
 // IPv4 address, so anything else is an error here; so is a port outside 1-65535.
 Result<std::string> renderProperties(const std::string& ipv4, int port,
                                      const std::vector<std::string>& plugins);
+
+// renderProperties for one plugin list, kept per backend: the text depends on nothing else,
+// and admission renders it for every pod (a tenth of a review's work). Thread-safe; holds
+// the texts of at most 1024 backends (it starts over past that).
+class PropertiesCache {
+ public:
+  explicit PropertiesCache(std::vector<std::string> plugins);
+  Result<std::string> forBackend(const std::string& ipv4, int port);
+
+ private:
+  const std::vector<std::string> plugins_;
+  std::mutex mutex_;
+  std::map<std::pair<std::string, int>, std::string> rendered_;
+};
 
 }  // namespace gvirtus::webhook

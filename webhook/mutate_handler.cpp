@@ -54,11 +54,11 @@ std::string_view reviewResultName(ReviewResult result) {
 
 MutateHandler::MutateHandler(MutateConfig config, const BackendSource& backends,
                              BackendChooser& chooser, WebhookMetrics* metrics)
-    : config_(std::move(config)), backends_(backends), chooser_(chooser), metrics_(metrics) {
-  if (config_.plugins.empty()) {
-    config_.plugins = defaultPlugins();
-  }
-}
+    : config_(std::move(config)),
+      properties_(config_.plugins.empty() ? defaultPlugins() : config_.plugins),
+      backends_(backends),
+      chooser_(chooser),
+      metrics_(metrics) {}
 
 AdmissionResponse MutateHandler::review(const AdmissionRequest& request, ReviewResult* result) {
   ReviewResult outcome = ReviewResult::Unchanged;
@@ -169,7 +169,7 @@ AdmissionResponse MutateHandler::reviewPod(const AdmissionRequest& request, Revi
                              "\" cannot take this pod (" + choice.error().reason +
                              "); remove the annotation and the webhook chooses one");
       }
-      auto properties = renderProperties(known[0].ip, known[0].port, config_.plugins);
+      auto properties = properties_.forBackend(known[0].ip, known[0].port);
       if (!properties) {
         return internal(properties.error());
       }
@@ -191,8 +191,7 @@ AdmissionResponse MutateHandler::reviewPod(const AdmissionRequest& request, Revi
     if (!assignment) {
       auto choice = chooser_.choose(backends_.backends(), *requirements, !request.dryRun);
       if (choice) {
-        auto properties =
-            renderProperties(choice->backend.ip, choice->backend.port, config_.plugins);
+        auto properties = properties_.forBackend(choice->backend.ip, choice->backend.port);
         if (!properties) {
           return internal(properties.error());
         }

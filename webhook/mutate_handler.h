@@ -11,6 +11,7 @@
 #include "webhook/admission_review.h"
 #include "webhook/backend_chooser.h"
 #include "webhook/backend_source.h"
+#include "webhook/gvirtus_properties.h"
 #include "webhook/pod_wiring.h"
 
 namespace gvirtus::webhook {
@@ -64,6 +65,7 @@ class MutateHandler {
   void leaveLargeReview();
 
   MutateConfig config_;
+  PropertiesCache properties_;
   const BackendSource& backends_;
   BackendChooser& chooser_;
   WebhookMetrics* metrics_;

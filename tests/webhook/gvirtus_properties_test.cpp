@@ -36,3 +36,19 @@ TEST_CASE("server_address must be a dotted IPv4 address", "[properties]") {
   CHECK_FALSE(renderProperties("10.1.2.3", 0, defaultPlugins()).has_value());
   CHECK_FALSE(renderProperties("10.1.2.3", 65536, defaultPlugins()).has_value());
 }
+
+TEST_CASE("the properties cache renders each backend once, the same text", "[properties]") {
+  PropertiesCache cache({"cudart"});
+  auto first = cache.forBackend("10.0.0.1", 9999);
+  REQUIRE(first.has_value());
+  CHECK(*first == *renderProperties("10.0.0.1", 9999, {"cudart"}));
+  CHECK(*cache.forBackend("10.0.0.1", 9999) == *first);
+  CHECK(*cache.forBackend("10.0.0.2", 9999) == *renderProperties("10.0.0.2", 9999, {"cudart"}));
+  CHECK_FALSE(cache.forBackend("backend.example", 9999).has_value());
+  for (int i = 0; i < 1100; ++i) {  // past its bound it starts over, still right
+    REQUIRE(
+        cache.forBackend("10.0." + std::to_string(i / 256) + "." + std::to_string(i % 256), 9999)
+            .has_value());
+  }
+  CHECK(*cache.forBackend("10.0.0.1", 9999) == *first);
+}
