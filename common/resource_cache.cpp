@@ -265,7 +265,8 @@ Result<void> ResourceCache::listAndReplace(std::stop_token stop) {
     if (key.empty()) {
       continue;
     }
-    fresh.emplace(std::move(key), std::move(item));
+    fresh.emplace(std::move(key),
+                  options_.transform ? options_.transform(std::move(item)) : std::move(item));
   }
   std::vector<StoreDelta> deltas;
   {
@@ -337,21 +338,22 @@ void ResourceCache::applyEvent(const WatchEvent& event) {
                {{"resource", resourceName(resource_)}, {"type", event.type}});
     return;
   }
+  const json object = options_.transform ? options_.transform(event.object) : event.object;
   std::vector<StoreDelta> deltas;
   {
     std::lock_guard lock(mutex_);
     auto it = store_.find(key);
     if (event.type == "ADDED" || event.type == "MODIFIED") {
       if (it == store_.end()) {
-        deltas.push_back({StoreDelta::Type::Added, key, nullptr, event.object});
-        store_.emplace(key, event.object);
+        deltas.push_back({StoreDelta::Type::Added, key, nullptr, object});
+        store_.emplace(key, object);
       } else {
-        deltas.push_back({StoreDelta::Type::Updated, key, it->second, event.object});
-        it->second = event.object;
+        deltas.push_back({StoreDelta::Type::Updated, key, it->second, object});
+        it->second = object;
       }
     } else if (event.type == "DELETED") {
       if (it != store_.end()) {
-        deltas.push_back({StoreDelta::Type::Deleted, key, it->second, event.object});
+        deltas.push_back({StoreDelta::Type::Deleted, key, it->second, object});
         store_.erase(it);
       }
     } else {

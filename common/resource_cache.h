@@ -56,6 +56,10 @@ struct ResourceCacheOptions {
   Duration backoffInitial = std::chrono::milliseconds(800);
   Duration backoffMax = std::chrono::seconds(30);
   int watchTimeoutSeconds = 0;  // 0: the client's default (randomized 5-10 minutes)
+  // Applied to every listed or watched object before it is stored and handed to handlers
+  // (client-go's SetTransform): a cache that reads a few fields of many objects keeps only
+  // those. It must keep metadata.name, namespace and resourceVersion. Empty: none.
+  std::function<nlohmann::json(nlohmann::json)> transform;
 };
 
 // A cache of one kind of Kubernetes object, kept current by list and watch (the shape of

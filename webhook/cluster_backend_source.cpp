@@ -88,6 +88,41 @@ std::optional<Backend> backendFromPod(const json& pod, const std::optional<json>
   return backend;
 }
 
+namespace {
+
+// What heldShare reads of a GVirtuS pod: the frontends cache holds every GVirtuS pod of the
+// cluster, and keeps this much of each.
+json shareFields(json pod) {
+  json kept = {{"metadata", json::object()}};
+  json& metadata = kept["metadata"];
+  for (const char* key : {"name", "namespace", "resourceVersion", "deletionTimestamp"}) {
+    if (const json* value = memberAt(pod, {"metadata", key})) {
+      metadata[key] = *value;
+    }
+  }
+  if (const json* annotations = memberAt(pod, {"metadata", "annotations"});
+      annotations != nullptr && annotations->is_object()) {
+    for (std::string_view key : {kBackendAnnotation, kBackendGpuAnnotation, kGpuMemoryAnnotation,
+                                 kKaiGpuFractionAnnotation, kKaiGpuMemoryAnnotation}) {
+      if (auto it = annotations->find(key); it != annotations->end()) {
+        metadata["annotations"][std::string(key)] = *it;
+      }
+    }
+  }
+  if (const json* phase = memberAt(pod, {"status", "phase"})) {
+    kept["status"]["phase"] = *phase;
+  }
+  return kept;
+}
+
+ResourceCacheOptions frontendCacheOptions() {
+  ResourceCacheOptions options;
+  options.transform = shareFields;
+  return options;
+}
+
+}  // namespace
+
 ClusterBackendSource::ClusterBackendSource(KubeClient& client, std::string ns,
                                            std::string labelSelector, int port)
     : port_(port),
@@ -95,7 +130,8 @@ ClusterBackendSource::ClusterBackendSource(KubeClient& client, std::string ns,
       pods_(std::make_unique<ResourceCache>(client, resources::kPods, std::move(ns),
                                             std::move(labelSelector))),
       frontends_(std::make_unique<ResourceCache>(client, resources::kPods, "",
-                                                 std::string(kEnabledLabel) + "=true")) {}
+                                                 std::string(kEnabledLabel) + "=true", "",
+                                                 frontendCacheOptions())) {}
 
 ClusterBackendSource::~ClusterBackendSource() {
   stop();

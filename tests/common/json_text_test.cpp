@@ -55,7 +55,7 @@ TEST_CASE("compact JSON text matches nlohmann's on random documents", "[json-tex
     std::string s;
     for (int i = pick(12); i > 0; --i) {
       const int kind = pick(10);
-      s += kind < 6 ? static_cast<char>('a' + pick(26))
+      s += kind < 6   ? static_cast<char>('a' + pick(26))
            : kind < 8 ? static_cast<char>(pick(0x80))
                       : static_cast<char>(0x80 + pick(0x80));
     }

@@ -213,6 +213,28 @@ TEST_CASE("the cache follows adds updates and deletes in order", "[resource_cach
   CHECK(cache.resourceVersion() == std::to_string(server.resourceVersion()));
 }
 
+TEST_CASE("a transform keeps only what the cache's reader needs", "[resource_cache]") {
+  testing::FakeApiServer server;
+  server.putConfigMap("ns1", "a", {{"keep", "1"}, {"drop", std::string(4096, 'x')}});
+  auto client = clientFor(server);
+  ResourceCacheOptions options = fastOptions();
+  options.transform = [](json o) {
+    o["data"].erase("drop");
+    return o;
+  };
+  ResourceCache cache(*client, resources::kConfigMaps, "", "", "", options);
+  Recorder recorder;
+  cache.addHandlers(recorder.handlers());
+  cache.start();
+  REQUIRE(cache.waitForSync(5s));
+  CHECK(cache.get("ns1", "a").value()["data"] == json{{"keep", "1"}});  // listed
+  REQUIRE(eventually([&] { return server.openWatches() == 1; }));
+  recorder.take();
+  server.putConfigMap("ns1", "a", {{"keep", "2"}, {"drop", "y"}});
+  REQUIRE(eventually([&] { return recorder.size() == 1; }));
+  CHECK(cache.get("ns1", "a").value()["data"] == json{{"keep", "2"}});  // watched
+}
+
 TEST_CASE("bookmarks only advance the resourceVersion", "[resource_cache]") {
   testing::FakeApiServer server;
   server.putConfigMap("ns1", "a", {});
