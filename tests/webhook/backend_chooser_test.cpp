@@ -269,15 +269,29 @@ TEST_CASE("GPU memory taken by recent assignments counts against that GPU", "[ch
   CHECK(chooser.choose({two}, quarter, false).has_value());
 }
 
-TEST_CASE("the GPU shares of running pods hold their memory beyond the assignment window",
-          "[chooser]") {
-  FakeClock clock;
-  BackendChooser chooser(optionsFor(Policy::LeastConnections, clock));
-  Backend one = backend("10.0.0.1");
-  one.load->gpus = {GpuLoad{0, 16384, 0, 0}};
-  BackendRequirements half;
-  half.gpuFraction = 0.5;
+namespace {
 
+// One backend with one GPU of 16 GiB, nothing used; pods asking for half of it.
+struct HalvesOfOneGpu {
+  FakeClock clock;
+  BackendChooser chooser{optionsFor(Policy::LeastConnections, clock)};
+  Backend one = [] {
+    Backend b = backend("10.0.0.1");
+    b.load->gpus = {GpuLoad{0, 16384, 0, 0}};
+    return b;
+  }();
+  BackendRequirements half = [] {
+    BackendRequirements r;
+    r.gpuFraction = 0.5;
+    return r;
+  }();
+};
+
+}  // namespace
+
+TEST_CASE_METHOD(HalvesOfOneGpu,
+                 "the GPU shares of running pods hold their memory beyond the assignment window",
+                 "[chooser]") {
   // Two halves are given the GPU; a third is refused.
   for (const char* pod : {"ns/half-1", "ns/half-2"}) {
     half.pod = pod;
@@ -306,13 +320,9 @@ TEST_CASE("the GPU shares of running pods hold their memory beyond the assignmen
   CHECK_FALSE(chooser.choose({one}, half, false).has_value());
 }
 
-TEST_CASE("a recent assignment of a pod not yet seen with its share still counts", "[chooser]") {
-  FakeClock clock;
-  BackendChooser chooser(optionsFor(Policy::LeastConnections, clock));
-  Backend one = backend("10.0.0.1");
-  one.load->gpus = {GpuLoad{0, 16384, 0, 0}};
-  BackendRequirements half;
-  half.gpuFraction = 0.5;
+TEST_CASE_METHOD(HalvesOfOneGpu,
+                 "a recent assignment of a pod not yet seen with its share still counts",
+                 "[chooser]") {
   half.pod = "ns/seen";
   REQUIRE(chooser.choose({one}, half, true).has_value());
   one.shares.push_back({"ns/seen", 0, half});

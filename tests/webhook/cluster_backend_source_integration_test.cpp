@@ -12,22 +12,43 @@ using namespace gvirtus::webhook::testing;
 using gvirtus::PatchType;
 namespace resources = gvirtus::resources;
 
-TEST_CASE("backends follow their node's zone and draining mark", "[cluster-backends]") {
-  auto client = gvirtus::testing::adminClient();
-  TestNamespace ns{*client, "cbs-it"};
-  ns.waitForDefaultServiceAccount();
-  const std::string run = randomSuffix();
-  const std::string node = "cbs-gpu-" + run;
-  ensureNode(*client, node, {{"topology.kubernetes.io/zone", "zone-x"}});
-  REQUIRE(client->create(resources::kPods, ns.name(),
-                         backendPod(ns.name(), "backend-" + run, node, run, 0, 16)));
+namespace {
 
-  ClusterBackendSource source(*client, ns.name(), "gvirtus.io/test-run=" + run, 9999);
-  source.start();
-  auto only = [&]() -> std::optional<Backend> {
+// One backend pod on a node of its own, in a namespace of the test, and a source of it.
+struct OneBackend {
+  std::unique_ptr<gvirtus::KubeClient> client = gvirtus::testing::adminClient();
+  TestNamespace ns;
+  const std::string run = randomSuffix();
+  const std::string node;
+  ClusterBackendSource source;
+
+  OneBackend(const std::string& name, const json& nodeLabels)
+      : ns(*client, name),
+        node(name + "-gpu-" + run),
+        source(*client, ns.name(), "gvirtus.io/test-run=" + run, 9999) {
+    ns.waitForDefaultServiceAccount();
+    ensureNode(*client, node, nodeLabels);
+    REQUIRE(client->create(resources::kPods, ns.name(),
+                           backendPod(ns.name(), "backend-" + run, node, run, 0, 16)));
+    source.start();
+  }
+  ~OneBackend() {
+    source.stop();
+    (void)client->remove(resources::kNodes, "", node);
+  }
+  std::optional<Backend> only() {
     auto backends = source.backends();
     return backends.size() == 1 ? std::optional(backends[0]) : std::nullopt;
-  };
+  }
+};
+
+}  // namespace
+
+TEST_CASE("backends follow their node's zone and draining mark", "[cluster-backends]") {
+  OneBackend fixture("cbs-it", {{"topology.kubernetes.io/zone", "zone-x"}});
+  auto& client = fixture.client;
+  const std::string& node = fixture.node;
+  auto only = [&] { return fixture.only(); };
   REQUIRE(eventually([&] { return only() && only()->zone == "zone-x"; }));
   // Asked again with nothing changed: the same list, built once.
   CHECK(only()->zone == "zone-x");
@@ -44,27 +65,15 @@ TEST_CASE("backends follow their node's zone and draining mark", "[cluster-backe
 
   patchNode({{"annotations", {{"gvirtus.io/backend.draining", "2026-11-23T00:00:00Z"}}}});
   CHECK(eventually([&] { return only() && only()->draining; }));
-
-  source.stop();
-  (void)client->remove(resources::kNodes, "", node);
 }
 
 TEST_CASE("backends carry the GPU shares of the pods given them until those finish",
           "[cluster-backends]") {
-  auto client = gvirtus::testing::adminClient();
-  TestNamespace ns{*client, "cbs-shares-it"};
-  ns.waitForDefaultServiceAccount();
-  const std::string run = randomSuffix();
-  const std::string node = "cbs-share-gpu-" + run;
-  ensureNode(*client, node, {});
-  REQUIRE(client->create(resources::kPods, ns.name(),
-                         backendPod(ns.name(), "backend-" + run, node, run, 0, 16)));
-  ClusterBackendSource source(*client, ns.name(), "gvirtus.io/test-run=" + run, 9999);
-  source.start();
-  auto only = [&]() -> std::optional<Backend> {
-    auto backends = source.backends();
-    return backends.size() == 1 ? std::optional(backends[0]) : std::nullopt;
-  };
+  OneBackend fixture("cbs-shares-it", json::object());
+  auto& client = fixture.client;
+  auto& ns = fixture.ns;
+  const std::string& run = fixture.run;
+  auto only = [&] { return fixture.only(); };
   REQUIRE(eventually([&] { return only().has_value(); }));
   CHECK(only()->shares.empty());
 
@@ -96,7 +105,4 @@ TEST_CASE("backends carry the GPU shares of the pods given them until those fini
   INFO((done ? "" : done.error().message));
   REQUIRE(done.has_value());
   CHECK(eventually([&] { return only() && only()->shares.empty(); }));
-
-  source.stop();
-  (void)client->remove(resources::kNodes, "", node);
 }
