@@ -76,8 +76,12 @@ TEST_CASE("kubectl gvirtus status, backends and why on a live cluster", "[kubect
   backendObject["metadata"]["annotations"]["gvirtus.io/load"] = load(1, 1);
   REQUIRE(client->create(resources::kPods, backendsNs.name(), backendObject).has_value());
   REQUIRE(eventually([&] { return podRunning(*client, backendsNs.name(), backend); }, 30s));
-  const std::string backendIp = podStatus(*client, backendsNs.name(), backend).value("podIP", "");
-  REQUIRE_FALSE(backendIp.empty());
+  // Read at each check: under load kwok has been seen to give the pod another IP after it
+  // first reported Running, and the plugin and the webhook show the current one.
+  auto backendIp = [&] {
+    return podStatus(*client, backendsNs.name(), backend).value("podIP", "");
+  };
+  REQUIRE_FALSE(backendIp().empty());
   const std::vector<std::string> scope = {"--backend-namespace", backendsNs.name(),
                                           "--backend-selector", selector};
 
@@ -112,7 +116,7 @@ TEST_CASE("kubectl gvirtus status, backends and why on a live cluster", "[kubect
   const json& b = status["backends"][0];
   CHECK(b["name"] == backend);
   CHECK(b["node"] == kGpuNode);
-  CHECK(b["endpoint"] == backendIp + ":9999");
+  CHECK(b["endpoint"] == backendIp() + ":9999");
   CHECK(b["ready"] == true);
   CHECK(b["load"]["connections"] == 1);
   CHECK(b["load"]["maxSessions"] == 1);
@@ -149,7 +153,7 @@ TEST_CASE("kubectl gvirtus status, backends and why on a live cluster", "[kubect
       },
       30s));
   INFO(explained.dump(2));
-  CHECK(explained["backend"] == backendIp + ":9999");
+  CHECK(explained["backend"] == backendIp() + ":9999");
   CHECK(explained["backendPod"] == backendsNs.name() + "/" + backend);
   bool assignedEvent = false;
   for (const auto& e : explained["events"]) {
@@ -174,7 +178,7 @@ TEST_CASE("kubectl gvirtus status, backends and why on a live cluster", "[kubect
   INFO(table);
   CHECK(kubectlCode == 0);
   CHECK_THAT(table, Catch::Contains("NAME") && Catch::Contains(backend) &&
-                        Catch::Contains(backendIp + ":9999"));
+                        Catch::Contains(backendIp() + ":9999"));
 
   // A pod that does not exist: exit 1 and the reason.
   auto [missingCode, missing] = plugin({"why", "no-such-pod", "-n", apps.name()});
