@@ -23,7 +23,10 @@ std::string createPod(gvirtus::KubeClient& client) {
   json pod = {{"apiVersion", "v1"},
               {"kind", "Pod"},
               {"metadata", {{"name", name}, {"namespace", "default"}}},
-              {"spec", {{"containers", json::array({{{"name", "r"}, {"image", "x:1"}}})}}}};
+              // Gated: no scheduler or kwok writes to it while the program does.
+              {"spec",
+               {{"schedulingGates", json::array({{{"name", "gvirtus.io/test"}}})},
+                {"containers", json::array({{{"name", "r"}, {"image", "x:1"}}})}}}};
   client.remove(gvirtus::resources::kPods, "default", name);
   REQUIRE(eventually(
       [&] { return client.create(gvirtus::resources::kPods, "default", pod).has_value(); }));

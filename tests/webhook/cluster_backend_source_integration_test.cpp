@@ -77,21 +77,22 @@ TEST_CASE("backends carry the GPU shares of the pods given them until those fini
   REQUIRE(eventually([&] { return only().has_value(); }));
   CHECK(only()->shares.empty());
 
-  // A GVirtuS pod given that backend's GPU 0, as the webhook leaves it (not bound: kwok
-  // would run it).
+  // A GVirtuS pod given that backend's GPU 0, as the webhook leaves it; gated, so that
+  // neither the scheduler nor kwok touches it (the test writes its phase).
   const std::string half = "half-" + run;
-  const json pod = {
-      {"apiVersion", "v1"},
-      {"kind", "Pod"},
-      {"metadata",
-       {{"name", half},
-        {"namespace", ns.name()},
-        {"labels", {{"gvirtus.io/enabled", "true"}}},
-        {"annotations",
-         {{"gpu-fraction", "0.5"},
-          {"gvirtus.io/backend", only()->endpoint()},
-          {"gvirtus.io/backend-gpu", "0"}}}}},
-      {"spec", {{"containers", json::array({{{"name", "app"}, {"image", "app:1"}}})}}}};
+  const json pod = {{"apiVersion", "v1"},
+                    {"kind", "Pod"},
+                    {"metadata",
+                     {{"name", half},
+                      {"namespace", ns.name()},
+                      {"labels", {{"gvirtus.io/enabled", "true"}}},
+                      {"annotations",
+                       {{"gpu-fraction", "0.5"},
+                        {"gvirtus.io/backend", only()->endpoint()},
+                        {"gvirtus.io/backend-gpu", "0"}}}}},
+                    {"spec",
+                     {{"schedulingGates", json::array({{{"name", "gvirtus.io/test"}}})},
+                      {"containers", json::array({{{"name", "app"}, {"image", "app:1"}}})}}}};
   REQUIRE(client->create(resources::kPods, ns.name(), pod));
   REQUIRE(eventually([&] { return only() && only()->shares.size() == 1; }));
   CHECK(only()->shares[0].pod == ns.name() + "/" + half);
