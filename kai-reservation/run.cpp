@@ -1,5 +1,6 @@
 #include "kai-reservation/run.h"
 
+#include <atomic>
 #include <chrono>
 
 #include "common/backoff.h"
@@ -39,9 +40,10 @@ int runReservation(const Options& options) {
   if (!health) {
     return configurationError(kProgram, "--health-addr: " + health.error().message);
   }
-  std::string held;
-  (*health)->setReadinessCheck([&held]() -> Result<void> {
-    if (held.empty())
+  // Read by the health server's threads.
+  std::atomic<bool> recorded = false;
+  (*health)->setReadinessCheck([&recorded]() -> Result<void> {
+    if (!recorded)
       return fail("reservation not recorded yet");
     return {};
   });
@@ -53,15 +55,16 @@ int runReservation(const Options& options) {
   // (a restarting API server, a conflict with another writer) is worth another try.
   const auto deadline = std::chrono::steady_clock::now() + options.retryFor;
   Backoff backoff(std::chrono::milliseconds(200), std::chrono::seconds(5));
-  while (held.empty()) {
-    auto recorded = recordReservation(**client, options.podNamespace, options.podName, *device);
-    if (recorded) {
-      held = *recorded;
+  std::string held;
+  for (;;) {
+    auto named = recordReservation(**client, options.podNamespace, options.podName, *device);
+    if (named) {
+      held = *named;
       break;
     }
-    log::warn("could not record the reservation",
-              {{"pod", options.podNamespace + "/" + options.podName},
-               {"error", recorded.error().message}});
+    log::warn(
+        "could not record the reservation",
+        {{"pod", options.podNamespace + "/" + options.podName}, {"error", named.error().message}});
     if (std::chrono::steady_clock::now() >= deadline) {
       log::error("giving up", {{"after", formatDuration(options.retryFor)}});
       return kExitFatal;
@@ -70,6 +73,7 @@ int runReservation(const Options& options) {
       return kExitOk;
     }
   }
+  recorded = true;
   if (held != *device) {
     log::warn("the pod already names another device; keeping it",
               {{"named", held}, {"allocated", *device}});

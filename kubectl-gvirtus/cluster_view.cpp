@@ -188,6 +188,13 @@ const char* stateName(PodExplanation::State state) {
 std::vector<BackendView> backendViews(const std::vector<json>& backendPods,
                                       const std::vector<json>& gvirtusPods, int port,
                                       TimePoint now) {
+  // The GPU shares of the GVirtuS pods, by backend endpoint, read once for all backends.
+  std::vector<std::pair<std::string, webhook::GpuShare>> shares;
+  for (const auto& p : gvirtusPods) {
+    if (auto held = webhook::heldShare(p)) {
+      shares.push_back(std::move(*held));
+    }
+  }
   std::vector<BackendView> out;
   for (const auto& pod : backendPods) {
     if (stringAt(pod, {"metadata", "deletionTimestamp"}) != "" && !isReady(pod)) {
@@ -214,14 +221,13 @@ std::vector<BackendView> backendViews(const std::vector<json>& backendPods,
     view.pods = std::count_if(gvirtusPods.begin(), gvirtusPods.end(), [&](const json& p) {
       return !isFinished(p) && annotation(p, names::kBackendPodAnnotation) == ref;
     });
-    for (const auto& p : gvirtusPods) {
-      auto held = webhook::heldShare(p);
-      if (!held || held->first != view.endpoint || !view.load) {
+    for (const auto& [endpoint, share] : shares) {
+      if (!view.load || endpoint != view.endpoint) {
         continue;
       }
       for (const auto& gpu : view.load->gpus) {
-        if (gpu.index == held->second.gpuIndex) {
-          view.heldMiB += webhook::memoryDemandMiB(held->second.demand, gpu.memoryTotalMiB);
+        if (gpu.index == share.gpuIndex) {
+          view.heldMiB += webhook::memoryDemandMiB(share.demand, gpu.memoryTotalMiB);
         }
       }
     }

@@ -95,7 +95,7 @@ namespace {
 json shareFields(json pod) {
   json kept = {{"metadata", json::object()}};
   json& metadata = kept["metadata"];
-  for (const char* key : {"name", "namespace", "resourceVersion", "deletionTimestamp"}) {
+  for (const char* key : {"name", "namespace", "resourceVersion"}) {
     if (const json* value = memberAt(pod, {"metadata", key})) {
       metadata[key] = *value;
     }
@@ -151,17 +151,14 @@ bool ClusterBackendSource::updateShare(const std::string& pod,
                                        std::optional<std::pair<std::string, GpuShare>> share) {
   std::lock_guard lock(mutex_);
   auto it = shares_.find(pod);
-  if (!share) {
-    if (it == shares_.end()) {
-      return false;
-    }
-    shares_.erase(it);
-  } else if (it == shares_.end()) {
-    shares_.emplace(pod, std::move(*share));
-  } else if (it->second != *share) {
-    it->second = std::move(*share);
-  } else {
+  const bool same = share ? it != shares_.end() && it->second == *share : it == shares_.end();
+  if (same) {
     return false;
+  }
+  if (share) {
+    shares_.insert_or_assign(pod, std::move(*share));
+  } else {
+    shares_.erase(it);
   }
   ++generation_;
   built_.reset();
@@ -208,22 +205,15 @@ void ClusterBackendSource::start() {
                        nodeSetChanged});
   // A share that ends is room for a waiting pod: a pass. A new or changed one only changes
   // the list.
-  auto shareSeen = [this](const json& pod) { updateShare(cacheKey(pod), heldShare(pod)); };
-  auto shareGone = [this](const json& pod) {
-    if (updateShare(cacheKey(pod), std::nullopt) && onChange_) {
+  auto shareNow = [this](const json& pod, std::optional<std::pair<std::string, GpuShare>> share) {
+    const bool ends = !share;
+    if (updateShare(cacheKey(pod), std::move(share)) && ends && onChange_) {
       onChange_();
     }
   };
-  frontends_->addHandlers({shareSeen,
-                           [=, this](const json&, const json& pod) {
-                             auto share = heldShare(pod);
-                             const bool holds = share.has_value();
-                             if (updateShare(cacheKey(pod), std::move(share)) && !holds &&
-                                 onChange_) {
-                               onChange_();
-                             }
-                           },
-                           shareGone});
+  frontends_->addHandlers({[=](const json& pod) { shareNow(pod, heldShare(pod)); },
+                           [=](const json&, const json& pod) { shareNow(pod, heldShare(pod)); },
+                           [=](const json& pod) { shareNow(pod, std::nullopt); }});
   nodes_->start();
   pods_->start();
   frontends_->start();
