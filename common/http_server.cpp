@@ -14,8 +14,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <httplib.h>
-
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -34,8 +32,10 @@
 #include <system_error>
 #include <thread>
 
+#include "common/http_codec.h"
 #include "common/log.h"
 #include "common/openssl_util.h"
+#include "common/strings.h"
 #include "common/unique_fd.h"
 
 namespace gvirtus {
@@ -47,12 +47,13 @@ using Clock = std::chrono::steady_clock;
 // Bytes of request line and headers one request may take.
 constexpr std::size_t kHeaderBudget = 64 * 1024;
 constexpr std::size_t kReadBufferSize = 16 * 1024;
+// A chunk-size line or a trailer field.
+constexpr std::size_t kChunkLineLimit = 4096;
 // After answering a request whose body was left unread, the rest of the body is read and
 // dropped for at most this long / this much, so the client sees the answer instead of a
 // reset (a "lingering close").
 constexpr auto kLingerTime = std::chrono::seconds(2);
 constexpr std::size_t kLingerBytes = 16 * 1024 * 1024;
-constexpr auto kCertCheckInterval = std::chrono::seconds(1);
 // TLS 1.2 suites: forward secret AEAD only (TLS 1.3 keeps OpenSSL's defaults, all AEAD).
 constexpr const char* kTls12Ciphers =
     "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
@@ -61,13 +62,6 @@ constexpr const char* kTls12Ciphers =
 
 std::string errnoText(int err) {
   return std::system_category().message(err);
-}
-
-bool equalsIgnoreCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
 }
 
 int pollMillis(Clock::time_point deadline) {
@@ -273,50 +267,135 @@ std::string formatAddress(const sockaddr_storage& addr, int* port) {
   return {};
 }
 
-// ---- One connection's byte stream, plain or TLS, as httplib reads and writes it ----------
+// ---- One connection's byte stream, plain or TLS, buffered ------------------------------------
 
-class ConnectionStream final : public httplib::Stream {
+class Connection {
  public:
-  ConnectionStream(int fd, SSL* ssl, Duration readTimeout, Duration writeTimeout)
+  Connection(int fd, SSL* ssl, Duration readTimeout, Duration writeTimeout)
       : fd_(fd), ssl_(ssl), readTimeout_(readTimeout), writeTimeout_(writeTimeout) {}
 
-  bool is_readable() const override {
-    return hasBuffered() || waitFor(fd_, POLLIN, Clock::now() + readTimeout_);
-  }
-  bool is_writable() const override { return waitFor(fd_, POLLOUT, Clock::now() + writeTimeout_); }
+  enum class Read { Ok, Closed, TooLarge };
 
-  ssize_t read(char* ptr, size_t size) override {
-    if (size == 0)
-      return 0;
-    if (consumed_ >= budget_)
-      return -1;  // the request is larger than allowed
-    size = std::min(size, budget_ - consumed_);
-    if (pos_ == len_) {
-      if (size >= buffer_.size()) {
-        ssize_t n = rawRead(ptr, size);
-        if (n > 0)
-          consumed_ += static_cast<size_t>(n);
-        return n;
-      }
-      ssize_t n = rawRead(buffer_.data(), buffer_.size());
-      if (n <= 0)
-        return n;
-      pos_ = 0;
-      len_ = static_cast<size_t>(n);
+  // Waits up to `timeout` for the first byte of a next request, giving up early when
+  // `giveUp` says so (checked every 50 ms).
+  bool waitForRequest(Duration timeout, const std::function<bool()>& giveUp) const {
+    if (hasBuffered())
+      return true;
+    auto deadline = Clock::now() + timeout;
+    for (;;) {
+      auto slice = std::min(deadline, Clock::now() + std::chrono::milliseconds(50));
+      if (waitFor(fd_, POLLIN, slice))
+        return true;
+      if (Clock::now() >= deadline || giveUp())
+        return false;
     }
-    size_t n = std::min(size, len_ - pos_);
-    std::memcpy(ptr, buffer_.data() + pos_, n);
-    pos_ += n;
-    consumed_ += n;
-    return static_cast<ssize_t>(n);
   }
 
-  ssize_t write(const char* ptr, size_t size) override {
-    if (size == 0)
-      return 0;
+  // The next request head, up to and including its empty line, at most `limit` bytes; it
+  // stays valid until the next read.
+  Read readHead(size_t limit, std::string_view& head) {
+    size_t scanned = 0;
+    for (;;) {
+      std::string_view buffered(buf_.data() + begin_, end_ - begin_);
+      // Leading empty lines do not start a request (RFC 9112 §2.2).
+      while (buffered.starts_with("\r\n")) {
+        begin_ += 2;
+        buffered.remove_prefix(2);
+      }
+      auto end = buffered.find("\r\n\r\n", scanned);
+      if (end != std::string_view::npos && end + 4 <= limit) {
+        head = buffered.substr(0, end + 4);
+        begin_ += end + 4;
+        return Read::Ok;
+      }
+      if (buffered.size() >= limit)
+        return Read::TooLarge;
+      scanned = buffered.size() >= 3 ? buffered.size() - 3 : 0;
+      if (!fill())
+        return Read::Closed;
+    }
+  }
+
+  // One line without its CRLF, at most `limit` bytes (chunk sizes, trailers).
+  Read readLine(size_t limit, std::string& line) {
+    size_t scanned = 0;
+    for (;;) {
+      std::string_view buffered(buf_.data() + begin_, end_ - begin_);
+      auto end = buffered.find("\r\n", scanned);
+      if (end != std::string_view::npos && end <= limit) {
+        line.assign(buffered.substr(0, end));
+        begin_ += end + 2;
+        return Read::Ok;
+      }
+      if (buffered.size() > limit + 1)
+        return Read::TooLarge;
+      scanned = buffered.empty() ? 0 : buffered.size() - 1;
+      if (!fill())
+        return Read::Closed;
+    }
+  }
+
+  // Appends exactly `n` bytes to `out`; false when the connection ends first.
+  bool readExact(size_t n, std::string& out) {
+    size_t target = out.size() + n;
+    while (out.size() < target) {
+      size_t want = target - out.size();
+      if (begin_ < end_) {
+        size_t take = std::min(want, end_ - begin_);
+        out.append(buf_.data() + begin_, take);
+        begin_ += take;
+      } else if (want >= kReadBufferSize) {
+        // Large bodies go straight into place.
+        size_t old = out.size();
+        out.resize(target);
+        ssize_t got = rawRead(out.data() + old, want);
+        out.resize(old + static_cast<size_t>(std::max<ssize_t>(got, 0)));
+        if (got <= 0)
+          return false;
+      } else if (!fill()) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  bool writeAll(std::string_view data) {
+    while (!data.empty()) {
+      ssize_t n = write(data.data(), data.size());
+      if (n <= 0)
+        return false;
+      data.remove_prefix(static_cast<size_t>(n));
+    }
+    return true;
+  }
+
+ private:
+  bool hasBuffered() const { return begin_ < end_ || (ssl_ != nullptr && SSL_pending(ssl_) > 0); }
+
+  // Reads what the socket has into the buffer; false on end of stream, error or timeout.
+  bool fill() {
+    if (begin_ == end_) {
+      begin_ = end_ = 0;
+    } else if (end_ == buf_.size()) {
+      if (begin_ > 0) {
+        std::memmove(buf_.data(), buf_.data() + begin_, end_ - begin_);
+        end_ -= begin_;
+        begin_ = 0;
+      } else {
+        buf_.resize(buf_.size() * 2);  // a head over the buffer: bounded by its limit
+      }
+    }
+    ssize_t n = rawRead(buf_.data() + end_, buf_.size() - end_);
+    if (n <= 0)
+      return false;
+    end_ += static_cast<size_t>(n);
+    return true;
+  }
+
+  ssize_t write(const char* ptr, size_t size) {
     auto deadline = Clock::now() + writeTimeout_;
     if (ssl_ != nullptr) {
-      int chunk = static_cast<int>(std::min<size_t>(size, 16 * 1024));
+      int chunk = static_cast<int>(std::min<size_t>(size, 64 * 1024));
       for (;;) {
         ERR_clear_error();
         int n = SSL_write(ssl_, ptr, chunk);
@@ -347,52 +426,6 @@ class ConnectionStream final : public httplib::Stream {
         return -1;
     }
   }
-
-  void get_remote_ip_and_port(std::string& ip, int& port) const override {
-    sockaddr_storage addr{};
-    socklen_t len = sizeof(addr);
-    if (::getpeername(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      ip.clear();
-      port = 0;
-      return;
-    }
-    ip = formatAddress(addr, &port);
-  }
-  void get_local_ip_and_port(std::string& ip, int& port) const override {
-    sockaddr_storage addr{};
-    socklen_t len = sizeof(addr);
-    if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      ip.clear();
-      port = 0;
-      return;
-    }
-    ip = formatAddress(addr, &port);
-  }
-  socket_t socket() const override { return fd_; }
-
-  // Waits up to `timeout` for the first byte of a next request, giving up early when
-  // `giveUp` says so (checked every 50 ms).
-  bool waitForRequest(Duration timeout, const std::function<bool()>& giveUp) const {
-    if (hasBuffered())
-      return true;
-    auto deadline = Clock::now() + timeout;
-    for (;;) {
-      auto slice = std::min(deadline, Clock::now() + std::chrono::milliseconds(50));
-      if (waitFor(fd_, POLLIN, slice))
-        return true;
-      if (Clock::now() >= deadline || giveUp())
-        return false;
-    }
-  }
-  // Starts a new request: it may read `bytes` more (line, headers); the body adds its own.
-  void startRequest(size_t bytes) {
-    consumed_ = 0;
-    budget_ = bytes;
-  }
-  void allowMore(size_t bytes) { budget_ += bytes; }
-
- private:
-  bool hasBuffered() const { return pos_ < len_ || (ssl_ != nullptr && SSL_pending(ssl_) > 0); }
 
   ssize_t rawRead(char* ptr, size_t size) {
     auto deadline = Clock::now() + readTimeout_;
@@ -433,66 +466,52 @@ class ConnectionStream final : public httplib::Stream {
   SSL* ssl_;
   Duration readTimeout_;
   Duration writeTimeout_;
-  std::array<char, kReadBufferSize> buffer_{};
-  size_t pos_ = 0;
-  size_t len_ = 0;
-  size_t consumed_ = 0;
-  size_t budget_ = kHeaderBudget;
+  std::vector<char> buf_ = std::vector<char>(kReadBufferSize);
+  size_t begin_ = 0;  // unread bytes are buf_[begin_, end_)
+  size_t end_ = 0;
 };
 
-// What a request handler running on this thread may tell its connection.
-struct ConnectionState {
-  ConnectionStream* stream = nullptr;
-  // The request body was not (fully) read: answer, then close instead of keeping alive.
-  bool closeAfterResponse = false;
-  // The request reached a handler; when httplib answered by itself (a malformed request,
-  // an unknown method) the rest of the input cannot be trusted either.
-  bool dispatched = false;
-};
-thread_local ConnectionState* tConnection = nullptr;
-
-// Set while the task queue runs a connection it has no room for: the connection is closed
-// at once instead of served.
-thread_local bool tRejecting = false;
-
-// A fixed pool of workers with a bounded wait queue. A connection beyond the queue is not
-// left waiting: its task runs at once on the accepting thread with tRejecting set, which
-// closes the socket. `waiting` counts the connections no idle worker is about to take, for
+// A fixed pool of workers with a bounded wait queue; a connection beyond the queue is
+// refused at once. `waiting` counts the connections no idle worker is about to take, for
 // idle keep-alive connections, which give their worker up while others wait.
-class BoundedTaskQueue final : public httplib::TaskQueue {
+class ConnectionWorkers {
  public:
-  BoundedTaskQueue(size_t workers, size_t maxQueued, std::atomic<size_t>& waiting)
-      : maxQueued_(maxQueued), waiting_(waiting) {
+  using Serve = std::function<void(UniqueFd)>;
+
+  ConnectionWorkers(size_t workers, size_t maxQueued, std::atomic<size_t>& waiting, Serve serve)
+      : maxQueued_(maxQueued), waiting_(waiting), serve_(std::move(serve)) {
     workers = std::max<size_t>(workers, 1);
     threads_.reserve(workers);
     for (size_t i = 0; i < workers; ++i)
       threads_.emplace_back([this] { work(); });
   }
-  ~BoundedTaskQueue() override { shutdown(); }
+  ~ConnectionWorkers() { shutdown(); }
+  ConnectionWorkers(const ConnectionWorkers&) = delete;
+  ConnectionWorkers& operator=(const ConnectionWorkers&) = delete;
 
-  void enqueue(std::function<void()> fn) override {
+  // False, leaving `fd` with the caller, when the queue is full or shutting down.
+  bool submit(UniqueFd& fd) {
     {
-      std::unique_lock lock(mutex_);
-      if (!shutdown_ && queue_.size() < idle_ + maxQueued_) {
-        queue_.push_back(std::move(fn));
-        publishWaiting();
-        lock.unlock();
-        cv_.notify_one();
-        return;
-      }
+      std::lock_guard lock(mutex_);
+      if (shutdown_ || queue_.size() >= idle_ + maxQueued_)
+        return false;
+      queue_.push_back(std::move(fd));
+      publishWaiting();
     }
-    tRejecting = true;
-    fn();
-    tRejecting = false;
+    cv_.notify_one();
+    return true;
   }
 
-  void shutdown() override {
+  // Closes the connections still queued and joins the workers.
+  void shutdown() {
     {
       std::lock_guard lock(mutex_);
       shutdown_ = true;
+      queue_.clear();
+      publishWaiting();
     }
     cv_.notify_all();
-    threads_.clear();  // joins; queued connections are drained (and closed, as stopping)
+    threads_.clear();
   }
 
  private:
@@ -501,7 +520,7 @@ class BoundedTaskQueue final : public httplib::TaskQueue {
 
   void work() {
     for (;;) {
-      std::function<void()> fn;
+      UniqueFd fd;
       {
         std::unique_lock lock(mutex_);
         ++idle_;
@@ -509,19 +528,20 @@ class BoundedTaskQueue final : public httplib::TaskQueue {
         --idle_;
         if (queue_.empty())
           return;
-        fn = std::move(queue_.front());
+        fd = std::move(queue_.front());
         queue_.pop_front();
         publishWaiting();
       }
-      fn();
+      serve_(std::move(fd));
     }
   }
 
   const size_t maxQueued_;
   std::atomic<size_t>& waiting_;
+  Serve serve_;
   std::mutex mutex_;
   std::condition_variable cv_;
-  std::deque<std::function<void()>> queue_;
+  std::deque<UniqueFd> queue_;
   size_t idle_ = 0;
   bool shutdown_ = false;
   std::vector<std::jthread> threads_;
@@ -620,10 +640,10 @@ int boundPort(int fd) {
   return port;
 }
 
-HttpResponse internalError() {
+HttpResponse plainResponse(int status, std::string body) {
   HttpResponse response;
-  response.status = 500;
-  response.body = "internal server error\n";
+  response.status = status;
+  response.body = std::move(body);
   return response;
 }
 
@@ -631,23 +651,6 @@ std::string upper(std::string s) {
   for (char& c : s)
     c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return s;
-}
-
-bool isPseudoHeader(const std::string& name) {
-  return equalsIgnoreCase(name, "REMOTE_ADDR") || equalsIgnoreCase(name, "REMOTE_PORT") ||
-         equalsIgnoreCase(name, "LOCAL_ADDR") || equalsIgnoreCase(name, "LOCAL_PORT");
-}
-
-// The declared body length: nullopt without a (valid) Content-Length.
-std::optional<uint64_t> contentLength(const httplib::Request& req) {
-  if (!req.has_header("Content-Length"))
-    return std::nullopt;
-  std::string text = req.get_header_value("Content-Length");
-  uint64_t value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size())
-    return std::nullopt;
-  return value;
 }
 
 }  // namespace
@@ -719,14 +722,8 @@ Result<std::pair<std::string, int>> parseListenAddress(std::string_view address)
 
 // ---- The server ----------------------------------------------------------------------------
 
-namespace {
-class Transport;
-}
-
 struct HttpServer::Impl {
-  // Defined after Transport: the unique_ptr below needs the complete type to be destroyed.
   explicit Impl(HttpServerOptions o);
-  ~Impl();
 
   HttpServerOptions options;
   std::string host;
@@ -743,14 +740,13 @@ struct HttpServer::Impl {
   FileStamp certStamp;
   FileStamp keyStamp;
 
-  std::unique_ptr<Transport> transport;
-
   // Listener lifecycle, guarded by stateMutex.
   std::mutex stateMutex;
   std::condition_variable stateCv;
   bool started = false;
   std::atomic<bool> stopping{false};
   UniqueFd listenFd;
+  std::unique_ptr<ConnectionWorkers> workers;
   std::jthread thread;
   std::atomic<int> port{0};
 
@@ -769,50 +765,29 @@ struct HttpServer::Impl {
 
   Result<void> bindListener();
   void serveLoop();
-  void serveConnection(int fd);
+  void acceptConnections();
+  void serveConnection(UniqueFd fd);
   SslPtr handshake(int fd, int* fdSlot);
   void lingeringClose(int fd);
   void noteRejected();
   bool registerConnection(int fd);
   void unregisterConnection(int fd);
 
-  void dispatch(const httplib::Request& req, httplib::Response& res,
-                const httplib::ContentReader* reader);
-  int expectContinue(const httplib::Request& req, httplib::Response& res);
+  // What the connection does after a request was answered.
+  enum class After { KeepAlive, Close, DrainAndClose };
+  enum class BodyRead { Ok, Closed, TooLarge, Malformed };
+  // Reads, routes and answers one request; `remaining` counts it among the requests the
+  // connection may still serve.
+  After serveRequest(Connection& connection, const std::string& remoteAddr, int remotePort,
+                     size_t remaining);
+  BodyRead readBody(Connection& connection, const RequestHead& head, std::string& body);
+  After answer(Connection& connection, const RequestHead& head, size_t remaining,
+               const HttpResponse& response);
+  bool respond(Connection& connection, const HttpResponse& response, bool headOnly, bool close,
+               size_t keepAliveMax);
 };
-
-namespace {
-
-// httplib's server with connection handling replaced: the byte stream (plain or TLS),
-// keep-alive, limits and shutdown are ours; request parsing, routing to the catch-all
-// handlers and response writing stay httplib's.
-class Transport final : public httplib::Server {
- public:
-  explicit Transport(HttpServer::Impl& impl) : impl_(impl) {}
-
-  void setListenSocket(int fd) { svr_sock_ = fd; }
-  bool serveRequest(ConnectionStream& stream, bool lastRequest, bool& connectionClosed) {
-    return process_request(stream, lastRequest, connectionClosed, nullptr);
-  }
-
- private:
-  bool process_and_close_socket(socket_t sock) override {
-    if (tRejecting || impl_.stopping) {
-      ::close(sock);
-      impl_.noteRejected();
-      return false;
-    }
-    impl_.serveConnection(sock);
-    return true;
-  }
-
-  HttpServer::Impl& impl_;
-};
-
-}  // namespace
 
 HttpServer::Impl::Impl(HttpServerOptions o) : options(std::move(o)) {}
-HttpServer::Impl::~Impl() = default;
 
 Result<void> HttpServer::Impl::initTls() {
   ERR_clear_error();
@@ -893,7 +868,7 @@ std::shared_ptr<const TlsMaterial> HttpServer::Impl::currentMaterial() {
     {
       std::lock_guard lock(certMutex);
       auto now = Clock::now();
-      if (now - lastCertCheck >= kCertCheckInterval) {
+      if (now - lastCertCheck >= options.certificateCheckInterval) {
         lastCertCheck = now;
         due = true;
       }
@@ -920,39 +895,65 @@ Result<void> HttpServer::Impl::bindListener() {
   auto fd = openListener(host, requestedPort);
   if (!fd)
     return fail(fd.error());
-  // httplib closes the socket it accepts on when its loop ends; it gets a duplicate so
-  // that the descriptor number in listenFd stays ours until we close it.
-  int forHttplib = ::fcntl(fd->get(), F_DUPFD_CLOEXEC, 0);
-  if (forHttplib < 0)
-    return fail("listen: dup: " + errnoText(errno));
   port = boundPort(fd->get());
   listenFd = std::move(*fd);
-  transport->setListenSocket(forHttplib);
   return {};
 }
 
-void HttpServer::Impl::serveLoop() {
+// Hands accepted connections to the workers until the listener is shut down or fails.
+void HttpServer::Impl::acceptConnections() {
   for (;;) {
-    transport->listen_after_bind();
-    std::unique_lock lock(stateMutex);
-    transport->setListenSocket(INVALID_SOCKET);  // httplib closed its descriptor
-    listenFd.reset();
-    if (stopping)
-      return;
+    int accepted = ::accept4(listenFd.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (accepted >= 0) {
+      UniqueFd fd(accepted);
+      if (stopping || !workers->submit(fd))
+        noteRejected();  // closed as `fd` goes
+      continue;
+    }
+    int err = errno;
+    if (err == EINTR || err == ECONNABORTED || err == EPROTO || err == EPERM)
+      continue;
+    if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+      // Out of descriptors or memory: the backlog holds new connections while workers
+      // finish theirs; pause instead of spinning on the same error.
+      log::warn("HTTP accept failed; pausing",
+                {{"server", options.name}, {"error", errnoText(err)}});
+      std::unique_lock lock(stateMutex);
+      if (stateCv.wait_for(lock, std::chrono::milliseconds(100),
+                           [this] { return stopping.load(); }))
+        return;
+      continue;
+    }
+    if (!stopping) {
+      log::error("HTTP accept failed", {{"server", options.name}, {"error", errnoText(err)}});
+    }
+    return;
+  }
+}
+
+void HttpServer::Impl::serveLoop() {
+  auto reopen = [this](std::unique_lock<std::mutex>& lock) {
     log::error("HTTP listener failed; opening it again",
                {{"server", options.name}, {"port", port.load()}});
     for (;;) {
-      stateCv.wait_for(lock, std::chrono::seconds(1), [this] { return stopping.load(); });
-      if (stopping)
-        return;
+      if (stateCv.wait_for(lock, std::chrono::seconds(1), [this] { return stopping.load(); }))
+        return false;
       requestedPort = port;
       auto bound = bindListener();
       if (bound)
-        break;
+        return true;
       log::error("HTTP listener could not be opened again",
                  {{"server", options.name}, {"error", bound.error().message}});
     }
+  };
+  for (;;) {
+    acceptConnections();
+    std::unique_lock lock(stateMutex);
+    listenFd.reset();
+    if (stopping || !reopen(lock))
+      break;
   }
+  workers->shutdown();
 }
 
 void HttpServer::Impl::noteRejected() {
@@ -1038,100 +1039,93 @@ void HttpServer::Impl::lingeringClose(int fd) {
   }
 }
 
-void HttpServer::Impl::serveConnection(int rawFd) {
-  UniqueFd fd(rawFd);
+void HttpServer::Impl::serveConnection(UniqueFd fd) {
   if (!registerConnection(fd.get()))
     return;
   int fdSlot = fd.get();  // read by the TLS BIO
   try {
-    ::fcntl(fd.get(), F_SETFD, FD_CLOEXEC);
-    ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) | O_NONBLOCK);
     int one = 1;
     ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     SslPtr ssl;
     if (tls())
       ssl = handshake(fd.get(), &fdSlot);
     if (!tls() || ssl) {
-      ConnectionStream stream(fd.get(), ssl.get(), options.readTimeout, options.writeTimeout);
-      ConnectionState state{&stream};
-      tConnection = &state;
+      sockaddr_storage peer{};
+      socklen_t peerLen = sizeof(peer);
+      int remotePort = 0;
+      std::string remoteAddr;
+      if (::getpeername(fd.get(), reinterpret_cast<sockaddr*>(&peer), &peerLen) == 0)
+        remoteAddr = formatAddress(peer, &remotePort);
+      Connection connection(fd.get(), ssl.get(), options.readTimeout, options.writeTimeout);
       size_t remaining = std::max<size_t>(options.keepAliveMaxRequests, 1);
       bool first = true;
       // The first request may take the read timeout to arrive; between requests an idle
       // connection waits for the keep-alive timeout, or less when connections are queued
       // for a worker (the client reconnects when it needs to).
       auto giveUp = [&] { return stopping || (!first && waitingConnections > 0); };
-      while (
-          remaining > 0 && !stopping &&
-          stream.waitForRequest(first ? options.readTimeout : options.keepAliveTimeout, giveUp)) {
+      After after = After::Close;
+      while (remaining > 0 && !stopping &&
+             connection.waitForRequest(first ? options.readTimeout : options.keepAliveTimeout,
+                                       giveUp)) {
         first = false;
-        stream.startRequest(kHeaderBudget);
-        state.dispatched = false;
-        bool closed = false;
-        if (!transport->serveRequest(stream, remaining == 1, closed))
-          break;
-        if (!state.dispatched)
-          state.closeAfterResponse = true;
-        if (closed || state.closeAfterResponse)
+        after = serveRequest(connection, remoteAddr, remotePort, remaining);
+        if (after != After::KeepAlive)
           break;
         --remaining;
       }
-      tConnection = nullptr;
       if (ssl) {
         ERR_clear_error();
         SSL_shutdown(ssl.get());  // best effort close_notify
         ERR_clear_error();
       }
-      if (state.closeAfterResponse)
+      if (after == After::DrainAndClose)
         lingeringClose(fd.get());
     }
   } catch (const std::exception& e) {
-    tConnection = nullptr;
     log::error("HTTP connection failed", {{"server", options.name}, {"error", e.what()}});
   } catch (...) {
-    tConnection = nullptr;
     log::error("HTTP connection failed", {{"server", options.name}});
   }
   unregisterConnection(fd.get());
 }
 
-int HttpServer::Impl::expectContinue(const httplib::Request& req, httplib::Response& res) {
-  auto length = contentLength(req);
-  if (length && *length > options.maxBodyBytes) {
-    if (tConnection != nullptr)
-      tConnection->closeAfterResponse = true;
-    res.status = 413;
-    res.set_header("Connection", "close");
-    res.set_content("request body too large\n", "text/plain; charset=utf-8");
-    return 413;
+HttpServer::Impl::After HttpServer::Impl::serveRequest(Connection& connection,
+                                                       const std::string& remoteAddr,
+                                                       int remotePort, size_t remaining) {
+  // Answers that end the connection: the rest of the input cannot be trusted, or a body
+  // was left unread.
+  auto refuse = [&](int status, std::string_view why, HttpFields headers = {}) {
+    HttpResponse response = plainResponse(status, std::string(why) + "\n");
+    response.headers = std::move(headers);
+    respond(connection, response, false, true, 0);
+    return After::DrainAndClose;
+  };
+
+  std::string_view headText;
+  switch (connection.readHead(kHeaderBudget, headText)) {
+    case Connection::Read::Ok:
+      break;
+    case Connection::Read::Closed:
+      return After::Close;
+    case Connection::Read::TooLarge:
+      return refuse(431, "request header fields too large");
   }
-  return 100;
-}
+  auto parsed = parseRequestHead(headText);
+  if (!parsed)
+    return refuse(parsed.error().status, parsed.error().reason);
+  RequestHead& head = *parsed;
+  const bool hasBody = head.framing != BodyFraming::None;
+  const bool headOnly = head.method == "HEAD";
 
-void HttpServer::Impl::dispatch(const httplib::Request& req, httplib::Response& res,
-                                const httplib::ContentReader* reader) {
-  auto answer = [&](int status, std::string body) {
-    res.status = status;
-    res.set_content(std::move(body), "text/plain; charset=utf-8");
-  };
-  // A body left unread must not be taken for the next request.
-  auto closeAfter = [&] {
-    if (tConnection != nullptr)
-      tConnection->closeAfterResponse = true;
-    res.set_header("Connection", "close");
-  };
-
-  if (tConnection != nullptr)
-    tConnection->dispatched = true;
   HttpHandler handler;
   std::string allowed;
   {
     std::shared_lock lock(routesMutex);
-    auto path = routes.find(req.path);
+    auto path = routes.find(head.path);
     if (path != routes.end()) {
       const auto& methods = path->second;
-      auto m = methods.find(req.method);
-      if (m == methods.end() && req.method == "HEAD")
+      auto m = methods.find(head.method);
+      if (m == methods.end() && headOnly)
         m = methods.find("GET");
       if (m != methods.end())
         handler = m->second;
@@ -1145,84 +1139,144 @@ void HttpServer::Impl::dispatch(const httplib::Request& req, httplib::Response& 
     }
   }
   if (!handler) {
-    if (reader != nullptr)
-      closeAfter();
     if (allowed.empty())
-      return answer(404, "not found\n");
-    res.set_header("Allow", allowed);
-    if (req.method == "OPTIONS") {
-      res.status = 204;
-      return;
-    }
-    return answer(405, "method not allowed\n");
+      return hasBody ? refuse(404, "not found")
+                     : answer(connection, head, remaining, plainResponse(404, "not found\n"));
+    if (hasBody)
+      return refuse(405, "method not allowed", {{"Allow", allowed}});
+    HttpResponse response = head.method == "OPTIONS" ? plainResponse(204, "")
+                                                     : plainResponse(405, "method not allowed\n");
+    response.headers.emplace_back("Allow", std::move(allowed));
+    return answer(connection, head, remaining, response);
   }
 
   HttpRequest request;
-  request.method = req.method;
-  request.path = req.path;
-  request.remoteAddr = req.remote_addr;
-  request.remotePort = req.remote_port;
-  for (const auto& [k, v] : req.headers) {
-    if (!isPseudoHeader(k))
-      request.headers.emplace_back(k, v);
+  if (hasBody) {
+    if (head.framing == BodyFraming::ContentLength && head.contentLength > options.maxBodyBytes)
+      return refuse(413, "request body too large");
+    if (head.expectContinue && !connection.writeAll("HTTP/1.1 100 Continue\r\n\r\n"))
+      return After::Close;
+    switch (readBody(connection, head, request.body)) {
+      case BodyRead::Ok:
+        break;
+      case BodyRead::Closed:
+        return After::Close;
+      case BodyRead::TooLarge:
+        return refuse(413, "request body too large");
+      case BodyRead::Malformed:
+        return refuse(400, "malformed chunked body");
+    }
   }
-  for (const auto& [k, v] : req.params)
-    request.query.emplace_back(k, v);
-
-  if (reader != nullptr) {
-    auto length = contentLength(req);
-    if (length && *length > options.maxBodyBytes) {
-      closeAfter();
-      return answer(413, "request body too large\n");
-    }
-    // Room for the body, with chunked framing, on top of the headers' budget.
-    if (tConnection != nullptr) {
-      tConnection->stream->allowMore(8 * options.maxBodyBytes + 64 * 1024);
-    }
-    bool tooLarge = false;
-    std::string body;
-    bool complete = (*reader)([&](const char* data, size_t len) {
-      if (body.size() + len > options.maxBodyBytes) {
-        tooLarge = true;
-        return false;
-      }
-      body.append(data, len);
-      return true;
-    });
-    if (!complete) {
-      closeAfter();
-      if (tooLarge)
-        return answer(413, "request body too large\n");
-      return answer(400, "could not read the request body\n");
-    }
-    request.body = std::move(body);
-  }
+  request.method = head.method;  // answer() reads it (HEAD)
+  request.path = std::move(head.path);
+  request.headers = std::move(head.headers);
+  request.query = std::move(head.query);
+  request.remoteAddr = remoteAddr;
+  request.remotePort = remotePort;
 
   HttpResponse response;
   try {
     response = handler(request);
   } catch (const std::exception& e) {
     log::error("HTTP handler failed", {{"server", options.name},
-                                       {"method", req.method},
-                                       {"path", req.path},
+                                       {"method", request.method},
+                                       {"path", request.path},
                                        {"error", e.what()}});
-    response = internalError();
+    response = plainResponse(500, "internal server error\n");
   } catch (...) {
     log::error("HTTP handler failed",
-               {{"server", options.name}, {"method", req.method}, {"path", req.path}});
-    response = internalError();
+               {{"server", options.name}, {"method", request.method}, {"path", request.path}});
+    response = plainResponse(500, "internal server error\n");
   }
-  res.status = response.status;
-  std::string contentType = response.contentType;
-  for (const auto& [k, v] : response.headers) {
-    if (equalsIgnoreCase(k, "Content-Type")) {
-      contentType = v;
-    } else if (!equalsIgnoreCase(k, "Content-Length") &&
-               !equalsIgnoreCase(k, "Transfer-Encoding")) {
-      res.set_header(k, v);  // httplib drops values holding CR or LF
+  return answer(connection, head, remaining, response);
+}
+
+HttpServer::Impl::After HttpServer::Impl::answer(Connection& connection, const RequestHead& head,
+                                                 size_t remaining, const HttpResponse& response) {
+  bool close = !head.keepAlive || remaining <= 1 || stopping;
+  for (const auto& [name, value] : response.headers) {
+    if (equalsIgnoreCase(name, "Connection") && equalsIgnoreCase(trim(value), "close"))
+      close = true;
+  }
+  if (!respond(connection, response, head.method == "HEAD", close, remaining - 1))
+    return After::Close;
+  return close ? After::Close : After::KeepAlive;
+}
+
+HttpServer::Impl::BodyRead HttpServer::Impl::readBody(Connection& connection,
+                                                      const RequestHead& head, std::string& body) {
+  if (head.framing == BodyFraming::ContentLength) {
+    body.reserve(head.contentLength);
+    return connection.readExact(head.contentLength, body) ? BodyRead::Ok : BodyRead::Closed;
+  }
+  std::string line;
+  auto next = [&](size_t limit) -> std::optional<BodyRead> {
+    switch (connection.readLine(limit, line)) {
+      case Connection::Read::Ok:
+        return std::nullopt;
+      case Connection::Read::Closed:
+        return BodyRead::Closed;
+      case Connection::Read::TooLarge:
+        return BodyRead::Malformed;
     }
+    return BodyRead::Malformed;
+  };
+  // Framing may add to the body's size, within a bound: many tiny chunks with long
+  // extensions must not keep a worker reading without end.
+  size_t framing = 0;
+  const size_t maxFraming = kHeaderBudget + 8 * options.maxBodyBytes;
+  for (;;) {
+    if (auto failed = next(kChunkLineLimit))
+      return *failed;
+    framing += line.size() + 4;
+    if (framing > maxFraming)
+      return BodyRead::Malformed;
+    auto size = parseChunkSize(line);
+    if (!size)
+      return BodyRead::Malformed;
+    if (*size == 0)
+      break;
+    if (*size > options.maxBodyBytes - body.size())
+      return BodyRead::TooLarge;
+    if (!connection.readExact(*size, body))
+      return BodyRead::Closed;
+    if (auto failed = next(0))  // the CRLF after the chunk's data
+      return *failed;
   }
-  res.set_content(std::move(response.body), contentType);
+  // Trailer fields are read and dropped, within the head's budget.
+  size_t trailers = 0;
+  for (;;) {
+    if (auto failed = next(kChunkLineLimit))
+      return *failed;
+    if (line.empty())
+      return BodyRead::Ok;
+    trailers += line.size() + 2;
+    if (trailers > kHeaderBudget)
+      return BodyRead::Malformed;
+  }
+}
+
+bool HttpServer::Impl::respond(Connection& connection, const HttpResponse& response, bool headOnly,
+                               bool close, size_t keepAliveMax) {
+  std::string_view contentType = response.contentType;
+  for (const auto& [name, value] : response.headers) {
+    if (equalsIgnoreCase(name, "Content-Type"))
+      contentType = value;
+  }
+  std::string out;
+  out.reserve(192 + response.body.size());
+  appendResponseHead(out,
+                     {.status = response.status,
+                      .contentType = contentType,
+                      .contentLength = response.body.size(),
+                      .extra = &response.headers,
+                      .close = close,
+                      .keepAliveSeconds =
+                          std::chrono::ceil<std::chrono::seconds>(options.keepAliveTimeout).count(),
+                      .keepAliveMax = keepAliveMax});
+  if (!headOnly && !statusHasNoBody(response.status))
+    out += response.body;
+  return connection.writeAll(out);
 }
 
 // ---- HttpServer ----------------------------------------------------------------------------
@@ -1251,46 +1305,6 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(HttpServerOptions options
     if (auto r = impl->initTls(); !r)
       return fail(r.error());
   }
-
-  impl->transport = std::make_unique<Transport>(*impl);
-  Impl* self = impl.get();
-  Transport& t = *impl->transport;
-  t.set_payload_max_length(self->options.maxBodyBytes);
-  t.set_keep_alive_max_count(std::max<size_t>(self->options.keepAliveMaxRequests, 1));
-  // Only advertised in the Keep-Alive header; the connection loop applies the timeout.
-  t.set_keep_alive_timeout(std::max<time_t>(
-      1, std::chrono::duration_cast<std::chrono::seconds>(self->options.keepAliveTimeout).count()));
-  t.set_read_timeout(self->options.readTimeout);
-  t.set_write_timeout(self->options.writeTimeout);
-  // httplib takes ownership of the queue through a raw pointer: this is the one place.
-  t.new_task_queue = [self]() -> httplib::TaskQueue* {
-    return std::make_unique<BoundedTaskQueue>(self->options.workers, self->options.maxQueued,
-                                              self->waitingConnections)
-        .release();
-  };
-  auto plain = [self](const httplib::Request& req, httplib::Response& res) {
-    self->dispatch(req, res, nullptr);
-  };
-  auto withBody = [self](const httplib::Request& req, httplib::Response& res,
-                         const httplib::ContentReader& reader) {
-    self->dispatch(req, res, &reader);
-  };
-  const std::string any = ".*";
-  t.Get(any, plain);
-  t.Options(any, plain);
-  t.Post(any, withBody);
-  t.Put(any, withBody);
-  t.Patch(any, withBody);
-  t.Delete(any, withBody);
-  t.set_expect_100_continue_handler([self](const httplib::Request& req, httplib::Response& res) {
-    return self->expectContinue(req, res);
-  });
-  t.set_exception_handler(
-      [self](const httplib::Request& req, httplib::Response& res, std::exception_ptr) {
-        log::error("HTTP request failed", {{"server", self->options.name}, {"path", req.path}});
-        res.status = 500;
-        res.set_content("internal server error\n", "text/plain; charset=utf-8");
-      });
   return std::make_unique<HttpServer>(PassKey{}, std::move(impl));
 }
 
@@ -1309,6 +1323,9 @@ Result<void> HttpServer::start() {
     return r;
   impl_->started = true;
   Impl* self = impl_.get();
+  impl_->workers = std::make_unique<ConnectionWorkers>(
+      self->options.workers, self->options.maxQueued, self->waitingConnections,
+      [self](UniqueFd fd) { self->serveConnection(std::move(fd)); });
   impl_->thread = std::jthread([self] { self->serveLoop(); });
   log::info("HTTP server listening", {{"server", impl_->options.name},
                                       {"address", impl_->options.address},
@@ -1325,7 +1342,7 @@ void HttpServer::stop() {
   {
     std::lock_guard lock(impl_->stateMutex);
     impl_->stopping = true;
-    // Wakes the accept loop (accept fails, httplib leaves its loop and drains workers).
+    // Wakes the accept loop: accept fails, the loop ends and the workers are joined.
     if (impl_->listenFd.get() >= 0)
       ::shutdown(impl_->listenFd.get(), SHUT_RDWR);
   }

@@ -57,12 +57,15 @@ struct HttpServerOptions {
   // TLS is on when a certificate comes from files or from memory (or `tls` is set, for a
   // server whose certificate arrives later through setCertificate: until then every
   // handshake fails). Files are PEM (certificate chain, leaf first; private key) and are
-  // re-read when they change, checked at most once a second by new handshakes; a pair
-  // that does not load keeps the previous one serving and is logged.
+  // re-read when they change, checked by new handshakes at most once per
+  // certificateCheckInterval; a pair that does not load keeps the previous one serving and
+  // is logged.
   bool tls = false;
   std::string certFile;
   std::string keyFile;
   std::optional<PemKeyPair> certificate;
+  // How often a handshake may look at the certificate files (tests: zero, every one).
+  Duration certificateCheckInterval = std::chrono::seconds(1);
 
   // Larger request bodies are answered 413 without being read.
   std::size_t maxBodyBytes = 1024 * 1024;

@@ -41,7 +41,6 @@ constexpr Duration kRetryMax = std::chrono::seconds(10);
 // A Retry-After larger than this is clipped: a request does not sleep for an hour.
 constexpr Duration kMaxRetryAfter = std::chrono::seconds(60);
 // The token file is looked at no more often than this.
-constexpr auto kTokenCheckInterval = std::chrono::seconds(1);
 // Idle keep-alive connections kept for reuse (each for at most KubeClientOptions::maxIdle).
 constexpr size_t kMaxIdleConnections = 8;
 // How much of a non-Status error body goes into a message.
@@ -306,8 +305,8 @@ int randomWatchTimeout() {
 // (projected service account tokens rotate).
 class TokenSource {
  public:
-  TokenSource(std::string token, std::string file)
-      : static_(std::move(token)), file_(std::move(file)) {}
+  TokenSource(std::string token, std::string file, Duration checkInterval)
+      : static_(std::move(token)), file_(std::move(file)), checkInterval_(checkInterval) {}
 
   std::string current() {
     if (file_.empty()) {
@@ -315,7 +314,7 @@ class TokenSource {
     }
     std::lock_guard lock(mutex_);
     const auto now = std::chrono::steady_clock::now();
-    if (loaded_ && now - checked_ < kTokenCheckInterval) {
+    if (loaded_ && now - checked_ < checkInterval_) {
       return cached_;
     }
     checked_ = now;
@@ -357,6 +356,7 @@ class TokenSource {
  private:
   const std::string static_;
   const std::string file_;
+  const Duration checkInterval_;
   std::mutex mutex_;
   bool loaded_ = false;
   bool warned_ = false;
@@ -495,7 +495,7 @@ class KubeClient::Impl {
         options_(std::move(options)),
         url_(std::move(url)),
         limiter_(options_.qps, options_.burst),
-        tokens_(config_.token, config_.tokenFile) {}
+        tokens_(config_.token, config_.tokenFile, options_.tokenCheckInterval) {}
 
   Result<void> loadCredentials() {
     if (!url_.tls) {

@@ -27,6 +27,8 @@ struct KubeClientOptions {
   // idle connections (the API server's Go server after 90 s), and a request sent on a
   // dropped one fails, unretried when it is not idempotent.
   Duration maxIdle = std::chrono::seconds(30);
+  // How often a request may look at the token file for a rotated token (tests: zero).
+  Duration tokenCheckInterval = std::chrono::seconds(1);
   // When requested, requests in flight are cut, retry and rate-limit waits end, and new
   // requests fail at once: a binary exits promptly even when the API server does not
   // answer (ShutdownSignal::deadline()).

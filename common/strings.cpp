@@ -1,5 +1,7 @@
 #include "common/strings.h"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 
 namespace gvirtus {
@@ -25,6 +27,13 @@ std::vector<std::string> splitList(std::string_view text, char separator) {
     }
     text.remove_prefix(end + 1);
   }
+}
+
+bool equalsIgnoreCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
 }
 
 std::optional<int64_t> parseNonNegative(std::string_view text) {

@@ -16,6 +16,9 @@ std::string_view trim(std::string_view text);
 // dropped, order kept.
 std::vector<std::string> splitList(std::string_view text, char separator = ',');
 
+// ASCII case-insensitive equality (HTTP field names, tokens).
+bool equalsIgnoreCase(std::string_view a, std::string_view b);
+
 // A non-negative decimal integer that is the whole text ("16"); nullopt for "", "-1",
 // "+1", "1.5", "16 " or a value beyond int64.
 std::optional<int64_t> parseNonNegative(std::string_view text);
