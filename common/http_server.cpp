@@ -1,41 +1,30 @@
 #include "common/http_server.h"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <openssl/bio.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-#include <openssl/x509.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
-#include <charconv>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <exception>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <set>
 #include <shared_mutex>
-#include <sstream>
-#include <system_error>
 #include <thread>
 
 #include "common/http_codec.h"
 #include "common/log.h"
-#include "common/openssl_util.h"
+#include "common/sockets.h"
 #include "common/strings.h"
+#include "common/tls_server_context.h"
 #include "common/unique_fd.h"
 
 namespace gvirtus {
@@ -54,225 +43,13 @@ constexpr std::size_t kChunkLineLimit = 4096;
 // reset (a "lingering close").
 constexpr auto kLingerTime = std::chrono::seconds(2);
 constexpr std::size_t kLingerBytes = 16 * 1024 * 1024;
-// TLS 1.2 suites: forward secret AEAD only (TLS 1.3 keeps OpenSSL's defaults, all AEAD).
-constexpr const char* kTls12Ciphers =
-    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
-    "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
-    "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
-
-std::string errnoText(int err) {
-  return std::system_category().message(err);
-}
-
-int pollMillis(Clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-  return static_cast<int>(std::clamp<int64_t>(left.count(), 0, 24 * 3600 * 1000));
-}
-
-// Waits for `events` on `fd` until `deadline`; true when the socket is ready (or in error,
-// which the following read or write reports).
-bool waitFor(int fd, short events, Clock::time_point deadline) {
-  for (;;) {
-    pollfd p{fd, events, 0};
-    int n = ::poll(&p, 1, pollMillis(deadline));
-    if (n > 0)
-      return true;
-    if (n == 0)
-      return false;
-    if (errno != EINTR)
-      return false;
-  }
-}
-
-// OpenSSL's option macros are written with C casts.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wold-style-cast"
-constexpr uint64_t kSslOptions =
-    SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE;
-#pragma GCC diagnostic pop
-
-// A serving certificate (leaf, intermediates) and its key, parsed once.
-struct TlsMaterial {
-  X509Ptr cert;
-  PkeyPtr key;
-  X509StackPtr chain;
-};
-
-Result<std::shared_ptr<const TlsMaterial>> parseTlsMaterial(const std::string& certPem,
-                                                            const std::string& keyPem) {
-  ERR_clear_error();
-  auto material = std::make_shared<TlsMaterial>();
-  auto certBio = memoryBio(certPem);
-  if (!certBio)
-    return fail(certBio.error().context("allocate BIO"));
-  std::vector<X509Ptr> certs = readPemCertificates(certBio->get(), &refusePassphrase);
-  if (certs.empty())
-    return fail("parse certificate: " + opensslErrors());
-  ERR_clear_error();  // the read that ended the chain left "no start line"
-  material->cert = std::move(certs.front());
-  material->chain = newX509Stack();
-  if (!material->chain)
-    return fail("allocate certificate chain: " + opensslErrors());
-  for (size_t i = 1; i < certs.size(); ++i) {
-    if (!pushX509(material->chain.get(), std::move(certs[i])))
-      return fail("build certificate chain: " + opensslErrors());
-  }
-  auto keyBio = memoryBio(keyPem);
-  if (!keyBio)
-    return fail(keyBio.error().context("allocate BIO"));
-  material->key = readPemPrivateKey(keyBio->get(), &refusePassphrase);
-  if (!material->key)
-    return fail("parse private key: " + opensslErrors());
-  if (X509_check_private_key(material->cert.get(), material->key.get()) != 1) {
-    ERR_clear_error();
-    return fail("the private key does not match the certificate");
-  }
-  return std::shared_ptr<const TlsMaterial>(std::move(material));
-}
-
-Result<std::string> readWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return fail("open " + path + ": " + errnoText(errno));
-  std::ostringstream out;
-  out << in.rdbuf();
-  if (in.bad())
-    return fail("read " + path);
-  return out.str();
-}
-
-// What identifies one version of a file: a rewrite or a symlink swap (Kubernetes secret
-// volumes) changes at least one of these.
-struct FileStamp {
-  bool exists = false;
-  dev_t dev = 0;
-  ino_t ino = 0;
-  off_t size = 0;
-  int64_t mtimeSec = 0;
-  int64_t mtimeNsec = 0;
-  bool operator==(const FileStamp&) const = default;
-};
-
-FileStamp stampOf(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0)
-    return {};
-  return {true, st.st_dev, st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec};
-}
-
-// ---- A socket BIO that never raises SIGPIPE ---------------------------------------------
-// OpenSSL's own socket BIO writes with write(2), which kills a process that has not
-// ignored SIGPIPE when the peer is gone; this one sends with MSG_NOSIGNAL.
-
-int socketBioFd(BIO* bio) {
-  return *static_cast<int*>(BIO_get_data(bio));
-}
-
-int socketBioWrite(BIO* bio, const char* data, size_t len, size_t* written) {
-  BIO_clear_retry_flags(bio);
-  ssize_t n = ::send(socketBioFd(bio), data, len, MSG_NOSIGNAL);
-  if (n >= 0) {
-    *written = static_cast<size_t>(n);
-    return 1;
-  }
-  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
-    BIO_set_retry_write(bio);
-  return 0;
-}
-
-int socketBioRead(BIO* bio, char* data, size_t len, size_t* readBytes) {
-  BIO_clear_retry_flags(bio);
-  ssize_t n = ::recv(socketBioFd(bio), data, len, 0);
-  if (n > 0) {
-    *readBytes = static_cast<size_t>(n);
-    return 1;
-  }
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-    BIO_set_retry_read(bio);
-  }
-  return 0;
-}
-
-long socketBioCtrl(BIO*, int cmd, long, void*) {
-  switch (cmd) {
-    case BIO_CTRL_FLUSH:
-      return 1;
-    default:
-      return 0;
-  }
-}
-
-int socketBioCreate(BIO* bio) {
-  BIO_set_init(bio, 1);
-  return 1;
-}
-
-// Process-lifetime and shared by every server; deliberately never freed, since OpenSSL's
-// own exit-time cleanup may run before static destructors.
-BIO_METHOD* socketBioMethod() {
-  static BIO_METHOD* method = [] {
-    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "gvirtus-socket");
-    if (m != nullptr) {
-      BIO_meth_set_write_ex(m, socketBioWrite);
-      BIO_meth_set_read_ex(m, socketBioRead);
-      BIO_meth_set_ctrl(m, socketBioCtrl);
-      BIO_meth_set_create(m, socketBioCreate);
-    }
-    return m;
-  }();
-  return method;
-}
-
-int alpnSelect(SSL*, const unsigned char** out, unsigned char* outLen, const unsigned char* in,
-               unsigned int inLen, void*) {
-  // Only HTTP/1.1 is spoken; a client offering it (Go offers "h2,http/1.1") gets it.
-  static const unsigned char kHttp11[] = {'h', 't', 't', 'p', '/', '1', '.', '1'};
-  for (unsigned int i = 0; i < inLen;) {
-    unsigned int len = in[i];
-    if (i + 1 + len > inLen)
-      break;
-    if (len == sizeof(kHttp11) && std::memcmp(in + i + 1, kHttp11, len) == 0) {
-      *out = in + i + 1;
-      *outLen = static_cast<unsigned char>(len);
-      return SSL_TLSEXT_ERR_OK;
-    }
-    i += 1 + len;
-  }
-  return SSL_TLSEXT_ERR_NOACK;
-}
-
-std::string formatAddress(const sockaddr_storage& addr, int* port) {
-  char buf[INET6_ADDRSTRLEN] = {};
-  if (addr.ss_family == AF_INET) {
-    sockaddr_in in{};
-    std::memcpy(&in, &addr, sizeof(in));
-    ::inet_ntop(AF_INET, &in.sin_addr, buf, sizeof(buf));
-    *port = ntohs(in.sin_port);
-    return buf;
-  }
-  if (addr.ss_family == AF_INET6) {
-    sockaddr_in6 in6{};
-    std::memcpy(&in6, &addr, sizeof(in6));
-    *port = ntohs(in6.sin6_port);
-    if (IN6_IS_ADDR_V4MAPPED(&in6.sin6_addr)) {
-      in_addr v4{};
-      std::memcpy(&v4, in6.sin6_addr.s6_addr + 12, sizeof(v4));
-      ::inet_ntop(AF_INET, &v4, buf, sizeof(buf));
-    } else {
-      ::inet_ntop(AF_INET6, &in6.sin6_addr, buf, sizeof(buf));
-    }
-    return buf;
-  }
-  *port = 0;
-  return {};
-}
 
 // ---- One connection's byte stream, plain or TLS, buffered ------------------------------------
 
 class Connection {
  public:
-  Connection(int fd, SSL* ssl, Duration readTimeout, Duration writeTimeout)
-      : fd_(fd), ssl_(ssl), readTimeout_(readTimeout), writeTimeout_(writeTimeout) {}
+  Connection(int fd, TlsSession* tls, Duration readTimeout, Duration writeTimeout)
+      : fd_(fd), tls_(tls), readTimeout_(readTimeout), writeTimeout_(writeTimeout) {}
 
   enum class Read { Ok, Closed, TooLarge };
 
@@ -284,7 +61,7 @@ class Connection {
     auto deadline = Clock::now() + timeout;
     for (;;) {
       auto slice = std::min(deadline, Clock::now() + std::chrono::milliseconds(50));
-      if (waitFor(fd_, POLLIN, slice))
+      if (waitForFd(fd_, POLLIN, slice))
         return true;
       if (Clock::now() >= deadline || giveUp())
         return false;
@@ -370,7 +147,7 @@ class Connection {
   }
 
  private:
-  bool hasBuffered() const { return begin_ < end_ || (ssl_ != nullptr && SSL_pending(ssl_) > 0); }
+  bool hasBuffered() const { return begin_ < end_ || (tls_ != nullptr && tls_->pending()); }
 
   // Reads what the socket has into the buffer; false on end of stream, error or timeout.
   bool fill() {
@@ -394,26 +171,8 @@ class Connection {
 
   ssize_t write(const char* ptr, size_t size) {
     auto deadline = Clock::now() + writeTimeout_;
-    if (ssl_ != nullptr) {
-      int chunk = static_cast<int>(std::min<size_t>(size, 64 * 1024));
-      for (;;) {
-        ERR_clear_error();
-        int n = SSL_write(ssl_, ptr, chunk);
-        if (n > 0)
-          return n;
-        int err = SSL_get_error(ssl_, n);
-        if (err == SSL_ERROR_WANT_WRITE) {
-          if (!waitFor(fd_, POLLOUT, deadline))
-            return -1;
-        } else if (err == SSL_ERROR_WANT_READ) {
-          if (!waitFor(fd_, POLLIN, deadline))
-            return -1;
-        } else {
-          ERR_clear_error();
-          return -1;
-        }
-      }
-    }
+    if (tls_ != nullptr)
+      return tls_->write(ptr, size, deadline);
     for (;;) {
       ssize_t n = ::send(fd_, ptr, size, MSG_NOSIGNAL);
       if (n >= 0)
@@ -422,33 +181,15 @@ class Connection {
         continue;
       if (errno != EAGAIN && errno != EWOULDBLOCK)
         return -1;
-      if (!waitFor(fd_, POLLOUT, deadline))
+      if (!waitForFd(fd_, POLLOUT, deadline))
         return -1;
     }
   }
 
   ssize_t rawRead(char* ptr, size_t size) {
     auto deadline = Clock::now() + readTimeout_;
-    if (ssl_ != nullptr) {
-      int want = static_cast<int>(std::min<size_t>(size, 1 << 30));
-      for (;;) {
-        ERR_clear_error();
-        int n = SSL_read(ssl_, ptr, want);
-        if (n > 0)
-          return n;
-        int err = SSL_get_error(ssl_, n);
-        if (err == SSL_ERROR_WANT_READ) {
-          if (!waitFor(fd_, POLLIN, deadline))
-            return -1;
-        } else if (err == SSL_ERROR_WANT_WRITE) {
-          if (!waitFor(fd_, POLLOUT, deadline))
-            return -1;
-        } else {
-          ERR_clear_error();
-          return err == SSL_ERROR_ZERO_RETURN ? 0 : -1;
-        }
-      }
-    }
+    if (tls_ != nullptr)
+      return tls_->read(ptr, size, deadline);
     for (;;) {
       ssize_t n = ::recv(fd_, ptr, size, 0);
       if (n >= 0)
@@ -457,13 +198,13 @@ class Connection {
         continue;
       if (errno != EAGAIN && errno != EWOULDBLOCK)
         return -1;
-      if (!waitFor(fd_, POLLIN, deadline))
+      if (!waitForFd(fd_, POLLIN, deadline))
         return -1;
     }
   }
 
   int fd_;
-  SSL* ssl_;
+  TlsSession* tls_;
   Duration readTimeout_;
   Duration writeTimeout_;
   std::vector<char> buf_ = std::vector<char>(kReadBufferSize);
@@ -547,99 +288,6 @@ class ConnectionWorkers {
   std::vector<std::jthread> threads_;
 };
 
-// Opens a listening socket; `socketErrno` tells why socket(2) failed (0 when it did not).
-Result<UniqueFd> bindSocket(const sockaddr* addr, socklen_t len, bool dualStack,
-                            const std::string& shown, int* socketErrno = nullptr) {
-  UniqueFd fd(::socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (fd.get() < 0) {
-    if (socketErrno != nullptr)
-      *socketErrno = errno;
-    return fail("listen on " + shown + ": socket: " + errnoText(errno));
-  }
-  int one = 1;
-  ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  if (addr->sa_family == AF_INET6) {
-    int v6only = dualStack ? 0 : 1;
-    ::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only));
-  }
-  if (::bind(fd.get(), addr, len) != 0) {
-    return fail("listen on " + shown + ": " + errnoText(errno));
-  }
-  if (::listen(fd.get(), 512) != 0) {
-    return fail("listen on " + shown + ": " + errnoText(errno));
-  }
-  return fd;
-}
-
-std::string showAddress(const std::string& host, int port) {
-  if (host.find(':') != std::string::npos)
-    return "[" + host + "]:" + std::to_string(port);
-  return host + ":" + std::to_string(port);
-}
-
-Result<UniqueFd> openListener(const std::string& host, int port) {
-  if (host.empty()) {
-    // Every interface: IPv6 with IPv4 mapped, or IPv4 alone where the kernel has no IPv6.
-    std::string shown = ":" + std::to_string(port);
-    sockaddr_in6 any6{};
-    any6.sin6_family = AF_INET6;
-    any6.sin6_addr = in6addr_any;
-    any6.sin6_port = htons(static_cast<uint16_t>(port));
-    int socketErrno = 0;
-    auto fd = bindSocket(reinterpret_cast<const sockaddr*>(&any6), sizeof(any6), true, shown,
-                         &socketErrno);
-    if (fd || socketErrno == 0)
-      return fd;
-    sockaddr_in any4{};
-    any4.sin_family = AF_INET;
-    any4.sin_addr.s_addr = htonl(INADDR_ANY);
-    any4.sin_port = htons(static_cast<uint16_t>(port));
-    return bindSocket(reinterpret_cast<const sockaddr*>(&any4), sizeof(any4), false, shown);
-  }
-  std::string shown = showAddress(host, port);
-  sockaddr_in in4{};
-  if (::inet_pton(AF_INET, host.c_str(), &in4.sin_addr) == 1) {
-    in4.sin_family = AF_INET;
-    in4.sin_port = htons(static_cast<uint16_t>(port));
-    return bindSocket(reinterpret_cast<const sockaddr*>(&in4), sizeof(in4), false, shown);
-  }
-  sockaddr_in6 in6{};
-  if (::inet_pton(AF_INET6, host.c_str(), &in6.sin6_addr) == 1) {
-    in6.sin6_family = AF_INET6;
-    in6.sin6_port = htons(static_cast<uint16_t>(port));
-    return bindSocket(reinterpret_cast<const sockaddr*>(&in6), sizeof(in6), false, shown);
-  }
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_ADDRCONFIG;
-  addrinfo* found = nullptr;
-  int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
-  if (rc != 0)
-    return fail("listen on " + shown + ": resolve: " + ::gai_strerror(rc));
-  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> owner(found, &::freeaddrinfo);
-  Error last;
-  last.message = "listen on " + shown + ": no usable address";
-  for (addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
-    auto fd = bindSocket(ai->ai_addr, ai->ai_addrlen, false, shown);
-    if (fd)
-      return fd;
-    last = fd.error();
-  }
-  return fail(last);
-}
-
-int boundPort(int fd) {
-  sockaddr_storage addr{};
-  socklen_t len = sizeof(addr);
-  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
-    return 0;
-  int port = 0;
-  formatAddress(addr, &port);
-  return port;
-}
-
 HttpResponse plainResponse(int status, std::string body) {
   HttpResponse response;
   response.status = status;
@@ -682,44 +330,6 @@ bool HttpRequest::hasQueryParam(std::string_view name) const {
   return std::any_of(query.begin(), query.end(), [&](const auto& kv) { return kv.first == name; });
 }
 
-// ---- Address parsing -----------------------------------------------------------------------
-
-Result<std::pair<std::string, int>> parseListenAddress(std::string_view address) {
-  auto bad = [&](const std::string& why) {
-    return fail("listen address \"" + std::string(address) + "\": " + why);
-  };
-  std::string host;
-  std::string_view portText;
-  if (!address.empty() && address.front() == '[') {
-    auto close = address.find(']');
-    if (close == std::string_view::npos)
-      return bad("missing ']'");
-    host = std::string(address.substr(1, close - 1));
-    if (host.empty())
-      return bad("empty IPv6 host");
-    if (close + 1 >= address.size() || address[close + 1] != ':')
-      return bad("missing :PORT");
-    portText = address.substr(close + 2);
-  } else {
-    auto colon = address.rfind(':');
-    if (colon == std::string_view::npos)
-      return bad("want HOST:PORT or :PORT");
-    host = std::string(address.substr(0, colon));
-    if (host.find(':') != std::string::npos)
-      return bad("write an IPv6 host in brackets");
-    portText = address.substr(colon + 1);
-  }
-  int port = -1;
-  auto [end, ec] = std::from_chars(portText.data(), portText.data() + portText.size(), port);
-  if (portText.empty() || ec != std::errc() || end != portText.data() + portText.size() ||
-      port < 0 || port > 65535) {
-    return bad("port must be a number between 0 and 65535");
-  }
-  if (host == "*")
-    host.clear();
-  return std::make_pair(host, port);
-}
-
 // ---- The server ----------------------------------------------------------------------------
 
 struct HttpServer::Impl {
@@ -732,13 +342,7 @@ struct HttpServer::Impl {
   std::shared_mutex routesMutex;
   std::map<std::string, std::map<std::string, HttpHandler>> routes;  // path -> method -> h
 
-  SslCtxPtr sslCtx;
-  std::mutex certMutex;
-  std::shared_ptr<const TlsMaterial> material;
-  Clock::time_point lastCertCheck{};
-  std::mutex reloadMutex;
-  FileStamp certStamp;
-  FileStamp keyStamp;
+  std::unique_ptr<TlsServerContext> tls;  // null: plain HTTP
 
   // Listener lifecycle, guarded by stateMutex.
   std::mutex stateMutex;
@@ -756,18 +360,10 @@ struct HttpServer::Impl {
   std::atomic<size_t> rejected{0};
   std::atomic<int64_t> lastRejectLog{0};
 
-  bool tls() const { return sslCtx != nullptr; }
-
-  Result<void> initTls();
-  Result<void> loadCertFiles(bool initial);
-  std::shared_ptr<const TlsMaterial> currentMaterial();
-  static int certCallback(SSL* ssl, void* arg);
-
   Result<void> bindListener();
   void serveLoop();
   void acceptConnections();
   void serveConnection(UniqueFd fd);
-  SslPtr handshake(int fd, int* fdSlot);
   void lingeringClose(int fd);
   void noteRejected();
   bool registerConnection(int fd);
@@ -788,108 +384,6 @@ struct HttpServer::Impl {
 };
 
 HttpServer::Impl::Impl(HttpServerOptions o) : options(std::move(o)) {}
-
-Result<void> HttpServer::Impl::initTls() {
-  ERR_clear_error();
-  sslCtx.reset(SSL_CTX_new(TLS_server_method()));
-  if (!sslCtx)
-    return fail("create TLS context: " + opensslErrors());
-  SSL_CTX* ctx = sslCtx.get();
-  if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {
-    return fail("set TLS minimum version: " + opensslErrors());
-  }
-  SSL_CTX_set_options(ctx, kSslOptions);
-  SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
-  if (SSL_CTX_set_cipher_list(ctx, kTls12Ciphers) != 1) {
-    return fail("set TLS ciphers: " + opensslErrors());
-  }
-  SSL_CTX_set_cert_cb(ctx, &Impl::certCallback, this);
-  SSL_CTX_set_alpn_select_cb(ctx, alpnSelect, nullptr);
-  if (!options.certFile.empty() || !options.keyFile.empty()) {
-    if (options.certFile.empty() || options.keyFile.empty()) {
-      return fail("TLS needs both a certificate file and a key file");
-    }
-    if (auto r = loadCertFiles(true); !r)
-      return r;
-  } else if (options.certificate) {
-    auto parsed = parseTlsMaterial(options.certificate->certPem, options.certificate->keyPem);
-    if (!parsed)
-      return fail(parsed.error().context("TLS certificate"));
-    material = *parsed;
-  }
-  return {};
-}
-
-// Reads the certificate and key files when they changed since the last attempt. On the
-// first load an error is returned; later a bad pair is logged and the old one kept.
-Result<void> HttpServer::Impl::loadCertFiles(bool initial) {
-  std::unique_lock reload(reloadMutex, std::try_to_lock);
-  if (!reload.owns_lock())
-    return {};  // another handshake is reloading right now
-  FileStamp cert = stampOf(options.certFile);
-  FileStamp key = stampOf(options.keyFile);
-  if (!initial && cert == certStamp && key == keyStamp)
-    return {};
-  certStamp = cert;
-  keyStamp = key;
-  auto load = [&]() -> Result<std::shared_ptr<const TlsMaterial>> {
-    auto certPem = readWholeFile(options.certFile);
-    if (!certPem)
-      return fail(certPem.error());
-    auto keyPem = readWholeFile(options.keyFile);
-    if (!keyPem)
-      return fail(keyPem.error());
-    return parseTlsMaterial(*certPem, *keyPem);
-  };
-  auto loaded = load();
-  if (!loaded) {
-    Error e = loaded.error().context("load TLS certificate " + options.certFile + " and key " +
-                                     options.keyFile);
-    if (initial)
-      return fail(e);
-    log::error("TLS certificate reload failed; serving the previous certificate",
-               {{"server", options.name}, {"error", e.message}});
-    return {};
-  }
-  {
-    std::lock_guard lock(certMutex);
-    material = *loaded;
-  }
-  if (!initial) {
-    log::info("TLS certificate reloaded",
-              {{"server", options.name}, {"certFile", options.certFile}});
-  }
-  return {};
-}
-
-std::shared_ptr<const TlsMaterial> HttpServer::Impl::currentMaterial() {
-  if (!options.certFile.empty()) {
-    bool due = false;
-    {
-      std::lock_guard lock(certMutex);
-      auto now = Clock::now();
-      if (now - lastCertCheck >= options.certificateCheckInterval) {
-        lastCertCheck = now;
-        due = true;
-      }
-    }
-    if (due)
-      (void)loadCertFiles(false);
-  }
-  std::lock_guard lock(certMutex);
-  return material;
-}
-
-int HttpServer::Impl::certCallback(SSL* ssl, void* arg) {
-  auto* self = static_cast<Impl*>(arg);
-  auto current = self->currentMaterial();
-  if (!current)
-    return 0;  // no certificate yet: fail the handshake
-  return SSL_use_cert_and_key(ssl, current->cert.get(), current->key.get(), current->chain.get(),
-                              1) == 1
-             ? 1
-             : 0;
-}
 
 Result<void> HttpServer::Impl::bindListener() {
   auto fd = openListener(host, requestedPort);
@@ -983,50 +477,12 @@ void HttpServer::Impl::unregisterConnection(int fd) {
   connections.erase(fd);
 }
 
-SslPtr HttpServer::Impl::handshake(int fd, int* fdSlot) {
-  ERR_clear_error();
-  SslPtr ssl(SSL_new(sslCtx.get()));
-  BIO* bio = ssl ? BIO_new(socketBioMethod()) : nullptr;
-  if (!ssl || bio == nullptr) {
-    log::error("TLS: cannot set up a connection",
-               {{"server", options.name}, {"error", opensslErrors()}});
-    return nullptr;
-  }
-  BIO_set_data(bio, fdSlot);
-  SSL_set_bio(ssl.get(), bio, bio);  // the SSL owns the BIO now
-  SSL_set_accept_state(ssl.get());
-  auto deadline = Clock::now() + options.readTimeout;
-  for (;;) {
-    ERR_clear_error();
-    int rc = SSL_do_handshake(ssl.get());
-    if (rc == 1)
-      return ssl;
-    int err = SSL_get_error(ssl.get(), rc);
-    bool ready = false;
-    if (err == SSL_ERROR_WANT_READ) {
-      ready = waitFor(fd, POLLIN, deadline);
-    } else if (err == SSL_ERROR_WANT_WRITE) {
-      ready = waitFor(fd, POLLOUT, deadline);
-    }
-    if (!ready) {
-      if (log::enabled(log::Level::Debug)) {
-        std::string why = err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE
-                              ? std::string("timed out")
-                              : opensslErrors();
-        log::debug("TLS handshake failed", {{"server", options.name}, {"error", why}});
-      }
-      ERR_clear_error();
-      return nullptr;
-    }
-  }
-}
-
 void HttpServer::Impl::lingeringClose(int fd) {
   ::shutdown(fd, SHUT_WR);
   auto deadline = Clock::now() + kLingerTime;
   size_t drained = 0;
   std::array<char, 16 * 1024> sink{};
-  while (drained < kLingerBytes && !stopping && waitFor(fd, POLLIN, deadline)) {
+  while (drained < kLingerBytes && !stopping && waitForFd(fd, POLLIN, deadline)) {
     ssize_t n = ::recv(fd, sink.data(), sink.size(), 0);
     if (n == 0)
       break;
@@ -1042,21 +498,15 @@ void HttpServer::Impl::lingeringClose(int fd) {
 void HttpServer::Impl::serveConnection(UniqueFd fd) {
   if (!registerConnection(fd.get()))
     return;
-  int fdSlot = fd.get();  // read by the TLS BIO
   try {
     int one = 1;
     ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    SslPtr ssl;
-    if (tls())
-      ssl = handshake(fd.get(), &fdSlot);
-    if (!tls() || ssl) {
-      sockaddr_storage peer{};
-      socklen_t peerLen = sizeof(peer);
-      int remotePort = 0;
-      std::string remoteAddr;
-      if (::getpeername(fd.get(), reinterpret_cast<sockaddr*>(&peer), &peerLen) == 0)
-        remoteAddr = formatAddress(peer, &remotePort);
-      Connection connection(fd.get(), ssl.get(), options.readTimeout, options.writeTimeout);
+    std::unique_ptr<TlsSession> session;
+    if (tls)
+      session = tls->accept(fd.get(), Clock::now() + options.readTimeout);
+    if (!tls || session) {
+      auto [remoteAddr, remotePort] = peerAddress(fd.get());
+      Connection connection(fd.get(), session.get(), options.readTimeout, options.writeTimeout);
       size_t remaining = std::max<size_t>(options.keepAliveMaxRequests, 1);
       bool first = true;
       // The first request may take the read timeout to arrive; between requests an idle
@@ -1073,11 +523,8 @@ void HttpServer::Impl::serveConnection(UniqueFd fd) {
           break;
         --remaining;
       }
-      if (ssl) {
-        ERR_clear_error();
-        SSL_shutdown(ssl.get());  // best effort close_notify
-        ERR_clear_error();
-      }
+      if (session)
+        session->shutdown();
       if (after == After::DrainAndClose)
         lingeringClose(fd.get());
     }
@@ -1302,8 +749,14 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(HttpServerOptions options
   impl->requestedPort = address->second;
   const auto& o = impl->options;
   if (o.tls || o.certificate || !o.certFile.empty() || !o.keyFile.empty()) {
-    if (auto r = impl->initTls(); !r)
-      return fail(r.error());
+    auto tls = TlsServerContext::create({.certFile = o.certFile,
+                                         .keyFile = o.keyFile,
+                                         .certificate = o.certificate,
+                                         .checkInterval = o.certificateCheckInterval,
+                                         .name = o.name});
+    if (!tls)
+      return fail(tls.error());
+    impl->tls = std::move(*tls);
   }
   return std::make_unique<HttpServer>(PassKey{}, std::move(impl));
 }
@@ -1330,7 +783,7 @@ Result<void> HttpServer::start() {
   log::info("HTTP server listening", {{"server", impl_->options.name},
                                       {"address", impl_->options.address},
                                       {"port", impl_->port.load()},
-                                      {"tls", impl_->tls()}});
+                                      {"tls", impl_->tls != nullptr}});
   return {};
 }
 
@@ -1358,30 +811,17 @@ void HttpServer::stop() {
 }
 
 bool HttpServer::tls() const {
-  return impl_->tls();
+  return impl_->tls != nullptr;
 }
 
 Result<void> HttpServer::setCertificate(const PemKeyPair& pair) {
-  if (!impl_->tls())
+  if (!impl_->tls)
     return fail("HTTP server " + impl_->options.name + " does not serve TLS");
-  auto parsed = parseTlsMaterial(pair.certPem, pair.keyPem);
-  if (!parsed)
-    return fail(parsed.error().context("TLS certificate"));
-  std::lock_guard lock(impl_->certMutex);
-  impl_->material = *parsed;
-  return {};
+  return impl_->tls->setCertificate(pair);
 }
 
 std::optional<std::chrono::system_clock::time_point> HttpServer::certificateNotAfter() const {
-  std::shared_ptr<const TlsMaterial> material;
-  {
-    std::lock_guard lock(impl_->certMutex);
-    material = impl_->material;
-  }
-  if (!material || !material->cert)
-    return std::nullopt;
-  auto end = certificateEnd(material->cert.get());
-  return end ? std::optional(*end) : std::nullopt;
+  return impl_->tls ? impl_->tls->certificateNotAfter() : std::nullopt;
 }
 
 size_t HttpServer::rejectedConnections() const {

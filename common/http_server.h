@@ -12,6 +12,7 @@
 #include "common/certificates.h"
 #include "common/duration.h"
 #include "common/error.h"
+#include "common/sockets.h"  // parseListenAddress, for the options of our servers
 
 // An HTTP/1.1 server, plain or TLS, for the webhook and the health endpoints. The HTTP
 // library stays behind this header: handlers see plain structs.
@@ -127,8 +128,5 @@ class HttpServer {
  private:
   std::unique_ptr<Impl> impl_;
 };
-
-// Splits "HOST:PORT", ":PORT" or "[V6]:PORT"; the host is empty for ":PORT".
-Result<std::pair<std::string, int>> parseListenAddress(std::string_view address);
 
 }  // namespace gvirtus

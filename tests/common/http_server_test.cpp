@@ -293,27 +293,6 @@ void startOrFail(HttpServer& server) {
 
 }  // namespace
 
-TEST_CASE("parseListenAddress splits host and port", "[http_server]") {
-  auto any = parseListenAddress(":8080");
-  REQUIRE(any);
-  CHECK(any->first.empty());
-  CHECK(any->second == 8080);
-  auto v4 = parseListenAddress("127.0.0.1:0");
-  REQUIRE(v4);
-  CHECK(v4->first == "127.0.0.1");
-  CHECK(v4->second == 0);
-  auto v6 = parseListenAddress("[::1]:8443");
-  REQUIRE(v6);
-  CHECK(v6->first == "::1");
-  CHECK(v6->second == 8443);
-  CHECK_FALSE(parseListenAddress("8080"));
-  CHECK_FALSE(parseListenAddress(":http"));
-  CHECK_FALSE(parseListenAddress(":70000"));
-  CHECK_FALSE(parseListenAddress("::1:80"));
-  CHECK_FALSE(parseListenAddress("[::1]80"));
-  CHECK(parseListenAddress("bad").error().message.find("bad") != std::string::npos);
-}
-
 TEST_CASE("HttpServer routes plain HTTP requests", "[http_server]") {
   HttpServerOptions options;
   auto server = startServer(options);

@@ -1,0 +1,449 @@
+#include "common/tls_server_context.h"
+
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <vector>
+
+#include "common/log.h"
+#include "common/openssl_util.h"
+#include "common/sockets.h"
+
+namespace gvirtus {
+
+namespace {
+
+// TLS 1.2 suites: forward secret AEAD only (TLS 1.3 keeps OpenSSL's defaults, all AEAD).
+constexpr const char* kTls12Ciphers =
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
+    "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
+    "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
+
+// OpenSSL's option macros are written with C casts.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wold-style-cast"
+constexpr uint64_t kSslOptions =
+    SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE;
+#pragma GCC diagnostic pop
+
+// A serving certificate (leaf, intermediates) and its key, parsed once.
+struct TlsMaterial {
+  X509Ptr cert;
+  PkeyPtr key;
+  X509StackPtr chain;
+};
+
+Result<std::shared_ptr<const TlsMaterial>> parseTlsMaterial(const std::string& certPem,
+                                                            const std::string& keyPem) {
+  ERR_clear_error();
+  auto material = std::make_shared<TlsMaterial>();
+  auto certBio = memoryBio(certPem);
+  if (!certBio)
+    return fail(certBio.error().context("allocate BIO"));
+  std::vector<X509Ptr> certs = readPemCertificates(certBio->get(), &refusePassphrase);
+  if (certs.empty())
+    return fail("parse certificate: " + opensslErrors());
+  ERR_clear_error();  // the read that ended the chain left "no start line"
+  material->cert = std::move(certs.front());
+  material->chain = newX509Stack();
+  if (!material->chain)
+    return fail("allocate certificate chain: " + opensslErrors());
+  for (size_t i = 1; i < certs.size(); ++i) {
+    if (!pushX509(material->chain.get(), std::move(certs[i])))
+      return fail("build certificate chain: " + opensslErrors());
+  }
+  auto keyBio = memoryBio(keyPem);
+  if (!keyBio)
+    return fail(keyBio.error().context("allocate BIO"));
+  material->key = readPemPrivateKey(keyBio->get(), &refusePassphrase);
+  if (!material->key)
+    return fail("parse private key: " + opensslErrors());
+  if (X509_check_private_key(material->cert.get(), material->key.get()) != 1) {
+    ERR_clear_error();
+    return fail("the private key does not match the certificate");
+  }
+  return std::shared_ptr<const TlsMaterial>(std::move(material));
+}
+
+Result<std::string> readWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return fail("open " + path + ": " + errnoText(errno));
+  std::ostringstream out;
+  out << in.rdbuf();
+  if (in.bad())
+    return fail("read " + path);
+  return out.str();
+}
+
+// What identifies one version of a file: a rewrite or a symlink swap (Kubernetes secret
+// volumes) changes at least one of these.
+struct FileStamp {
+  bool exists = false;
+  dev_t dev = 0;
+  ino_t ino = 0;
+  off_t size = 0;
+  int64_t mtimeSec = 0;
+  int64_t mtimeNsec = 0;
+  bool operator==(const FileStamp&) const = default;
+};
+
+FileStamp stampOf(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    return {};
+  return {true, st.st_dev, st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec};
+}
+
+// ---- A socket BIO that never raises SIGPIPE ---------------------------------------------
+// OpenSSL's own socket BIO writes with write(2), which kills a process that has not
+// ignored SIGPIPE when the peer is gone; this one sends with MSG_NOSIGNAL.
+
+int socketBioFd(BIO* bio) {
+  return *static_cast<int*>(BIO_get_data(bio));
+}
+
+int socketBioWrite(BIO* bio, const char* data, size_t len, size_t* written) {
+  BIO_clear_retry_flags(bio);
+  ssize_t n = ::send(socketBioFd(bio), data, len, MSG_NOSIGNAL);
+  if (n >= 0) {
+    *written = static_cast<size_t>(n);
+    return 1;
+  }
+  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+    BIO_set_retry_write(bio);
+  return 0;
+}
+
+int socketBioRead(BIO* bio, char* data, size_t len, size_t* readBytes) {
+  BIO_clear_retry_flags(bio);
+  ssize_t n = ::recv(socketBioFd(bio), data, len, 0);
+  if (n > 0) {
+    *readBytes = static_cast<size_t>(n);
+    return 1;
+  }
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+    BIO_set_retry_read(bio);
+  }
+  return 0;
+}
+
+long socketBioCtrl(BIO*, int cmd, long, void*) {
+  switch (cmd) {
+    case BIO_CTRL_FLUSH:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+int socketBioCreate(BIO* bio) {
+  BIO_set_init(bio, 1);
+  return 1;
+}
+
+// Process-lifetime and shared by every server; deliberately never freed, since OpenSSL's
+// own exit-time cleanup may run before static destructors.
+BIO_METHOD* socketBioMethod() {
+  static BIO_METHOD* method = [] {
+    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "gvirtus-socket");
+    if (m != nullptr) {
+      BIO_meth_set_write_ex(m, socketBioWrite);
+      BIO_meth_set_read_ex(m, socketBioRead);
+      BIO_meth_set_ctrl(m, socketBioCtrl);
+      BIO_meth_set_create(m, socketBioCreate);
+    }
+    return m;
+  }();
+  return method;
+}
+
+int alpnSelect(SSL*, const unsigned char** out, unsigned char* outLen, const unsigned char* in,
+               unsigned int inLen, void*) {
+  // Only HTTP/1.1 is spoken; a client offering it (Go offers "h2,http/1.1") gets it.
+  static const unsigned char kHttp11[] = {'h', 't', 't', 'p', '/', '1', '.', '1'};
+  for (unsigned int i = 0; i < inLen;) {
+    unsigned int len = in[i];
+    if (i + 1 + len > inLen)
+      break;
+    if (len == sizeof(kHttp11) && std::memcmp(in + i + 1, kHttp11, len) == 0) {
+      *out = in + i + 1;
+      *outLen = static_cast<unsigned char>(len);
+      return SSL_TLSEXT_ERR_OK;
+    }
+    i += 1 + len;
+  }
+  return SSL_TLSEXT_ERR_NOACK;
+}
+
+}  // namespace
+
+// ---- A session ------------------------------------------------------------------------------
+
+struct TlsSession::Impl {
+  explicit Impl(int socket) : fd(socket) {}
+  int fd;  // read by the BIO through its data pointer: this object does not move
+  SslPtr ssl;
+};
+
+TlsSession::TlsSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+TlsSession::~TlsSession() = default;
+
+ssize_t TlsSession::read(char* data, size_t size, Deadline deadline) {
+  SSL* ssl = impl_->ssl.get();
+  int want = static_cast<int>(std::min<size_t>(size, 1 << 30));
+  for (;;) {
+    ERR_clear_error();
+    int n = SSL_read(ssl, data, want);
+    if (n > 0)
+      return n;
+    int err = SSL_get_error(ssl, n);
+    if (err == SSL_ERROR_WANT_READ) {
+      if (!waitForFd(impl_->fd, POLLIN, deadline))
+        return -1;
+    } else if (err == SSL_ERROR_WANT_WRITE) {
+      if (!waitForFd(impl_->fd, POLLOUT, deadline))
+        return -1;
+    } else {
+      ERR_clear_error();
+      return err == SSL_ERROR_ZERO_RETURN ? 0 : -1;
+    }
+  }
+}
+
+ssize_t TlsSession::write(const char* data, size_t size, Deadline deadline) {
+  SSL* ssl = impl_->ssl.get();
+  int chunk = static_cast<int>(std::min<size_t>(size, 64 * 1024));
+  for (;;) {
+    ERR_clear_error();
+    int n = SSL_write(ssl, data, chunk);
+    if (n > 0)
+      return n;
+    int err = SSL_get_error(ssl, n);
+    if (err == SSL_ERROR_WANT_WRITE) {
+      if (!waitForFd(impl_->fd, POLLOUT, deadline))
+        return -1;
+    } else if (err == SSL_ERROR_WANT_READ) {
+      if (!waitForFd(impl_->fd, POLLIN, deadline))
+        return -1;
+    } else {
+      ERR_clear_error();
+      return -1;
+    }
+  }
+}
+
+bool TlsSession::pending() const {
+  return SSL_pending(impl_->ssl.get()) > 0;
+}
+
+void TlsSession::shutdown() {
+  ERR_clear_error();
+  SSL_shutdown(impl_->ssl.get());
+  ERR_clear_error();
+}
+
+// ---- The context ----------------------------------------------------------------------------
+
+struct TlsServerContext::Impl {
+  explicit Impl(TlsServerOptions o) : options(std::move(o)) {}
+
+  TlsServerOptions options;
+  SslCtxPtr sslCtx;
+  mutable std::mutex certMutex;
+  std::shared_ptr<const TlsMaterial> material;
+  std::chrono::steady_clock::time_point lastCertCheck{};
+  std::mutex reloadMutex;
+  FileStamp certStamp;
+  FileStamp keyStamp;
+
+  Result<void> init();
+  Result<void> loadCertFiles(bool initial);
+  std::shared_ptr<const TlsMaterial> currentMaterial();
+  static int certCallback(SSL* ssl, void* arg);
+};
+
+Result<void> TlsServerContext::Impl::init() {
+  ERR_clear_error();
+  sslCtx.reset(SSL_CTX_new(TLS_server_method()));
+  if (!sslCtx)
+    return fail("create TLS context: " + opensslErrors());
+  SSL_CTX* ctx = sslCtx.get();
+  if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {
+    return fail("set TLS minimum version: " + opensslErrors());
+  }
+  SSL_CTX_set_options(ctx, kSslOptions);
+  SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+  if (SSL_CTX_set_cipher_list(ctx, kTls12Ciphers) != 1) {
+    return fail("set TLS ciphers: " + opensslErrors());
+  }
+  SSL_CTX_set_cert_cb(ctx, &Impl::certCallback, this);
+  SSL_CTX_set_alpn_select_cb(ctx, alpnSelect, nullptr);
+  if (!options.certFile.empty() || !options.keyFile.empty()) {
+    if (options.certFile.empty() || options.keyFile.empty()) {
+      return fail("TLS needs both a certificate file and a key file");
+    }
+    if (auto r = loadCertFiles(true); !r)
+      return r;
+  } else if (options.certificate) {
+    auto parsed = parseTlsMaterial(options.certificate->certPem, options.certificate->keyPem);
+    if (!parsed)
+      return fail(parsed.error().context("TLS certificate"));
+    material = *parsed;
+  }
+  return {};
+}
+
+// Reads the certificate and key files when they changed since the last attempt. On the
+// first load an error is returned; later a bad pair is logged and the old one kept.
+Result<void> TlsServerContext::Impl::loadCertFiles(bool initial) {
+  std::unique_lock reload(reloadMutex, std::try_to_lock);
+  if (!reload.owns_lock())
+    return {};  // another handshake is reloading right now
+  FileStamp cert = stampOf(options.certFile);
+  FileStamp key = stampOf(options.keyFile);
+  if (!initial && cert == certStamp && key == keyStamp)
+    return {};
+  certStamp = cert;
+  keyStamp = key;
+  auto load = [&]() -> Result<std::shared_ptr<const TlsMaterial>> {
+    auto certPem = readWholeFile(options.certFile);
+    if (!certPem)
+      return fail(certPem.error());
+    auto keyPem = readWholeFile(options.keyFile);
+    if (!keyPem)
+      return fail(keyPem.error());
+    return parseTlsMaterial(*certPem, *keyPem);
+  };
+  auto loaded = load();
+  if (!loaded) {
+    Error e = loaded.error().context("load TLS certificate " + options.certFile + " and key " +
+                                     options.keyFile);
+    if (initial)
+      return fail(e);
+    log::error("TLS certificate reload failed; serving the previous certificate",
+               {{"server", options.name}, {"error", e.message}});
+    return {};
+  }
+  {
+    std::lock_guard lock(certMutex);
+    material = *loaded;
+  }
+  if (!initial) {
+    log::info("TLS certificate reloaded",
+              {{"server", options.name}, {"certFile", options.certFile}});
+  }
+  return {};
+}
+
+std::shared_ptr<const TlsMaterial> TlsServerContext::Impl::currentMaterial() {
+  if (!options.certFile.empty()) {
+    bool due = false;
+    {
+      std::lock_guard lock(certMutex);
+      auto now = std::chrono::steady_clock::now();
+      if (now - lastCertCheck >= options.checkInterval) {
+        lastCertCheck = now;
+        due = true;
+      }
+    }
+    if (due)
+      (void)loadCertFiles(false);
+  }
+  std::lock_guard lock(certMutex);
+  return material;
+}
+
+int TlsServerContext::Impl::certCallback(SSL* ssl, void* arg) {
+  auto* self = static_cast<Impl*>(arg);
+  auto current = self->currentMaterial();
+  if (!current)
+    return 0;  // no certificate yet: fail the handshake
+  return SSL_use_cert_and_key(ssl, current->cert.get(), current->key.get(), current->chain.get(),
+                              1) == 1
+             ? 1
+             : 0;
+}
+
+TlsServerContext::TlsServerContext(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+TlsServerContext::~TlsServerContext() = default;
+
+Result<std::unique_ptr<TlsServerContext>> TlsServerContext::create(TlsServerOptions options) {
+  auto impl = std::make_unique<Impl>(std::move(options));
+  if (auto r = impl->init(); !r)
+    return fail(r.error());
+  return std::make_unique<TlsServerContext>(std::move(impl));
+}
+
+std::unique_ptr<TlsSession> TlsServerContext::accept(int fd, TlsSession::Deadline deadline) {
+  auto session = std::make_unique<TlsSession::Impl>(fd);
+  ERR_clear_error();
+  SslPtr& ssl = session->ssl;
+  ssl.reset(SSL_new(impl_->sslCtx.get()));
+  BIO* bio = ssl ? BIO_new(socketBioMethod()) : nullptr;
+  if (!ssl || bio == nullptr) {
+    log::error("TLS: cannot set up a connection",
+               {{"server", impl_->options.name}, {"error", opensslErrors()}});
+    return nullptr;
+  }
+  BIO_set_data(bio, &session->fd);
+  SSL_set_bio(ssl.get(), bio, bio);  // the SSL owns the BIO now
+  SSL_set_accept_state(ssl.get());
+  for (;;) {
+    ERR_clear_error();
+    int rc = SSL_do_handshake(ssl.get());
+    if (rc == 1)
+      return std::make_unique<TlsSession>(std::move(session));
+    int err = SSL_get_error(ssl.get(), rc);
+    bool ready = false;
+    if (err == SSL_ERROR_WANT_READ) {
+      ready = waitForFd(fd, POLLIN, deadline);
+    } else if (err == SSL_ERROR_WANT_WRITE) {
+      ready = waitForFd(fd, POLLOUT, deadline);
+    }
+    if (!ready) {
+      if (log::enabled(log::Level::Debug)) {
+        std::string why = err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE
+                              ? std::string("timed out")
+                              : opensslErrors();
+        log::debug("TLS handshake failed", {{"server", impl_->options.name}, {"error", why}});
+      }
+      ERR_clear_error();
+      return nullptr;
+    }
+  }
+}
+
+Result<void> TlsServerContext::setCertificate(const PemKeyPair& pair) {
+  auto parsed = parseTlsMaterial(pair.certPem, pair.keyPem);
+  if (!parsed)
+    return fail(parsed.error().context("TLS certificate"));
+  std::lock_guard lock(impl_->certMutex);
+  impl_->material = *parsed;
+  return {};
+}
+
+std::optional<std::chrono::system_clock::time_point> TlsServerContext::certificateNotAfter() const {
+  std::shared_ptr<const TlsMaterial> material;
+  {
+    std::lock_guard lock(impl_->certMutex);
+    material = impl_->material;
+  }
+  if (!material || !material->cert)
+    return std::nullopt;
+  auto end = certificateEnd(material->cert.get());
+  return end ? std::optional(*end) : std::nullopt;
+}
+
+}  // namespace gvirtus
