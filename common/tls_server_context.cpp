@@ -200,48 +200,40 @@ struct TlsSession::Impl {
 TlsSession::TlsSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 TlsSession::~TlsSession() = default;
 
-ssize_t TlsSession::read(char* data, size_t size, Deadline deadline) {
-  SSL* ssl = impl_->ssl.get();
-  int want = static_cast<int>(std::min<size_t>(size, 1 << 30));
+namespace {
+
+// Repeats one SSL_read or SSL_write until it moves bytes, waiting on the socket for what
+// OpenSSL asks (a read may need to write, during a key update, and the reverse).
+template <typename Transfer>
+ssize_t transferTls(SSL* ssl, int fd, TlsSession::Deadline deadline, Transfer transfer) {
   for (;;) {
     ERR_clear_error();
-    int n = SSL_read(ssl, data, want);
+    int n = transfer(ssl);
     if (n > 0)
       return n;
     int err = SSL_get_error(ssl, n);
-    if (err == SSL_ERROR_WANT_READ) {
-      if (!waitForFd(impl_->fd, POLLIN, deadline))
-        return -1;
-    } else if (err == SSL_ERROR_WANT_WRITE) {
-      if (!waitForFd(impl_->fd, POLLOUT, deadline))
-        return -1;
-    } else {
+    if (err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE) {
       ERR_clear_error();
       return err == SSL_ERROR_ZERO_RETURN ? 0 : -1;
     }
+    if (!waitForFd(fd, err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline))
+      return -1;
   }
 }
 
+}  // namespace
+
+ssize_t TlsSession::read(char* data, size_t size, Deadline deadline) {
+  int want = static_cast<int>(std::min<size_t>(size, 1 << 30));
+  return transferTls(impl_->ssl.get(), impl_->fd, deadline,
+                     [&](SSL* ssl) { return SSL_read(ssl, data, want); });
+}
+
 ssize_t TlsSession::write(const char* data, size_t size, Deadline deadline) {
-  SSL* ssl = impl_->ssl.get();
   int chunk = static_cast<int>(std::min<size_t>(size, 64 * 1024));
-  for (;;) {
-    ERR_clear_error();
-    int n = SSL_write(ssl, data, chunk);
-    if (n > 0)
-      return n;
-    int err = SSL_get_error(ssl, n);
-    if (err == SSL_ERROR_WANT_WRITE) {
-      if (!waitForFd(impl_->fd, POLLOUT, deadline))
-        return -1;
-    } else if (err == SSL_ERROR_WANT_READ) {
-      if (!waitForFd(impl_->fd, POLLIN, deadline))
-        return -1;
-    } else {
-      ERR_clear_error();
-      return -1;
-    }
-  }
+  ssize_t n = transferTls(impl_->ssl.get(), impl_->fd, deadline,
+                          [&](SSL* ssl) { return SSL_write(ssl, data, chunk); });
+  return n == 0 ? -1 : n;  // a write moves bytes or fails
 }
 
 bool TlsSession::pending() const {
