@@ -166,6 +166,9 @@ native_checks() {
     bash -c "docker run ${hardened[*]} '$image' --no-such-flag; test \$? = 2"
   check "runs as uid=65532 gid=65532" runs_as_nonroot "$image" "$build_platform"
   if [ "$name" != backend ]; then
+    check "sets glibc's per-thread malloc cache (GLIBC_TUNABLES)" bash -c \
+      "docker image inspect -f '{{range .Config.Env}}{{println .}}{{end}}' '$image' |
+        grep -qx 'GLIBC_TUNABLES=glibc.malloc.tcache_count=[0-9]*'"
     check "has no shell" bash -c "! docker run ${hardened[*]} --entrypoint /bin/sh '$image' -c true"
   else
     check "the shim's loader and libraries are its own (ldd of the bundle)" \

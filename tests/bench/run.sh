@@ -39,6 +39,12 @@ bash tests/cluster/build.sh >/dev/null || die "the local control plane (tests/cl
 GVIRTUS_AGNHOST=$(bash "$here/build-agnhost.sh") || die "agnhost (tests/bench/build-agnhost.sh)"
 export GVIRTUS_AGNHOST
 
+# Our binaries run with the malloc tunables their images set (images/Dockerfile.webhook).
+GLIBC_TUNABLES=$(sed -n 's/^ENV GLIBC_TUNABLES=//p' images/Dockerfile.webhook)
+[ -n "$GLIBC_TUNABLES" ] || die "no GLIBC_TUNABLES in images/Dockerfile.webhook"
+export GLIBC_TUNABLES
+say "GLIBC_TUNABLES=$GLIBC_TUNABLES, as in the images"
+
 rm -rf "$out" && mkdir -p "$out"
 built=$SECONDS
 export GVIRTUS_BENCH_OUT=$out
@@ -152,6 +158,9 @@ figures are noisy: compare the **ratios**, which come from runs side by side in 
 minute (the webhook phases alternate between the two webhooks; the pod variants are
 interleaved). The control plane is the local one of \`tests/cluster\` (kube-apiserver
 $(source tests/cluster/versions.sh && echo "$K8S_VERSION"), etcd, kwok fake nodes), on the same machine.
+Our binaries run with \`GLIBC_TUNABLES=$GLIBC_TUNABLES\`, as their images set it: glibc's
+default per-thread cache of 7 freed blocks per size sends most of a review's small JSON
+allocations to the slower arena paths.
 
 The peer is **agnhost** (\`k8s.io/kubernetes/test/images/agnhost\`, the Kubernetes
 project's own test webhook, its \`webhook\` subcommand), built at the control plane's
