@@ -49,8 +49,8 @@ std::string cacheKey(const json& object) {
                   stringAt(object, {"metadata", "name"}));
 }
 
-std::vector<StoreDelta> diffStores(const std::map<std::string, json>& before,
-                                   const std::map<std::string, json>& after) {
+std::vector<StoreDelta> diffStores(const std::map<std::string, ObjectSnapshot>& before,
+                                   const std::map<std::string, ObjectSnapshot>& after) {
   std::vector<StoreDelta> added;
   std::vector<StoreDelta> updated;
   std::vector<StoreDelta> deleted;
@@ -64,7 +64,7 @@ std::vector<StoreDelta> diffStores(const std::map<std::string, json>& before,
       deleted.push_back({StoreDelta::Type::Deleted, b->first, b->second, b->second});
       ++b;
     } else {
-      if (!sameVersion(b->second, a->second)) {
+      if (!sameVersion(*b->second, *a->second)) {
         updated.push_back({StoreDelta::Type::Updated, a->first, b->second, a->second});
       }
       ++a;
@@ -136,22 +136,19 @@ bool ResourceCache::waitForSync(Duration timeout) const {
   return synced_;
 }
 
-std::optional<json> ResourceCache::get(const std::string& ns, const std::string& name) const {
+ObjectSnapshot ResourceCache::get(const std::string& ns, const std::string& name) const {
   return getByKey(cacheKey(resource_.namespaced ? ns : std::string(), name));
 }
 
-std::optional<json> ResourceCache::getByKey(const std::string& key) const {
+ObjectSnapshot ResourceCache::getByKey(const std::string& key) const {
   std::lock_guard lock(mutex_);
   auto it = store_.find(key);
-  if (it == store_.end()) {
-    return std::nullopt;
-  }
-  return it->second;
+  return it == store_.end() ? nullptr : it->second;
 }
 
-std::vector<json> ResourceCache::list() const {
+std::vector<ObjectSnapshot> ResourceCache::list() const {
   std::lock_guard lock(mutex_);
-  std::vector<json> out;
+  std::vector<ObjectSnapshot> out;
   out.reserve(store_.size());
   for (const auto& [key, object] : store_) {
     out.push_back(object);
@@ -259,14 +256,15 @@ Result<void> ResourceCache::listAndReplace(std::stop_token stop) {
   if (stop.stop_requested()) {
     return {};
   }
-  std::map<std::string, json> fresh;
+  std::map<std::string, ObjectSnapshot> fresh;
   for (auto& item : page->items) {
     std::string key = cacheKey(item);
     if (key.empty()) {
       continue;
     }
     fresh.emplace(std::move(key),
-                  options_.transform ? options_.transform(std::move(item)) : std::move(item));
+                  std::make_shared<const json>(
+                      options_.transform ? options_.transform(std::move(item)) : std::move(item)));
   }
   std::vector<StoreDelta> deltas;
   {
@@ -338,7 +336,8 @@ void ResourceCache::applyEvent(const WatchEvent& event) {
                {{"resource", resourceName(resource_)}, {"type", event.type}});
     return;
   }
-  const json object = options_.transform ? options_.transform(event.object) : event.object;
+  auto object = std::make_shared<const json>(options_.transform ? options_.transform(event.object)
+                                                                : event.object);
   std::vector<StoreDelta> deltas;
   {
     std::lock_guard lock(mutex_);
@@ -374,17 +373,17 @@ void ResourceCache::dispatch(const std::vector<StoreDelta>& deltas) {
         switch (delta.type) {
           case StoreDelta::Type::Added:
             if (h.onAdd) {
-              h.onAdd(delta.now);
+              h.onAdd(*delta.now);
             }
             break;
           case StoreDelta::Type::Updated:
             if (h.onUpdate) {
-              h.onUpdate(delta.old, delta.now);
+              h.onUpdate(*delta.old, *delta.now);
             }
             break;
           case StoreDelta::Type::Deleted:
             if (h.onDelete) {
-              h.onDelete(delta.now);
+              h.onDelete(*delta.now);
             }
             break;
         }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -31,13 +32,17 @@ struct ResourceEventHandlers {
   std::function<void(const nlohmann::json& object)> onDelete;
 };
 
+// An object as the cache holds it: shared and immutable, so that readers get it without a
+// copy and the cache replaces it, not changes it, when a newer version arrives.
+using ObjectSnapshot = std::shared_ptr<const nlohmann::json>;
+
 // One change found between two contents of the store.
 struct StoreDelta {
   enum class Type { Added, Updated, Deleted };
   Type type;
   std::string key;
-  nlohmann::json old;  // null for Added
-  nlohmann::json now;  // for Deleted: the last state held
+  ObjectSnapshot old;  // null for Added
+  ObjectSnapshot now;  // for Deleted: the last state held
 };
 
 // The store key of an object: "namespace/name", or "name" when it has no namespace.
@@ -48,8 +53,8 @@ std::string cacheKey(const std::string& ns, const std::string& name);
 // in both with a different metadata.resourceVersion (or, lacking one, different content)
 // Updated. Unchanged objects produce nothing, so after a relist handlers see exactly what
 // happened while the watch was down. Sorted by key within each type: adds, updates, deletes.
-std::vector<StoreDelta> diffStores(const std::map<std::string, nlohmann::json>& before,
-                                   const std::map<std::string, nlohmann::json>& after);
+std::vector<StoreDelta> diffStores(const std::map<std::string, ObjectSnapshot>& before,
+                                   const std::map<std::string, ObjectSnapshot>& after);
 
 struct ResourceCacheOptions {
   int64_t pageSize = 500;  // list page size (limit); 0: no paging
@@ -71,7 +76,7 @@ struct ResourceCacheOptions {
 // resourceVersion; on 410 Gone list again; on any other error back off (0.8s doubling to
 // 30s, reset after a success) and retry, one log line per failure with the reason.
 //
-// Reads are thread-safe. Objects are returned by value (snapshots).
+// Reads are thread-safe and copy nothing: they hand out the snapshots the store holds.
 class ResourceCache {
  public:
   // `ns` empty: all namespaces (and the only choice for cluster-scoped kinds).
@@ -95,10 +100,10 @@ class ResourceCache {
   // Waits for hasSynced() up to `timeout`; false on timeout or when stopped first.
   bool waitForSync(Duration timeout) const;
 
-  // `ns` is ignored for cluster-scoped kinds.
-  std::optional<nlohmann::json> get(const std::string& ns, const std::string& name) const;
-  std::optional<nlohmann::json> getByKey(const std::string& key) const;
-  std::vector<nlohmann::json> list() const;
+  // `ns` is ignored for cluster-scoped kinds. Null when the store does not hold it.
+  ObjectSnapshot get(const std::string& ns, const std::string& name) const;
+  ObjectSnapshot getByKey(const std::string& key) const;
+  std::vector<ObjectSnapshot> list() const;
   std::vector<std::string> keys() const;
   size_t size() const;
 
@@ -127,7 +132,7 @@ class ResourceCache {
 
   mutable std::mutex mutex_;
   mutable std::condition_variable_any changed_;
-  std::map<std::string, nlohmann::json> store_;
+  std::map<std::string, ObjectSnapshot> store_;
   std::string resourceVersion_;
   bool synced_ = false;
   bool stopped_ = false;

@@ -48,7 +48,7 @@ std::optional<std::pair<std::string, GpuShare>> heldShare(const json& pod) {
   return std::pair{endpoint, std::move(share)};
 }
 
-std::optional<Backend> backendFromPod(const json& pod, const std::optional<json>& node, int port) {
+std::optional<Backend> backendFromPod(const json& pod, const json* node, int port) {
   const json* metadata = member(pod, "metadata");
   if (metadata == nullptr || member(*metadata, "deletionTimestamp") != nullptr || !isReady(pod)) {
     return std::nullopt;
@@ -249,9 +249,9 @@ std::vector<Backend> ClusterBackendSource::backends() const {
 std::vector<Backend> ClusterBackendSource::buildBackends() const {
   std::vector<Backend> out;
   for (const auto& pod : pods_->list()) {
-    const std::string nodeName = stringAt(pod, {"spec", "nodeName"});
-    auto node = nodeName.empty() ? std::nullopt : nodes_->get("", nodeName);
-    if (auto backend = backendFromPod(pod, node, port_)) {
+    const std::string nodeName = stringAt(*pod, {"spec", "nodeName"});
+    auto node = nodeName.empty() ? nullptr : nodes_->get("", nodeName);
+    if (auto backend = backendFromPod(*pod, node.get(), port_)) {
       out.push_back(std::move(*backend));
     }
   }

@@ -16,10 +16,10 @@
 namespace gvirtus::webhook {
 
 // The backend a backend pod offers, or nullopt when it cannot take frontends: not Ready,
-// no IPv4 pod IP, being deleted. `node` (the pod's Node, when known) gives the zone; the
+// no IPv4 pod IP, being deleted. `node` (the pod's Node; null when not known) gives the zone; the
 // gvirtus.io/load annotation gives the load (absent or unreadable: unknown).
-std::optional<Backend> backendFromPod(const nlohmann::json& pod,
-                                      const std::optional<nlohmann::json>& node, int port);
+std::optional<Backend> backendFromPod(const nlohmann::json& pod, const nlohmann::json* node,
+                                      int port);
 
 // The GPU share a GVirtuS pod holds on the backend it was given ("IP:PORT", the share):
 // it was given a GPU (gvirtus.io/backend, gvirtus.io/backend-gpu), asks for GPU memory, and

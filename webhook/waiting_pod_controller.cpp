@@ -69,11 +69,11 @@ bool isWaiting(const json& pod) {
          gateIndex(pod).has_value();
 }
 
-std::vector<json> waitingPods(const std::vector<json>& pods) {
+std::vector<json> waitingPods(const std::vector<ObjectSnapshot>& pods) {
   std::vector<std::tuple<SystemTime, std::string, const json*>> ranked;
   for (const auto& pod : pods) {
-    if (isWaiting(pod)) {
-      ranked.emplace_back(createdAt(pod), podKey(pod), &pod);
+    if (isWaiting(*pod)) {
+      ranked.emplace_back(createdAt(*pod), podKey(*pod), pod.get());
     }
   }
   std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
@@ -319,8 +319,12 @@ void WaitingPodController::run(std::stop_token stop) {
   queue->add(kPassKey);
   while (auto key = queue->get(stop)) {
     state.nextLook.reset();
-    const bool ok =
-        pass(stop, pods.list(), candidates ? candidates->list() : std::vector<json>{}, state);
+    std::vector<json> candidateNodes;
+    if (candidates) {
+      for (const auto& node : candidates->list())
+        candidateNodes.push_back(*node);
+    }
+    const bool ok = pass(stop, pods.list(), candidateNodes, state);
     queue->done(*key);
     if (ok) {
       queue->forget(*key);
@@ -349,7 +353,7 @@ void WaitingPodController::run(std::stop_token stop) {
   log::info("waiting-pod controller stopped");
 }
 
-bool WaitingPodController::pass(std::stop_token stop, const std::vector<json>& pods,
+bool WaitingPodController::pass(std::stop_token stop, const std::vector<ObjectSnapshot>& pods,
                                 const std::vector<json>& candidates, RunState& state) {
   std::vector<json> waiting;
   std::set<std::string> present;

@@ -16,6 +16,7 @@
 #include "common/event_recorder.h"
 #include "common/json_patch.h"
 #include "common/kube_client.h"
+#include "common/resource_cache.h"
 #include "common/work_queue.h"
 #include "webhook/backend_autoscaler.h"
 #include "webhook/backend_chooser.h"
@@ -36,8 +37,9 @@ inline constexpr const char* kBackendAssignedReason = "BackendAssigned";
 // A pod waits while it carries the gate gvirtus.io/backend and is not being deleted.
 bool isWaiting(const nlohmann::json& pod);
 
-// The waiting pods among `pods`, oldest first: by creationTimestamp, then namespace/name.
-std::vector<nlohmann::json> waitingPods(const std::vector<nlohmann::json>& pods);
+// Copies of the waiting pods among `pods` (the others are not copied), oldest first: by
+// creationTimestamp, then namespace/name.
+std::vector<nlohmann::json> waitingPods(const std::vector<ObjectSnapshot>& pods);
 
 // The patch that releases a waiting pod: what assignBackend() changes on a copy of it
 // (backend annotations; gate and waiting status removed), behind `test` operations on the pod's
@@ -138,7 +140,7 @@ class WaitingPodController {
   };
   // One pass; false when a patch failed for another reason than a conflict. `candidates`:
   // the autoscaler's candidate nodes (empty without it).
-  bool pass(std::stop_token stop, const std::vector<nlohmann::json>& pods,
+  bool pass(std::stop_token stop, const std::vector<ObjectSnapshot>& pods,
             const std::vector<nlohmann::json>& candidates, RunState& state);
   // One step of the autoscaler after a pass's outcomes.
   void autoscale(const std::vector<PodOutcome>& outcomes,

@@ -99,31 +99,37 @@ TEST_CASE("cacheKey is namespace/name or name when cluster-scoped", "[resource_c
   CHECK(cacheKey(json::object()).empty());
 }
 
+using Store = std::map<std::string, ObjectSnapshot>;
+
+ObjectSnapshot snapshot(json object) {
+  return std::make_shared<const json>(std::move(object));
+}
+
 TEST_CASE("diffStores reports exactly what a relist changed", "[resource_cache]") {
-  std::map<std::string, json> before = {{"ns/a", object("ns", "a", "1")},
-                                        {"ns/b", object("ns", "b", "2")},
-                                        {"ns/c", object("ns", "c", "3")}};
-  std::map<std::string, json> after = {{"ns/a", object("ns", "a", "1")},
-                                       {"ns/b", object("ns", "b", "7")},
-                                       {"ns/d", object("ns", "d", "8")}};
+  Store before = {{"ns/a", snapshot(object("ns", "a", "1"))},
+                  {"ns/b", snapshot(object("ns", "b", "2"))},
+                  {"ns/c", snapshot(object("ns", "c", "3"))}};
+  Store after = {{"ns/a", snapshot(object("ns", "a", "1"))},
+                 {"ns/b", snapshot(object("ns", "b", "7"))},
+                 {"ns/d", snapshot(object("ns", "d", "8"))}};
   const auto deltas = diffStores(before, after);
   REQUIRE(deltas.size() == 3);
   CHECK(deltas[0].type == StoreDelta::Type::Added);
   CHECK(deltas[0].key == "ns/d");
-  CHECK(deltas[0].old.is_null());
+  CHECK(deltas[0].old == nullptr);
   CHECK(deltas[1].type == StoreDelta::Type::Updated);
   CHECK(deltas[1].key == "ns/b");
-  CHECK(deltas[1].old["metadata"]["resourceVersion"] == "2");
-  CHECK(deltas[1].now["metadata"]["resourceVersion"] == "7");
+  CHECK((*deltas[1].old)["metadata"]["resourceVersion"] == "2");
+  CHECK((*deltas[1].now)["metadata"]["resourceVersion"] == "7");
   CHECK(deltas[2].type == StoreDelta::Type::Deleted);
   CHECK(deltas[2].key == "ns/c");
-  CHECK(deltas[2].now["metadata"]["resourceVersion"] == "3");  // the last state held
+  CHECK((*deltas[2].now)["metadata"]["resourceVersion"] == "3");  // the last state held
 
   SECTION("no change, no delta") {
     CHECK(diffStores(after, after).empty());
   }
   SECTION("from empty: all adds, sorted") {
-    const auto all = diffStores({}, after);
+    const auto all = diffStores(Store{}, after);
     REQUIRE(all.size() == 3);
     CHECK(all[0].key == "ns/a");
     CHECK(all[2].key == "ns/d");
@@ -132,17 +138,17 @@ TEST_CASE("diffStores reports exactly what a relist changed", "[resource_cache]"
     }
   }
   SECTION("to empty: all deletes") {
-    const auto all = diffStores(before, {});
+    const auto all = diffStores(before, Store{});
     REQUIRE(all.size() == 3);
     for (const auto& d : all) {
       CHECK(d.type == StoreDelta::Type::Deleted);
     }
   }
   SECTION("without resourceVersions the content decides") {
-    json x = {{"metadata", {{"name", "x"}}}, {"data", {{"k", "1"}}}};
-    json y = {{"metadata", {{"name", "x"}}}, {"data", {{"k", "2"}}}};
-    CHECK(diffStores({{"x", x}}, {{"x", x}}).empty());
-    CHECK(diffStores({{"x", x}}, {{"x", y}}).size() == 1);
+    auto x = snapshot({{"metadata", {{"name", "x"}}}, {"data", {{"k", "1"}}}});
+    auto y = snapshot({{"metadata", {{"name", "x"}}}, {"data", {{"k", "2"}}}});
+    CHECK(diffStores(Store{{"x", x}}, Store{{"x", x}}).empty());
+    CHECK(diffStores(Store{{"x", x}}, Store{{"x", y}}).size() == 1);
   }
 }
 
@@ -208,7 +214,7 @@ TEST_CASE("the cache follows adds updates and deletes in order", "[resource_cach
             "add ns2/b",
             "update ns1/a " + va + "->" + a2["metadata"]["resourceVersion"].get<std::string>(),
             "delete ns2/b"});
-  CHECK(cache.get("ns1", "a").value()["data"]["v"] == "2");
+  CHECK((*cache.get("ns1", "a"))["data"]["v"] == "2");
   CHECK_FALSE(cache.get("ns2", "b"));
   CHECK(cache.resourceVersion() == std::to_string(server.resourceVersion()));
 }
@@ -227,12 +233,12 @@ TEST_CASE("a transform keeps only what the cache's reader needs", "[resource_cac
   cache.addHandlers(recorder.handlers());
   cache.start();
   REQUIRE(cache.waitForSync(5s));
-  CHECK(cache.get("ns1", "a").value()["data"] == json{{"keep", "1"}});  // listed
+  CHECK((*cache.get("ns1", "a"))["data"] == json{{"keep", "1"}});  // listed
   REQUIRE(eventually([&] { return server.openWatches() == 1; }));
   recorder.take();
   server.putConfigMap("ns1", "a", {{"keep", "2"}, {"drop", "y"}});
   REQUIRE(eventually([&] { return recorder.size() == 1; }));
-  CHECK(cache.get("ns1", "a").value()["data"] == json{{"keep", "2"}});  // watched
+  CHECK((*cache.get("ns1", "a"))["data"] == json{{"keep", "2"}});  // watched
 }
 
 TEST_CASE("bookmarks only advance the resourceVersion", "[resource_cache]") {
@@ -290,8 +296,7 @@ TEST_CASE("after 410 Gone the cache relists and handlers see what changed meanwh
   REQUIRE(cache.waitForSync(5s));
   recorder.take();
   REQUIRE(eventually([&] { return server.openWatches() == 1; }));
-  const std::string changeVersion =
-      cache.get("ns1", "change").value()["metadata"]["resourceVersion"];
+  const std::string changeVersion = (*cache.get("ns1", "change"))["metadata"]["resourceVersion"];
 
   // Disconnected: the changes are made and the history is compacted away, so the resumed
   // watch is too old.
@@ -309,7 +314,7 @@ TEST_CASE("after 410 Gone the cache relists and handlers see what changed meanwh
                                      changed["metadata"]["resourceVersion"].get<std::string>(),
                                  "delete ns1/remove"});
   CHECK(cache.keys() == std::vector<std::string>{"ns1/change", "ns1/keep", "ns1/new"});
-  CHECK(cache.get("ns1", "change").value()["data"]["v"] == "2");
+  CHECK((*cache.get("ns1", "change"))["data"]["v"] == "2");
 
   // And it watches again from the relist.
   REQUIRE(eventually([&] { return server.openWatches() == 1; }));

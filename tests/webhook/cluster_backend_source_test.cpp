@@ -29,7 +29,7 @@ const json kNode = {
 }  // namespace
 
 TEST_CASE("a Ready backend pod with an IP is a backend", "[cluster-backends]") {
-  auto backend = backendFromPod(backendPod(), kNode, 9999);
+  auto backend = backendFromPod(backendPod(), &kNode, 9999);
   REQUIRE(backend.has_value());
   CHECK(backend->endpoint() == "10.244.1.5:9999");
   CHECK(backend->podRef() == "gvirtus-system/backend-0");
@@ -40,39 +40,39 @@ TEST_CASE("a Ready backend pod with an IP is a backend", "[cluster-backends]") {
   CHECK(backend->load->maxSessions == 8);
   CHECK(backend->load->gpus.at(0).memoryFreeMiB() == 90);
 
-  auto noNode = backendFromPod(backendPod(), std::nullopt, 7000);
+  auto noNode = backendFromPod(backendPod(), nullptr, 7000);
   REQUIRE(noNode.has_value());
   CHECK(noNode->zone.empty());
   CHECK(noNode->port == 7000);
 }
 
 TEST_CASE("pods that cannot take frontends are not backends", "[cluster-backends]") {
-  CHECK_FALSE(backendFromPod(backendPod(false), kNode, 9999).has_value());
+  CHECK_FALSE(backendFromPod(backendPod(false), &kNode, 9999).has_value());
   json noIp = backendPod();
   noIp["status"].erase("podIP");
   noIp["status"].erase("podIPs");
-  CHECK_FALSE(backendFromPod(noIp, kNode, 9999).has_value());
+  CHECK_FALSE(backendFromPod(noIp, &kNode, 9999).has_value());
   json deleting = backendPod();
   deleting["metadata"]["deletionTimestamp"] = "2026-11-22T10:00:00Z";
-  CHECK_FALSE(backendFromPod(deleting, kNode, 9999).has_value());
+  CHECK_FALSE(backendFromPod(deleting, &kNode, 9999).has_value());
   json noConditions = backendPod();
   noConditions["status"].erase("conditions");
-  CHECK_FALSE(backendFromPod(noConditions, kNode, 9999).has_value());
+  CHECK_FALSE(backendFromPod(noConditions, &kNode, 9999).has_value());
 }
 
 TEST_CASE("a dual-stack pod gives its IPv4 address", "[cluster-backends]") {
   json pod = backendPod();
   pod["status"]["podIP"] = "fd00::5";
   pod["status"]["podIPs"] = json::array({{{"ip", "fd00::5"}}, {{"ip", "10.244.1.6"}}});
-  CHECK(backendFromPod(pod, kNode, 9999)->ip == "10.244.1.6");
+  CHECK(backendFromPod(pod, &kNode, 9999)->ip == "10.244.1.6");
   pod["status"]["podIPs"] = json::array({{{"ip", "fd00::5"}}});
-  CHECK_FALSE(backendFromPod(pod, kNode, 9999).has_value());
+  CHECK_FALSE(backendFromPod(pod, &kNode, 9999).has_value());
 }
 
 TEST_CASE("an unreadable load report counts as unknown", "[cluster-backends]") {
   json pod = backendPod();
   pod["metadata"]["annotations"]["gvirtus.io/load"] = "{broken";
-  auto backend = backendFromPod(pod, kNode, 9999);
+  auto backend = backendFromPod(pod, &kNode, 9999);
   REQUIRE(backend.has_value());
   CHECK_FALSE(backend->load.has_value());
 }

@@ -18,6 +18,14 @@ using gvirtus::Result;
 
 namespace {
 
+// `pods` as a cache hands them out.
+std::vector<gvirtus::ObjectSnapshot> snapshotsOf(const std::vector<json>& pods) {
+  std::vector<gvirtus::ObjectSnapshot> out;
+  for (const auto& pod : pods)
+    out.push_back(std::make_shared<const json>(pod));
+  return out;
+}
+
 // A GVirtuS pod as the admission left it when no backend could take it.
 json waitingPod(const std::string& name, const std::string& created,
                 json annotations = json::object(), const std::string& ns = "team-a") {
@@ -40,7 +48,7 @@ std::vector<json> fivePods() {
     pods.push_back(
         waitingPod("pod-" + std::to_string(i), "2026-11-22T10:00:0" + std::to_string(i) + "Z"));
   }
-  return waitingPods(pods);
+  return waitingPods(snapshotsOf(pods));
 }
 
 std::string nameOf(const json& pod) {
@@ -122,7 +130,7 @@ TEST_CASE("waiting pods are the gated ones and the oldest come first", "[waiting
   CHECK_FALSE(isWaiting(deleting));
   CHECK(isWaiting(both));
   Names order;
-  for (const auto& pod : waitingPods(pods)) {
+  for (const auto& pod : waitingPods(snapshotsOf(pods))) {
     order.push_back(nameOf(pod));
   }
   // Same second: by namespace/name (team-a/b, team-a/both-gates, team-b/a).
@@ -244,8 +252,8 @@ TEST_CASE("a pod no backend can take waits with the reason while younger pods go
       waitingPod("bad", "2026-11-22T10:00:02Z", {{"gvirtus.io/gpus", "four"}}),
       waitingPod("small", "2026-11-22T10:00:03Z", {{"gvirtus.io/gpu-memory", "8Gi"}})};
   FakeApi api(pods);
-  auto outcomes = releaseWaitingPods(waitingPods(pods), {backend("10.0.0.1", 0, 16)}, chooser, {},
-                                     api.writer());
+  auto outcomes = releaseWaitingPods(waitingPods(snapshotsOf(pods)), {backend("10.0.0.1", 0, 16)},
+                                     chooser, {}, api.writer());
   CHECK(released(outcomes) == Names{"small"});
   const auto reasons = waitingReasons(outcomes);
   CHECK(reasons.at("huge") ==
@@ -308,7 +316,7 @@ std::vector<json> gangAndLoner(int members) {
                               "2026-11-22T10:00:0" + std::to_string(i) + "Z",
                               {{std::string(kPodGroupAnnotation), "trainers"}}));
   }
-  return waitingPods(pods);
+  return waitingPods(snapshotsOf(pods));
 }
 
 // The lookup the controller makes from the PodGroup: minMember, and members released before.
