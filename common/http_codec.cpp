@@ -96,18 +96,6 @@ std::optional<HttpFields> parseQuery(std::string_view text) {
   return query;
 }
 
-// True when the comma-separated list holds `token` (case-insensitive).
-bool listHas(std::string_view list, std::string_view token) {
-  while (true) {
-    auto end = list.find(',');
-    if (equalsIgnoreCase(trimOws(list.substr(0, end)), token))
-      return true;
-    if (end == std::string_view::npos)
-      return false;
-    list.remove_prefix(end + 1);
-  }
-}
-
 std::expected<void, HeadError> parseRequestLine(std::string_view line, RequestHead& head) {
   auto sp1 = line.find(' ');
   auto sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
@@ -220,11 +208,13 @@ std::expected<RequestHead, HeadError> parseRequestHead(std::string_view text) {
       length = n;
     } else if (equalsIgnoreCase(name, "Transfer-Encoding")) {
       if (transferEncoding || !equalsIgnoreCase(value, "chunked"))
-        return refuse(501, "transfer coding not implemented");
+        return refuse(501, "only the chunked transfer coding is accepted");
       transferEncoding = true;
     } else if (equalsIgnoreCase(name, "Connection")) {
-      connectionClose = connectionClose || listHas(value, "close");
-      connectionKeepAlive = connectionKeepAlive || listHas(value, "keep-alive");
+      for (const auto& option : splitList(value)) {
+        connectionClose = connectionClose || equalsIgnoreCase(option, "close");
+        connectionKeepAlive = connectionKeepAlive || equalsIgnoreCase(option, "keep-alive");
+      }
     } else if (equalsIgnoreCase(name, "Expect")) {
       head.expectContinue = equalsIgnoreCase(value, "100-continue");
     }

@@ -574,14 +574,17 @@ HttpServer::Impl::After HttpServer::Impl::serveRequest(Connection& connection,
       auto m = methods.find(head.method);
       if (m == methods.end() && headOnly)
         m = methods.find("GET");
-      if (m != methods.end())
+      if (m != methods.end()) {
         handler = m->second;
-      for (const auto& [name, h] : methods) {
-        if (!allowed.empty())
-          allowed += ", ";
-        allowed += name;
-        if (name == "GET" && !methods.contains("HEAD"))
-          allowed += ", HEAD";
+      } else {
+        // The Allow field of a 405, only when one is owed.
+        for (const auto& [name, h] : methods) {
+          if (!allowed.empty())
+            allowed += ", ";
+          allowed += name;
+          if (name == "GET" && !methods.contains("HEAD"))
+            allowed += ", HEAD";
+        }
       }
     }
   }
