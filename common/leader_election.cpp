@@ -7,7 +7,6 @@
 
 #include "common/kube_resource.h"
 #include "common/log.h"
-#include "common/stoppable_sleep.h"
 
 namespace gvirtus {
 
@@ -144,7 +143,7 @@ void LeaderElector::stop() {
 
 bool LeaderElector::isLeader() const {
   std::lock_guard lock(mutex_);
-  return leading_ && std::chrono::steady_clock::now() - lastRenew_ < config_.renewDeadline;
+  return leading_ && config_.clock->now() - lastRenew_ < config_.renewDeadline;
 }
 
 std::string LeaderElector::leader() const {
@@ -160,12 +159,12 @@ void LeaderElector::run(std::stop_token stop) {
   while (!stop.stop_requested()) {
     const Attempt first = tryAcquireOrRenew();
     if (first != Attempt::Acquired && first != Attempt::Renewed) {
-      sleepUnlessStopped(stop, config_.retryPeriod + Duration(jitter(random)));
+      config_.clock->sleepUnlessStopped(stop, config_.retryPeriod + Duration(jitter(random)));
       continue;
     }
     log::info("leader election: leading", where);
     startLeading();
-    while (sleepUnlessStopped(stop, config_.retryPeriod)) {
+    while (config_.clock->sleepUnlessStopped(stop, config_.retryPeriod)) {
       {
         std::lock_guard lock(mutex_);
         if (!leading_) {
@@ -173,7 +172,7 @@ void LeaderElector::run(std::stop_token stop) {
         }
       }
       const Attempt attempt = tryAcquireOrRenew();
-      const auto now = std::chrono::steady_clock::now();
+      const auto now = config_.clock->now();
       std::unique_lock lock(mutex_);
       if (attempt == Attempt::Renewed || attempt == Attempt::Acquired) {
         if (leading_) {
@@ -208,7 +207,7 @@ void LeaderElector::run(std::stop_token stop) {
 }
 
 LeaderElector::Attempt LeaderElector::tryAcquireOrRenew() {
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = config_.clock->now();
   const auto wallNow = std::chrono::system_clock::now();
   std::string newLeader;
   Attempt outcome = Attempt::Failed;
@@ -296,7 +295,7 @@ void LeaderElector::startLeading() {
   {
     std::lock_guard lock(mutex_);
     leading_ = true;
-    lastRenew_ = std::chrono::steady_clock::now();
+    lastRenew_ = config_.clock->now();
   }
   if (config_.onStartedLeading) {
     work_ = std::jthread([this](std::stop_token stop) { config_.onStartedLeading(stop); });
@@ -305,7 +304,8 @@ void LeaderElector::startLeading() {
     std::unique_lock lock(mutex_);
     while (!stop.stop_requested() && leading_) {
       const auto deadline = lastRenew_ + config_.renewDeadline;
-      if (std::chrono::steady_clock::now() >= deadline) {
+      const auto now = config_.clock->now();
+      if (now >= deadline) {
         leading_ = false;
         lock.unlock();  // stop callbacks run inside request_stop and may call isLeader()
         log::warn("leader election: renew deadline passed, ending the leader's work",
@@ -313,7 +313,10 @@ void LeaderElector::startLeading() {
         work_.request_stop();
         return;
       }
-      renewed_.wait_until(lock, stop, deadline, [] { return false; });
+      // Until the deadline seen now; a renewal meanwhile moves it, and the loop looks again.
+      lock.unlock();
+      config_.clock->sleepUnlessStopped(stop, std::chrono::ceil<Duration>(deadline - now));
+      lock.lock();
     }
   });
 }

@@ -2,7 +2,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -12,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "common/clock.h"
 #include "common/duration.h"
 #include "common/error.h"
 #include "common/kube_client.h"
@@ -64,6 +64,8 @@ struct LeaderElectionConfig {
   Duration leaseDuration = std::chrono::seconds(15);
   Duration renewDeadline = std::chrono::seconds(10);
   Duration retryPeriod = std::chrono::seconds(2);
+  // What the election reads the time from and waits on (tests advance a manual one).
+  Clock* clock = &systemClock();
   // Runs on its own thread when leadership is gained; `stop` is requested when it is lost
   // (or on stop()), and the elector waits for the callback to return before going on.
   std::function<void(std::stop_token stop)> onStartedLeading;
@@ -118,11 +120,10 @@ class LeaderElector {
   const LeaderElectionConfig config_;
 
   mutable std::mutex mutex_;
-  std::condition_variable_any renewed_;
   LeaseObservation observation_;
   nlohmann::json lease_;  // the last Lease object read or written (for its resourceVersion)
   std::string leader_;
-  std::chrono::steady_clock::time_point lastRenew_{};
+  Clock::TimePoint lastRenew_{};
   bool leading_ = false;
 
   std::atomic<bool> started_ = false;

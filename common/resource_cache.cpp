@@ -7,7 +7,6 @@
 #include "common/backoff.h"
 #include "common/json_access.h"
 #include "common/log.h"
-#include "common/stoppable_sleep.h"
 #include "common/watch_stream.h"
 
 namespace gvirtus {
@@ -192,7 +191,7 @@ void ResourceCache::run(std::stop_token stop) {
         log::warn("cache list failed", {{"resource", name},
                                         {"error", listed.error().message},
                                         {"retryIn", formatDuration(wait)}});
-        if (!sleepUnlessStopped(stop, wait)) {
+        if (!options_.clock->sleepUnlessStopped(stop, wait)) {
           break;
         }
         continue;
@@ -224,7 +223,7 @@ void ResourceCache::run(std::stop_token stop) {
       // A watch from a list's own version should never be too old; if it is, do not spin.
       if (wasFresh && events == 0) {
         const Duration wait = backoff.next();
-        if (!sleepUnlessStopped(stop, wait)) {
+        if (!options_.clock->sleepUnlessStopped(stop, wait)) {
           break;
         }
       }
@@ -238,7 +237,7 @@ void ResourceCache::run(std::stop_token stop) {
                                      {"error", watched.error().message},
                                      {"resourceVersion", resourceVersion()},
                                      {"retryIn", formatDuration(wait)}});
-    if (!sleepUnlessStopped(stop, wait)) {
+    if (!options_.clock->sleepUnlessStopped(stop, wait)) {
       break;
     }
   }

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/duration.h"
 #include "common/error.h"
 #include "common/kube_client.h"
@@ -65,6 +66,8 @@ struct ResourceCacheOptions {
   // (client-go's SetTransform): a cache that reads a few fields of many objects keeps only
   // those. It must keep metadata.name, namespace and resourceVersion. Empty: none.
   std::function<nlohmann::json(nlohmann::json)> transform;
+  // What the waits between attempts sleep on.
+  Clock* clock = &systemClock();
 };
 
 // A cache of one kind of Kubernetes object, kept current by list and watch (the shape of

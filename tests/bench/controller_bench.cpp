@@ -186,7 +186,7 @@ TEST_CASE("waiting-pod controller: 1,000 waiting pods released when backends app
 
   // Release times, from a watch of the benchmark's pods.
   std::mutex mutex;
-  std::map<std::string, Clock::time_point> releasedAt;
+  std::map<std::string, bench::Clock::time_point> releasedAt;
   std::map<std::string, std::string> backendOf;
   ResourceCache watch(*client, resources::kPods, kNamespace, std::string(kRunLabel) + "=waiting");
   auto observe = [&](const json& pod) {
@@ -195,7 +195,7 @@ TEST_CASE("waiting-pod controller: 1,000 waiting pods released when backends app
     }
     std::lock_guard lock(mutex);
     const std::string name = pod["metadata"]["name"];
-    if (releasedAt.emplace(name, Clock::now()).second) {
+    if (releasedAt.emplace(name, bench::Clock::now()).second) {
       backendOf[name] = pod["metadata"]["annotations"]["gvirtus.io/backend"];
     }
   };
@@ -205,7 +205,7 @@ TEST_CASE("waiting-pod controller: 1,000 waiting pods released when backends app
   watch.start();
   REQUIRE(watch.waitForSync(30s));
   // When each backend pod first was Ready with an IP.
-  std::vector<Clock::time_point> readyAt;
+  std::vector<bench::Clock::time_point> readyAt;
   ResourceCache backendWatch(*client, resources::kPods, kBackendNamespace,
                              std::string(kRunLabel) + "=backend");
   auto observeBackend = [&](const json& pod) {
@@ -213,7 +213,7 @@ TEST_CASE("waiting-pod controller: 1,000 waiting pods released when backends app
       return;
     }
     std::lock_guard lock(mutex);
-    readyAt.push_back(Clock::now());
+    readyAt.push_back(bench::Clock::now());
   };
   backendWatch.addHandlers({.onAdd = observeBackend,
                             .onUpdate =
@@ -231,7 +231,7 @@ TEST_CASE("waiting-pod controller: 1,000 waiting pods released when backends app
   std::atomic<int> next = 0;
   std::atomic<int> waiting = 0;
   std::atomic<int> failed = 0;
-  const auto createStart = Clock::now();
+  const auto createStart = bench::Clock::now();
   {
     std::vector<std::jthread> creators;
     for (int t = 0; t < 8; ++t) {
@@ -244,7 +244,8 @@ TEST_CASE("waiting-pod controller: 1,000 waiting pods released when backends app
       });
     }
   }
-  const double createSeconds = std::chrono::duration<double>(Clock::now() - createStart).count();
+  const double createSeconds =
+      std::chrono::duration<double>(bench::Clock::now() - createStart).count();
   REQUIRE(failed == 0);
   REQUIRE(waiting == pods);
   // The controller has seen them all (its gauge), and its WaitingForBackend Events are out.
@@ -258,7 +259,7 @@ TEST_CASE("waiting-pod controller: 1,000 waiting pods released when backends app
   const auto requests1 = apiRequests();
 
   // 2) Backends appear; every waiting pod is released.
-  const auto backendsCreated = Clock::now();
+  const auto backendsCreated = bench::Clock::now();
   for (int b = 0; b < backends; ++b) {
     json pod = gvirtus::webhook::testing::backendPod(
         kBackendNamespace, "backend-" + std::to_string(b), "bench-gpu", "bench", 0, 0);
@@ -279,7 +280,7 @@ TEST_CASE("waiting-pod controller: 1,000 waiting pods released when backends app
     return delta(requests0, counts, "POST events") + delta(requests0, counts, "PATCH events");
   };
   auto requests2 = apiRequests();
-  for (auto deadline = Clock::now() + 90s; Clock::now() < deadline;) {
+  for (auto deadline = bench::Clock::now() + 90s; bench::Clock::now() < deadline;) {
     std::this_thread::sleep_for(3s);
     auto now = apiRequests();
     const bool settled = eventWrites(now) == eventWrites(requests2);
@@ -305,8 +306,8 @@ TEST_CASE("waiting-pod controller: 1,000 waiting pods released when backends app
 
   std::vector<double> sinceReady;
   std::map<std::string, int> perBackend;
-  Clock::time_point firstReady = backendsCreated;
-  Clock::time_point lastRelease = backendsCreated;
+  bench::Clock::time_point firstReady = backendsCreated;
+  bench::Clock::time_point lastRelease = backendsCreated;
   {
     std::lock_guard lock(mutex);
     if (!readyAt.empty()) {

@@ -19,7 +19,7 @@
 
 using namespace gvirtus;
 using namespace gvirtus::testing;
-using Clock = std::chrono::steady_clock;
+using Stopwatch = std::chrono::steady_clock;
 
 namespace {
 
@@ -51,14 +51,14 @@ TEST_CASE("labeler benchmark: 1,000 nodes created at once", "[bench]") {
   const std::string idleMetrics = httpGet(port, "/metrics");
 
   std::mutex mutex;
-  std::map<std::string, Clock::time_point> created;
-  std::map<std::string, Clock::time_point> done;
+  std::map<std::string, Stopwatch::time_point> created;
+  std::map<std::string, Stopwatch::time_point> done;
   ResourceCache watch(*client, resources::kNodes, "", "bench=labeler");
   auto observe = [&](const nlohmann::json& node) {
     if (!labelled(node))
       return;
     std::lock_guard lock(mutex);
-    done.emplace(node["metadata"]["name"].get<std::string>(), Clock::now());
+    done.emplace(node["metadata"]["name"].get<std::string>(), Stopwatch::now());
   };
   watch.addHandlers(
       {.onAdd = observe,
@@ -67,7 +67,7 @@ TEST_CASE("labeler benchmark: 1,000 nodes created at once", "[bench]") {
   watch.start();
   REQUIRE(watch.waitForSync(std::chrono::seconds(30)));
 
-  const auto start = Clock::now();
+  const auto start = Stopwatch::now();
   std::atomic<int> next{0};
   std::vector<std::jthread> creators;
   for (int t = 0; t < 16; ++t) {
@@ -77,7 +77,7 @@ TEST_CASE("labeler benchmark: 1,000 nodes created at once", "[bench]") {
         nlohmann::json node = {{"apiVersion", "v1"},
                                {"kind", "Node"},
                                {"metadata", {{"name", name}, {"labels", {{"bench", "labeler"}}}}}};
-        const auto sent = Clock::now();
+        const auto sent = Stopwatch::now();
         if (client->create(resources::kNodes, "", node)) {
           std::lock_guard lock(mutex);
           created.emplace(name, sent);
@@ -86,14 +86,14 @@ TEST_CASE("labeler benchmark: 1,000 nodes created at once", "[bench]") {
     });
   }
   creators.clear();
-  const double createSeconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const double createSeconds = std::chrono::duration<double>(Stopwatch::now() - start).count();
   REQUIRE(eventually(
       [&] {
         std::lock_guard lock(mutex);
         return done.size() >= created.size();
       },
       std::chrono::minutes(5)));
-  const double totalSeconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const double totalSeconds = std::chrono::duration<double>(Stopwatch::now() - start).count();
 
   std::vector<double> latencies;
   {

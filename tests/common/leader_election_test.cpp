@@ -14,6 +14,7 @@
 
 #include "common/fake_api_server.h"
 #include "common/kube_client.h"
+#include "support/manual_clock.h"
 
 namespace gvirtus {
 namespace {
@@ -265,15 +266,29 @@ TEST_CASE("an expired Lease of a vanished holder is taken over after leaseDurati
                   {"renewTime", now},
                   {"leaseTransitions", 2}}}};
   REQUIRE(client->create(resources::kLeases, "gvirtus-system", ghost));
-  Candidate a(*client, fastConfig("a"));
-  const auto began = std::chrono::steady_clock::now();
+  testing::ManualClock clock;
+  LeaderElectionConfig config = fastConfig("a");
+  config.clock = &clock;
+  Candidate a(*client, config);
+  const auto began = clock.now();
   REQUIRE(a.elector->start());
-  std::this_thread::sleep_for(500ms);
-  CHECK_FALSE(a.elector->isLeader());
-  CHECK(a.elector->leader() == "ghost");
-  REQUIRE(eventually([&] { return a.elector->isLeader(); }, 3s));
-  // Not before the ghost's 1s counted from our first look at it.
-  CHECK(std::chrono::steady_clock::now() - began >= 1s);
+  // Every look but the last finds the ghost holding the Lease, and waits a retry period.
+  Duration lastLookHeld{-1};
+  for (size_t looks = 1; looks <= 100; ++looks) {
+    REQUIRE(clock.waitForSleeps(looks));
+    if (a.elector->isLeader()) {
+      break;
+    }
+    CHECK(a.elector->leader() == "ghost");
+    lastLookHeld = std::chrono::duration_cast<Duration>(clock.now() - began);
+    clock.advance(clock.sleeps().back());
+  }
+  REQUIRE(a.elector->isLeader());
+  // Taken at the first look once the ghost's 1s had passed since our first look at it
+  // (our clock, not its renewTime), not before.
+  CHECK(clock.now() - began >= 1s);
+  CHECK(lastLookHeld >= 0ms);
+  CHECK(lastLookHeld < 1s);
   auto lease = server.lease("gvirtus-system", "test-lease");
   CHECK((*lease)["spec"]["holderIdentity"] == "a");
   CHECK((*lease)["spec"]["leaseTransitions"] == 3);

@@ -14,6 +14,7 @@
 
 #include "common/fake_api_server.h"
 #include "common/kube_client.h"
+#include "support/manual_clock.h"
 
 namespace gvirtus {
 namespace {
@@ -327,7 +328,10 @@ TEST_CASE("watch errors back off and resume without losing events", "[resource_c
   testing::FakeApiServer server;
   server.putConfigMap("ns1", "a", {});
   auto client = clientFor(server);
-  ResourceCache cache(*client, resources::kConfigMaps, "", "", "", fastOptions());
+  testing::ManualClock clock;
+  ResourceCacheOptions options = fastOptions();
+  options.clock = &clock;
+  ResourceCache cache(*client, resources::kConfigMaps, "", "", "", options);
   Recorder recorder;
   cache.addHandlers(recorder.handlers());
   cache.start();
@@ -337,12 +341,28 @@ TEST_CASE("watch errors back off and resume without losing events", "[resource_c
 
   server.failWatches(true);
   server.putConfigMap("ns1", "b", {});
-  // Backoff 20ms doubling to 100ms: a handful of attempts in half a second, not hundreds.
-  std::this_thread::sleep_for(500ms);
-  const int attempts = server.watches();
-  CHECK(attempts >= 3);
-  CHECK(attempts <= 20);
+  // One wait per failed attempt: 20ms doubling to 100ms, each +/- 20% jitter. The clock
+  // moves only as far as each wait asked.
+  const int before = server.watches();
+  for (size_t i = 1; i <= 5; ++i) {
+    REQUIRE(clock.waitForSleeps(i));
+    clock.advance(clock.sleeps().back());
+  }
+  const std::vector<Duration> waits = clock.sleeps();
+  const std::vector<std::pair<Duration, Duration>> expected = {
+      {16ms, 24ms}, {32ms, 48ms}, {64ms, 96ms}, {80ms, 120ms}, {80ms, 120ms}};
+  for (size_t i = 0; i < expected.size(); ++i) {
+    INFO("wait " << i << ": " << waits[i].count() << "ms");
+    CHECK(waits[i] >= expected[i].first);
+    CHECK(waits[i] <= expected[i].second);
+  }
+  // Each wait followed one refused attempt (the first may have followed the watch that
+  // failWatches ended): the sixth is waiting now, and nothing retried in between.
+  REQUIRE(clock.waitForSleeps(6));
+  CHECK(server.watches() - before >= 5);
+  CHECK(server.watches() - before <= 6);
   server.failWatches(false);
+  clock.advance(clock.sleeps().back());
   REQUIRE(eventually([&] { return recorder.size() == 1; }));
   CHECK(recorder.take() == std::vector<std::string>{"add ns1/b"});
   CHECK(cache.relistCount() == 0);  // the history was there: resumed, not relisted
