@@ -51,6 +51,16 @@ struct GpuShare {
   bool operator==(const GpuShare&) const = default;
 };
 
+// A GVirtuS pod given a backend, as another webhook replica sees it in the cluster: when it
+// was created and which webhook instance assigned it (gvirtus.io/assigned-by; empty when
+// none says).
+struct AssignedPod {
+  std::chrono::system_clock::time_point created;
+  std::string assignedBy;
+
+  bool operator==(const AssignedPod&) const = default;
+};
+
 // A GVirtuS backend a frontend can be given: a backend pod, or a static address.
 struct Backend {
   std::string ip;  // dotted IPv4
@@ -65,6 +75,10 @@ struct Backend {
   bool draining = false;
   // The shares of the pods it was given (from the cluster's pods; none for static backends).
   std::vector<GpuShare> shares;
+  // The GVirtuS pods it was given that have not finished and were created within the
+  // assignment window (from the cluster's pods; none for static backends): what the other
+  // webhook replicas assigned lately.
+  std::vector<AssignedPod> assigned;
 
   // "IP:PORT": what the frontend connects to, and the backend's identity.
   std::string endpoint() const { return ip + ":" + std::to_string(port); }

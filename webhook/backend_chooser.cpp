@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <memory>
 #include <random>
+
+#include <unistd.h>
 
 namespace gvirtus::webhook {
 namespace {
@@ -40,9 +43,23 @@ std::string memoryWanted(const BackendRequirements& pod) {
   return out;
 }
 
+// The host name (a replica's pod name) and a random suffix: two processes on one host differ.
+std::string defaultInstance() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) {
+    host[0] = '\0';
+  }
+  char suffix[9];
+  std::snprintf(suffix, sizeof suffix, "%08x", static_cast<unsigned>(std::random_device{}()));
+  return (host[0] != '\0' ? std::string(host) + "-" : std::string()) + suffix;
+}
+
 }  // namespace
 
 BackendChooser::BackendChooser(ChooserOptions options) : options_(std::move(options)) {
+  if (options_.instance.empty()) {
+    options_.instance = defaultInstance();
+  }
   if (!options_.now) {
     options_.now = [] { return std::chrono::system_clock::now(); };
   }
@@ -69,6 +86,12 @@ void BackendChooser::pruneLocked(TimePoint now) {
 int64_t BackendChooser::recentLocked(const std::string& endpoint) const {
   auto it = assignments_.find(endpoint);
   return it == assignments_.end() ? 0 : static_cast<int64_t>(it->second.size());
+}
+
+int64_t BackendChooser::assignedElsewhere(const Backend& backend, TimePoint now) const {
+  return std::ranges::count_if(backend.assigned, [&](const AssignedPod& pod) {
+    return pod.assignedBy != options_.instance && now - pod.created < options_.assignmentWindow;
+  });
 }
 
 int64_t BackendChooser::takenLocked(const Backend& backend, const GpuLoad& gpu) const {
@@ -143,7 +166,8 @@ ChooseResult BackendChooser::choose(const std::vector<Backend>& backends,
       continue;
     }
     const bool fresh = age && *age <= options_.staleAfter;
-    const int64_t connections = (load ? load->connections : 0) + recentLocked(backend.endpoint());
+    const int64_t connections = (load ? load->connections : 0) + recentLocked(backend.endpoint()) +
+                                assignedElsewhere(backend, now);
     if (load && load->maxSessions > 0 && connections >= load->maxSessions) {
       ++full;
       continue;

@@ -46,6 +46,10 @@ struct ChooserOptions {
   Duration staleAfter = std::chrono::minutes(1);
   // A load report older than this means the backend is gone.
   Duration goneAfter = std::chrono::minutes(5);
+  // This webhook instance, as gvirtus.io/assigned-by names it on the pods it assigns; by
+  // default the host name and a random suffix. Pods another instance assigned within the
+  // window count as connections too (Backend::assigned).
+  std::string instance;
   // The clock and the random source, for deterministic tests; defaults: system clock,
   // a seeded mt19937.
   std::function<std::chrono::system_clock::time_point()> now;
@@ -62,7 +66,8 @@ struct ChooserOptions {
 // pods hold, less recent assignments not yet among those shares; the pod takes it from the
 // GPU with the most left.
 // Of the rest, backends with a fresh load report come first; the policy picks among them:
-// least-connections (connections plus recent assignments, then the endpoint for ties),
+// least-connections (connections plus recent assignments, this instance's and those other
+// replicas made, then the endpoint for ties),
 // round-robin (in endpoint order), random, same-zone (least-connections within the pod's
 // zone when it names one and a backend is there, and the chosen backend's zone becomes the
 // pod's preferred zone).
@@ -83,6 +88,8 @@ class BackendChooser {
   // Assignments to `endpoint` within the window.
   int64_t recentAssignments(const std::string& endpoint);
   Policy defaultPolicy() const { return options_.policy; }
+  // What gvirtus.io/assigned-by says on the pods this chooser assigns.
+  const std::string& instance() const { return options_.instance; }
 
  private:
   using TimePoint = std::chrono::system_clock::time_point;
@@ -96,6 +103,8 @@ class BackendChooser {
   };
   void pruneLocked(TimePoint now);
   int64_t recentLocked(const std::string& endpoint) const;
+  // Pods other webhook instances gave `backend` within the window.
+  int64_t assignedElsewhere(const Backend& backend, TimePoint now) const;
   // MiB taken on one GPU of `backend`: the larger of what it reports used and what the
   // shares of its pods hold, plus recent assignments of pods not among those shares yet.
   int64_t takenLocked(const Backend& backend, const GpuLoad& gpu) const;

@@ -4,6 +4,7 @@
 #include "common/json_access.h"
 #include "common/log.h"
 #include "common/strings.h"
+#include "common/time_text.h"
 #include "webhook/names.h"
 
 namespace gvirtus::webhook {
@@ -48,6 +49,21 @@ std::optional<std::pair<std::string, GpuShare>> heldShare(const json& pod) {
   return std::pair{endpoint, std::move(share)};
 }
 
+std::optional<std::pair<std::string, AssignedPod>> assignedPod(const json& pod) {
+  const std::string phase = stringAt(pod, {"status", "phase"});
+  if (phase == "Succeeded" || phase == "Failed") {
+    return std::nullopt;
+  }
+  const std::string endpoint = stringAt(pod, {"metadata", "annotations", kBackendAnnotation});
+  auto created = parseRfc3339(stringAt(pod, {"metadata", "creationTimestamp"}));
+  if (endpoint.empty() || !created) {
+    return std::nullopt;
+  }
+  return std::pair{
+      endpoint,
+      AssignedPod{*created, stringAt(pod, {"metadata", "annotations", kAssignedByAnnotation})}};
+}
+
 std::optional<Backend> backendFromPod(const json& pod, const json* node, int port) {
   const json* metadata = member(pod, "metadata");
   if (metadata == nullptr || member(*metadata, "deletionTimestamp") != nullptr || !isReady(pod)) {
@@ -90,20 +106,21 @@ std::optional<Backend> backendFromPod(const json& pod, const json* node, int por
 
 namespace {
 
-// What heldShare reads of a GVirtuS pod: the frontends cache holds every GVirtuS pod of the
-// cluster, and keeps this much of each.
-json shareFields(json pod) {
+// What heldShare and assignedPod read of a GVirtuS pod: the frontends cache holds every
+// GVirtuS pod of the cluster, and keeps this much of each.
+json frontendFields(json pod) {
   json kept = {{"metadata", json::object()}};
   json& metadata = kept["metadata"];
-  for (const char* key : {"name", "namespace", "resourceVersion"}) {
+  for (const char* key : {"name", "namespace", "resourceVersion", "creationTimestamp"}) {
     if (const json* value = memberAt(pod, {"metadata", key})) {
       metadata[key] = *value;
     }
   }
   if (const json* annotations = memberAt(pod, {"metadata", "annotations"});
       annotations != nullptr && annotations->is_object()) {
-    for (std::string_view key : {kBackendAnnotation, kBackendGpuAnnotation, kGpuMemoryAnnotation,
-                                 kKaiGpuFractionAnnotation, kKaiGpuMemoryAnnotation}) {
+    for (std::string_view key :
+         {kBackendAnnotation, kBackendGpuAnnotation, kAssignedByAnnotation, kGpuMemoryAnnotation,
+          kKaiGpuFractionAnnotation, kKaiGpuMemoryAnnotation}) {
       if (auto it = annotations->find(key); it != annotations->end()) {
         metadata["annotations"][std::string(key)] = *it;
       }
@@ -117,15 +134,17 @@ json shareFields(json pod) {
 
 ResourceCacheOptions frontendCacheOptions() {
   ResourceCacheOptions options;
-  options.transform = shareFields;
+  options.transform = frontendFields;
   return options;
 }
 
 }  // namespace
 
 ClusterBackendSource::ClusterBackendSource(KubeClient& client, std::string ns,
-                                           std::string labelSelector, int port)
+                                           std::string labelSelector, int port,
+                                           Duration assignmentWindow)
     : port_(port),
+      assignmentWindow_(assignmentWindow),
       nodes_(std::make_unique<ResourceCache>(client, resources::kNodes)),
       pods_(std::make_unique<ResourceCache>(client, resources::kPods, std::move(ns),
                                             std::move(labelSelector))),
@@ -147,22 +166,36 @@ void ClusterBackendSource::invalidate() {
   built_.reset();
 }
 
-bool ClusterBackendSource::updateShare(const std::string& pod,
-                                       std::optional<std::pair<std::string, GpuShare>> share) {
-  std::lock_guard lock(mutex_);
-  auto it = shares_.find(pod);
-  const bool same = share ? it != shares_.end() && it->second == *share : it == shares_.end();
-  if (same) {
+namespace {
+
+// Sets or erases map[key]; true when that changed the map.
+template <typename Value>
+bool replaceEntry(std::map<std::string, Value>& map, const std::string& key,
+                  std::optional<Value> value) {
+  auto it = map.find(key);
+  if (value ? it != map.end() && it->second == *value : it == map.end()) {
     return false;
   }
-  if (share) {
-    shares_.insert_or_assign(pod, std::move(*share));
+  if (value) {
+    map.insert_or_assign(key, std::move(*value));
   } else {
-    shares_.erase(it);
+    map.erase(it);
   }
-  ++generation_;
-  built_.reset();
   return true;
+}
+
+}  // namespace
+
+bool ClusterBackendSource::updateFrontend(
+    const std::string& pod, std::optional<std::pair<std::string, GpuShare>> share,
+    std::optional<std::pair<std::string, AssignedPod>> assigned) {
+  std::lock_guard lock(mutex_);
+  const bool shareChanged = replaceEntry(shares_, pod, std::move(share));
+  if (replaceEntry(assigned_, pod, std::move(assigned)) || shareChanged) {
+    ++generation_;
+    built_.reset();
+  }
+  return shareChanged;
 }
 
 void ClusterBackendSource::start() {
@@ -203,17 +236,19 @@ void ClusterBackendSource::start() {
                          }
                        },
                        nodeSetChanged});
-  // A share that ends is room for a waiting pod: a pass. A new or changed one only changes
-  // the list.
-  auto shareNow = [this](const json& pod, std::optional<std::pair<std::string, GpuShare>> share) {
+  // A share that ends is room for a waiting pod: a pass. A new or changed one, and an
+  // assignment, only change the list.
+  auto frontendNow = [this](const json& pod, bool gone) {
+    auto share = gone ? std::nullopt : heldShare(pod);
     const bool ends = !share;
-    if (updateShare(cacheKey(pod), std::move(share)) && ends && onChange_) {
+    if (updateFrontend(cacheKey(pod), std::move(share), gone ? std::nullopt : assignedPod(pod)) &&
+        ends && onChange_) {
       onChange_();
     }
   };
-  frontends_->addHandlers({[=](const json& pod) { shareNow(pod, heldShare(pod)); },
-                           [=](const json&, const json& pod) { shareNow(pod, heldShare(pod)); },
-                           [=](const json& pod) { shareNow(pod, std::nullopt); }});
+  frontends_->addHandlers({[=](const json& pod) { frontendNow(pod, false); },
+                           [=](const json&, const json& pod) { frontendNow(pod, false); },
+                           [=](const json& pod) { frontendNow(pod, true); }});
   nodes_->start();
   pods_->start();
   frontends_->start();
@@ -255,12 +290,22 @@ std::vector<Backend> ClusterBackendSource::buildBackends() const {
       out.push_back(std::move(*backend));
     }
   }
+  std::map<std::string, Backend*> byEndpoint;
+  for (auto& backend : out) {
+    byEndpoint[backend.endpoint()] = &backend;
+  }
+  // Older assignments would only be counted out again by the chooser: the list stays short.
+  const auto since = std::chrono::system_clock::now() - assignmentWindow_;
   std::lock_guard lock(mutex_);
   for (const auto& [pod, held] : shares_) {
-    for (auto& backend : out) {
-      if (backend.endpoint() == held.first) {
-        backend.shares.push_back(held.second);
-      }
+    if (auto it = byEndpoint.find(held.first); it != byEndpoint.end()) {
+      it->second->shares.push_back(held.second);
+    }
+  }
+  for (const auto& [pod, given] : assigned_) {
+    if (auto it = byEndpoint.find(given.first);
+        it != byEndpoint.end() && given.second.created > since) {
+      it->second->assigned.push_back(given.second);
     }
   }
   return out;

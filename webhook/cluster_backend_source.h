@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "common/duration.h"
 #include "common/kube_client.h"
 #include "common/resource_cache.h"
 #include "webhook/backend_source.h"
@@ -26,12 +27,19 @@ std::optional<Backend> backendFromPod(const nlohmann::json& pod, const nlohmann:
 // has not finished. nullopt otherwise.
 std::optional<std::pair<std::string, GpuShare>> heldShare(const nlohmann::json& pod);
 
+// The backend a GVirtuS pod was given ("IP:PORT", when it was created and by which webhook
+// instance): it has gvirtus.io/backend and a creation time and has not finished. nullopt
+// otherwise.
+std::optional<std::pair<std::string, AssignedPod>> assignedPod(const nlohmann::json& pod);
+
 // Backend pods in one namespace matching a label selector, from a watch cache of those
-// pods and one of the nodes (for their zones); and the GPU shares of the GVirtuS pods
-// (label gvirtus.io/enabled=true, every namespace) given them, from a third cache.
+// pods and one of the nodes (for their zones); and, from a third cache, the GVirtuS pods
+// (label gvirtus.io/enabled=true, every namespace) given them: the GPU shares they hold,
+// and those created within `assignmentWindow` (what other webhook replicas assigned).
 class ClusterBackendSource : public BackendSource {
  public:
-  ClusterBackendSource(KubeClient& client, std::string ns, std::string labelSelector, int port);
+  ClusterBackendSource(KubeClient& client, std::string ns, std::string labelSelector, int port,
+                       Duration assignmentWindow = std::chrono::minutes(1));
   ~ClusterBackendSource() override;
 
   void setOnChange(std::function<void()> onChange) override;
@@ -39,18 +47,20 @@ class ClusterBackendSource : public BackendSource {
   void stop() override;
   bool ready() const override;
   // Built from the caches once per change of a backend pod, of a node's zone or draining
-  // mark, or of a GPU share, not once per admission (a Node is kilobytes; every review would copy
-  // all of them).
+  // mark, of a GPU share or of an assignment, not once per admission (a Node is kilobytes; every
+  // review would copy all of them).
   std::vector<Backend> backends() const override;
 
  private:
   std::vector<Backend> buildBackends() const;
   void invalidate();
-  // Records the share of one GVirtuS pod (nullopt: it holds none); true when that changed
-  // what its backend holds.
-  bool updateShare(const std::string& pod, std::optional<std::pair<std::string, GpuShare>> share);
+  // Records the share and the assignment of one GVirtuS pod (nullopt: it holds none, has
+  // none); true when that changed what its backend holds.
+  bool updateFrontend(const std::string& pod, std::optional<std::pair<std::string, GpuShare>> share,
+                      std::optional<std::pair<std::string, AssignedPod>> assigned);
 
   const int port_;
+  const Duration assignmentWindow_;
   std::function<void()> onChange_;
   std::unique_ptr<ResourceCache> nodes_;
   std::unique_ptr<ResourceCache> pods_;
@@ -63,6 +73,8 @@ class ClusterBackendSource : public BackendSource {
   mutable std::optional<std::vector<Backend>> built_;
   // By pod ("namespace/name"): the backend it was given and the share it holds there.
   std::map<std::string, std::pair<std::string, GpuShare>> shares_;
+  // By pod: the backend it was given, when and by whom.
+  std::map<std::string, std::pair<std::string, AssignedPod>> assigned_;
 };
 
 }  // namespace gvirtus::webhook

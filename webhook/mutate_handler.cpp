@@ -173,7 +173,12 @@ AdmissionResponse MutateHandler::reviewPod(const AdmissionRequest& request, Revi
       if (!properties) {
         return internal(properties.error());
       }
-      assignment = Assignment{endpoint, known[0].podRef(), *properties, "", choice->gpuIndex};
+      assignment = Assignment{.endpoint = endpoint,
+                              .backendPod = known[0].podRef(),
+                              .properties = *properties,
+                              .preferredZone = {},
+                              .gpuIndex = choice->gpuIndex,
+                              .assignedBy = chooser_.instance()};
       if (!request.dryRun && metrics_ != nullptr) {
         metrics_->backendChosen(endpoint);
       }
@@ -195,8 +200,12 @@ AdmissionResponse MutateHandler::reviewPod(const AdmissionRequest& request, Revi
         if (!properties) {
           return internal(properties.error());
         }
-        assignment = Assignment{choice->backend.endpoint(), choice->backend.podRef(), *properties,
-                                choice->preferredZone, choice->gpuIndex};
+        assignment = Assignment{.endpoint = choice->backend.endpoint(),
+                                .backendPod = choice->backend.podRef(),
+                                .properties = *properties,
+                                .preferredZone = choice->preferredZone,
+                                .gpuIndex = choice->gpuIndex,
+                                .assignedBy = chooser_.instance()};
         if (!request.dryRun) {
           if (metrics_ != nullptr) {
             metrics_->backendChosen(choice->backend.endpoint());

@@ -26,6 +26,9 @@ inline constexpr std::string_view kBackendGpuAnnotation = names::kBackendGpuAnno
 inline constexpr std::string_view kPropertiesAnnotation = names::kPropertiesAnnotation;
 inline constexpr std::string_view kBackendStatusAnnotation = names::kBackendStatusAnnotation;
 inline constexpr std::string_view kBackendStatusWaiting = "waiting";
+// The webhook instance that gave the pod its backend: each replica counts the others'
+// recent assignments from the cluster's pods, and its own from memory.
+inline constexpr std::string_view kAssignedByAnnotation = "gvirtus.io/assigned-by";
 inline constexpr std::string_view kSchedulingGate = names::kSchedulingGate;
 inline constexpr std::string_view kConfigVolume = "gvirtus-config";
 inline constexpr std::string_view kConfigMountPath = "/etc/gvirtus";

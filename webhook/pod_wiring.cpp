@@ -221,6 +221,11 @@ void assignBackend(json& pod, const Assignment& assignment) {
     annotations.erase(std::string(kBackendGpuAnnotation));
   }
   annotations[kPropertiesAnnotation] = assignment.properties;
+  if (assignment.assignedBy.empty()) {
+    annotations.erase(std::string(kAssignedByAnnotation));
+  } else {
+    annotations[kAssignedByAnnotation] = assignment.assignedBy;
+  }
 
   if (const json* gates = memberAt(pod, {"spec", "schedulingGates"});
       findNamed(gates, kSchedulingGate)) {

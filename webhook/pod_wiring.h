@@ -53,6 +53,7 @@ struct Assignment {
   std::string preferredZone;  // same-zone: a preferred node affinity for this zone
   // The GPU of the backend the pod's GPU memory counts against; none when it asks for none.
   std::optional<int64_t> gpuIndex;
+  std::string assignedBy;  // the webhook instance that chose (gvirtus.io/assigned-by)
 };
 
 // The backend annotations (gvirtus.io/backend-pod removed when empty; gvirtus.io/backend-gpu

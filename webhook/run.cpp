@@ -114,9 +114,9 @@ int run(int argc, const char* const* argv) {
         options.staticBackends,
         [&resolver](const std::string& host) { return resolver->resolve(host); });
   } else {
-    source = std::make_unique<ClusterBackendSource>(*client, options.backendNamespace,
-                                                    options.backendSelector,
-                                                    static_cast<int>(options.backendPort));
+    source = std::make_unique<ClusterBackendSource>(
+        *client, options.backendNamespace, options.backendSelector,
+        static_cast<int>(options.backendPort), ChooserOptions{}.assignmentWindow);
   }
 
   MetricsRegistry registry;

@@ -205,10 +205,13 @@ std::vector<PodOutcome> releaseWaitingPods(const std::vector<json>& waiting,
       outcome.kind = PodOutcome::Kind::Failed;
       auto properties = renderProperties(choice.backend.ip, choice.backend.port, wanted);
       Result<void> written =
-          properties
-              ? write(pod, releasePatch(pod, {choice.backend.endpoint(), choice.backend.podRef(),
-                                              *properties, choice.preferredZone, choice.gpuIndex}))
-              : fail(properties.error());
+          properties ? write(pod, releasePatch(pod, {.endpoint = choice.backend.endpoint(),
+                                                     .backendPod = choice.backend.podRef(),
+                                                     .properties = *properties,
+                                                     .preferredZone = choice.preferredZone,
+                                                     .gpuIndex = choice.gpuIndex,
+                                                     .assignedBy = chooser.instance()}))
+                     : fail(properties.error());
       if (written) {
         outcome.kind = PodOutcome::Kind::Released;
         outcome.at = std::chrono::system_clock::now();

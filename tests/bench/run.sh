@@ -33,7 +33,7 @@ say "building into $build (RelWithDebInfo, -j$jobs)"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null || die "cmake"
 cmake --build "$build" -j "$jobs" --target gvirtus-labeler gvirtus-device-plugin \
   gvirtus-webhook gvirtus-backend-shim labeler_bench webhook_compare_bench pod_create_bench \
-  controller_bench footprint_bench hostile_review_bench >"$out.build.log" 2>&1 ||
+  controller_bench spread_bench footprint_bench hostile_review_bench >"$out.build.log" 2>&1 ||
   { tail -30 "$out.build.log" >&2; die "build (log: $out.build.log)"; }
 bash tests/cluster/build.sh >/dev/null || die "the local control plane (tests/cluster/build.sh)"
 GVIRTUS_AGNHOST=$(bash "$here/build-agnhost.sh") || die "agnhost (tests/bench/build-agnhost.sh)"
@@ -73,6 +73,8 @@ bench pods bash tests/cluster/with-cluster.sh bench-pods "$tests/pod_create_benc
 bench labeler bash tests/cluster/with-cluster.sh bench-labeler "$tests/labeler_bench"
 # 4) The waiting-pod controller at scale, then 3) the two node agents' memory.
 bench controller bash tests/cluster/with-cluster.sh bench-ctl "$tests/controller_bench"
+# 5) Least-connections spread with two webhook replicas.
+bench spread bash tests/cluster/with-cluster.sh bench-spread "$tests/spread_bench"
 bench footprint bash tests/cluster/with-cluster.sh bench-agents "$tests/footprint_bench"
 # 3) The webhook's memory under bursts of crafted AdmissionReviews.
 bench hostile "$tests/hostile_review_bench"
@@ -250,6 +252,12 @@ Command: \`bash tests/cluster/with-cluster.sh bench-labeler $build/tests/labeler
 $(section controller.md "Not measured (controller_bench failed: see its log).")
 
 Command: \`bash tests/cluster/with-cluster.sh bench-ctl $build/tests/controller_bench\`
+
+## 5. Spread over backends with two webhook replicas
+
+$(section spread.md "Not measured (spread_bench failed: see its log).")
+
+Command: \`bash tests/cluster/with-cluster.sh bench-spread $build/tests/spread_bench\`
 
 ## Rerunning
 

@@ -145,6 +145,30 @@ TEST_CASE("backends at maxSessions are not chosen, own assignments included", "[
   CHECK(none.error().reason == "none of 2 backends can take the pod: 2 at maxSessions");
 }
 
+TEST_CASE("pods other webhook replicas assigned lately count as connections", "[chooser]") {
+  FakeClock clock;
+  ChooserOptions options = optionsFor(Policy::LeastConnections, clock);
+  options.instance = "webhook-a";
+  BackendChooser chooser(options);
+  // One session left on 10.0.0.1 by its load report; 10.0.0.2 is busier but has room.
+  auto backends = [&](const std::string& assignedBy, minutes age) {
+    Backend one = backend("10.0.0.1", 1, 2);
+    one.assigned = {{clock.now - age, assignedBy}};
+    return std::vector<Backend>{one, backend("10.0.0.2", 5)};
+  };
+  // Another replica's recent pod takes the last session.
+  CHECK(pick(chooser, backends("webhook-b", minutes(0))) == "10.0.0.2");
+  // A pod that replica assigned before the window is in the load report by now.
+  CHECK(pick(chooser, backends("webhook-b", minutes(2)), {}, false) == "10.0.0.1");
+  // Its own pods this chooser counts from memory (above: one on 10.0.0.2), not twice.
+  CHECK(pick(chooser, backends("webhook-a", minutes(0)), {}, false) == "10.0.0.1");
+  // A pod no instance claims (an older webhook) counts like another replica's.
+  CHECK(pick(chooser, backends("", minutes(0)), {}, false) == "10.0.0.2");
+  CHECK(chooser.instance() == "webhook-a");
+  CHECK_FALSE(BackendChooser().instance().empty());
+  CHECK(BackendChooser().instance() != BackendChooser().instance());
+}
+
 TEST_CASE("GPU memory and GPU count constraints", "[chooser]") {
   FakeClock clock;
   BackendChooser chooser(optionsFor(Policy::LeastConnections, clock));

@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "common/time_text.h"
+
 using namespace gvirtus::webhook;
 using nlohmann::json;
 
@@ -75,6 +77,37 @@ TEST_CASE("an unreadable load report counts as unknown", "[cluster-backends]") {
   auto backend = backendFromPod(pod, &kNode, 9999);
   REQUIRE(backend.has_value());
   CHECK_FALSE(backend->load.has_value());
+}
+
+TEST_CASE("a GVirtuS pod given a backend: when, and by which webhook instance",
+          "[cluster-source]") {
+  json pod = {{"metadata",
+               {{"name", "app-1"},
+                {"namespace", "team-a"},
+                {"creationTimestamp", "2026-11-25T10:00:00Z"},
+                {"annotations",
+                 {{"gvirtus.io/backend", "10.244.1.5:9999"},
+                  {"gvirtus.io/assigned-by", "gvirtus-webhook-0-1a2b3c4d"}}}}},
+              {"status", {{"phase", "Pending"}}}};
+  auto assigned = assignedPod(pod);
+  REQUIRE(assigned.has_value());
+  CHECK(assigned->first == "10.244.1.5:9999");
+  CHECK(assigned->second.assignedBy == "gvirtus-webhook-0-1a2b3c4d");
+  CHECK(gvirtus::formatRfc3339(assigned->second.created) == "2026-11-25T10:00:00Z");
+
+  json unclaimed = pod;
+  unclaimed["metadata"]["annotations"].erase("gvirtus.io/assigned-by");
+  REQUIRE(assignedPod(unclaimed).has_value());
+  CHECK(assignedPod(unclaimed)->second.assignedBy.empty());
+  json finished = pod;
+  finished["status"]["phase"] = "Failed";
+  CHECK_FALSE(assignedPod(finished).has_value());
+  json waiting = pod;
+  waiting["metadata"]["annotations"].erase("gvirtus.io/backend");
+  CHECK_FALSE(assignedPod(waiting).has_value());
+  json noTime = pod;
+  noTime["metadata"].erase("creationTimestamp");
+  CHECK_FALSE(assignedPod(noTime).has_value());
 }
 
 TEST_CASE("a GVirtuS pod holds a GPU share while it runs with its backend GPU",

@@ -197,12 +197,14 @@ TEST_CASE("assignment: backend annotations, preferred zone, end of waiting", "[p
   CHECK(waiting["spec"]["schedulingGates"] == json::parse(R"([{"name":"gvirtus.io/backend"}])"));
   CHECK(waitingCopy(waiting) == waiting);
 
-  Assignment assignment{"10.0.0.7:9999", "gvirtus-system/backend-0", "{}", "zone-a", std::nullopt};
+  Assignment assignment{"10.0.0.7:9999", "gvirtus-system/backend-0", "{}", "zone-a", std::nullopt,
+                        "webhook-a"};
   const json out = assignedCopy(waiting, assignment);
   const json& annotations = out["metadata"]["annotations"];
   CHECK(annotations["gvirtus.io/backend"] == "10.0.0.7:9999");
   CHECK(annotations["gvirtus.io/backend-pod"] == "gvirtus-system/backend-0");
   CHECK(annotations["gvirtus.io/properties"] == "{}");
+  CHECK(annotations["gvirtus.io/assigned-by"] == "webhook-a");
   CHECK_FALSE(annotations.contains("gvirtus.io/backend-status"));
   CHECK(out["spec"]["schedulingGates"].empty());
   CHECK(
@@ -212,10 +214,13 @@ TEST_CASE("assignment: backend annotations, preferred zone, end of waiting", "[p
   CHECK(assignedCopy(out, assignment) == out);
 }
 
-TEST_CASE("static backends carry no backend-pod annotation", "[pod-wiring]") {
+TEST_CASE("static backends carry no backend-pod annotation; no instance, no assigned-by",
+          "[pod-wiring]") {
   json pod = gvirtusPod();
   pod["metadata"]["annotations"] = {{"gvirtus.io/backend-pod", "stale/value"}};
-  const json out = assignedCopy(pod, {"192.0.2.1:9999", "", "{}", "", std::nullopt});
+  pod["metadata"]["annotations"]["gvirtus.io/assigned-by"] = "the-author";  // not trusted
+  const json out = assignedCopy(pod, {"192.0.2.1:9999", "", "{}", "", std::nullopt, ""});
+  CHECK_FALSE(out["metadata"]["annotations"].contains("gvirtus.io/assigned-by"));
   CHECK_FALSE(out["metadata"]["annotations"].contains("gvirtus.io/backend-pod"));
   CHECK_FALSE(out["spec"].contains("affinity"));
 }
@@ -223,7 +228,7 @@ TEST_CASE("static backends carry no backend-pod annotation", "[pod-wiring]") {
 TEST_CASE("the GPU a pod's memory counts against is written, or removed", "[pod-wiring]") {
   json pod = gvirtusPod();
   pod["metadata"]["annotations"]["gvirtus.io/backend-gpu"] = "3";  // the author's: not trusted
-  Assignment none{"10.0.0.7:9999", "gvirtus-system/backend-0", "{}", "", std::nullopt};
+  Assignment none{"10.0.0.7:9999", "gvirtus-system/backend-0", "{}", "", std::nullopt, ""};
   CHECK_FALSE(
       assignedCopy(pod, none)["metadata"]["annotations"].contains("gvirtus.io/backend-gpu"));
   Assignment second = none;

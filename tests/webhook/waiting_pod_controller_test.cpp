@@ -142,8 +142,8 @@ TEST_CASE("the release patch writes the backend and removes only our gate behind
   json pod = waitingPod("p", "2026-11-22T10:00:00Z", {{"team", "ml"}});
   pod["spec"]["schedulingGates"] =
       json::array({{{"name", "example.com/quota"}}, {{"name", "gvirtus.io/backend"}}});
-  const Assignment assignment{"10.0.0.7:9999", "gvirtus-system/backend-a", "{\"x\":1}", "",
-                              std::nullopt};
+  const Assignment assignment{
+      "10.0.0.7:9999", "gvirtus-system/backend-a", "{\"x\":1}", "", std::nullopt, "webhook-a"};
   const JsonPatch patch = releasePatch(pod, assignment);
   const json ops = patch.toJson();
   CHECK(ops[0] == json({{"op", "test"}, {"path", "/metadata/resourceVersion"}, {"value", "100"}}));
@@ -157,7 +157,8 @@ TEST_CASE("the release patch writes the backend and removes only our gate behind
         json({{"team", "ml"},
               {"gvirtus.io/backend", "10.0.0.7:9999"},
               {"gvirtus.io/backend-pod", "gvirtus-system/backend-a"},
-              {"gvirtus.io/properties", "{\"x\":1}"}}));
+              {"gvirtus.io/properties", "{\"x\":1}"},
+              {"gvirtus.io/assigned-by", "webhook-a"}}));
 
   // A pod changed since it was read (another replica released it; the gates moved) gets
   // nothing: the whole patch is refused.
