@@ -233,9 +233,16 @@ ChooseResult BackendChooser::choose(const std::vector<Backend>& backends,
   std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
     return a.backend->endpoint() < b.backend->endpoint();
   });
-  auto leastConnections = [](const std::vector<Candidate>& from) {
-    return *std::min_element(from.begin(), from.end(), [](const auto& a, const auto& b) {
-      return a.connections < b.connections;
+  // Ties go by this instance's own order of the backends: replicas that choose at once,
+  // before each sees the other's choice, then mostly choose apart instead of piling onto
+  // the same lowest endpoint.
+  auto tieRank = [&](const Candidate& c) {
+    return std::hash<std::string>{}(options_.instance + "/" + c.backend->endpoint());
+  };
+  auto leastConnections = [&](const std::vector<Candidate>& from) {
+    return *std::min_element(from.begin(), from.end(), [&](const auto& a, const auto& b) {
+      return a.connections != b.connections ? a.connections < b.connections
+                                            : tieRank(a) < tieRank(b);
     });
   };
 

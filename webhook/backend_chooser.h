@@ -67,7 +67,7 @@ struct ChooserOptions {
 // GPU with the most left.
 // Of the rest, backends with a fresh load report come first; the policy picks among them:
 // least-connections (connections plus recent assignments, this instance's and those other
-// replicas made, then the endpoint for ties),
+// replicas made; ties in an order of the backends that is this instance's own),
 // round-robin (in endpoint order), random, same-zone (least-connections within the pod's
 // zone when it names one and a backend is there, and the chosen backend's zone becomes the
 // pod's preferred zone).

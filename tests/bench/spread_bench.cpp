@@ -2,15 +2,16 @@
 // pods (bound to a kwok node, which makes them Ready with an IP; load reports with no
 // session yet and no limit), two gvirtus-webhook processes on the host, and 200 GVirtuS
 // pods created through the API server by 8 concurrent clients. Each replica has its own
-// registration, which selects half of the pods by the label bench.gvirtus.io/replica: the
-// API server sends every other pod to the other replica, as a Service in front of a
-// two-replica Deployment spreads connections. The figure is the spread of the
-// assignments: the busiest backend's pods less the least busy one's (the goal: at most 1).
-// Neither replica sees the other's choices except through the API server (the pods it
-// watches), which is what a Deployment's replicas have.
+// registration, which selects its pods by the label bench.gvirtus.io/replica, and each pod
+// goes to one replica or the other by a fair coin (a fixed seed): a Service in front of a
+// two-replica Deployment does not split reviews into equal halves either. The figure is
+// the spread of the assignments: the busiest backend's pods less the least busy one's (the
+// goal: at most 1). Neither replica sees the other's choices except through the API
+// server (the pods it watches), which is what a Deployment's replicas have.
 //
 //   tests/cluster/with-cluster.sh bench-spread build/tests/spread_bench
-//   (BENCH_SPREAD_PODS, default 200; BENCH_SPREAD_CLIENTS, default 8)
+//   (BENCH_SPREAD_PODS, default 200; BENCH_SPREAD_CLIENTS, default 8; BENCH_SPREAD_SEED,
+//   default 1)
 
 #include <algorithm>
 #include <atomic>
@@ -18,6 +19,8 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <numeric>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -184,6 +187,11 @@ TEST_CASE("least-connections spread with two webhook replicas", "[bench]") {
   std::mutex mutex;
   std::map<std::string, int> perBackend;
   std::map<std::string, std::map<std::string, int>> perReplica;
+  std::vector<std::string> replicaOf;
+  std::mt19937 coin(static_cast<unsigned>(envInt("BENCH_SPREAD_SEED", 1)));
+  for (int i = 0; i < pods; ++i) {
+    replicaOf.push_back(kReplicas[coin() % kReplicas.size()]);
+  }
   std::atomic<int> next = 0;
   std::atomic<int> failed = 0;
   const auto start = std::chrono::steady_clock::now();
@@ -192,7 +200,7 @@ TEST_CASE("least-connections spread with two webhook replicas", "[bench]") {
     for (int t = 0; t < clients; ++t) {
       threads.emplace_back([&] {
         for (int i = next++; i < pods; i = next++) {
-          const std::string& replica = kReplicas[static_cast<size_t>(i) % kReplicas.size()];
+          const std::string& replica = replicaOf[static_cast<size_t>(i)];
           auto created = client->create(resources::kPods, kNamespace,
                                         gvirtusPod("spread-" + std::to_string(i), replica));
           const std::string backend = created ? backendOf(*created) : "";
@@ -239,12 +247,13 @@ TEST_CASE("least-connections spread with two webhook replicas", "[bench]") {
     for (const auto& [backend, count] : perBackend) {
       mine[backend] = perReplica[replica].count(backend) ? perReplica[replica][backend] : 0;
     }
-    byReplica += format("%s%s: %s", byReplica.empty() ? "" : "; ", replica.c_str(),
-                        list(counts(mine)).c_str());
+    const std::vector<int> theirs = counts(mine);
+    byReplica += format("%s%s: %d pods (%s)", byReplica.empty() ? "" : "; ", replica.c_str(),
+                        std::accumulate(theirs.begin(), theirs.end(), 0), list(theirs).c_str());
   }
   const std::string text = format(
       "%d GVirtuS pods created through the API server by %d concurrent clients in %.1f s, "
-      "every other one reviewed by the other of two webhook replicas (policy "
+      "each reviewed by one of two webhook replicas, chosen by a fair coin (policy "
       "least-connections; %d backends, no session reported yet).\n\n"
       "| | |\n|---|---|\n"
       "| pods per backend | %s |\n"
@@ -253,7 +262,9 @@ TEST_CASE("least-connections spread with two webhook replicas", "[bench]") {
       pods, clients, seconds, kBackends, list(all).c_str(), byReplica.c_str(), spread);
   std::printf("\nspread with two webhook replicas\n%s\n", text.c_str());
   append("spread.md", text);
-  summaryRow("Spread over 4 backends, 200 pods, two webhook replicas (busiest less least busy)",
+  summaryRow(format("Spread over %d backends, %d pods from %d concurrent client%s, two webhook "
+                    "replicas (busiest less least busy; goal at most 1)",
+                    kBackends, pods, clients, clients == 1 ? "" : "s"),
              format("%d (%s)", spread, list(all).c_str()), section);
 
   for (const auto& replica : kReplicas) {

@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 #include <map>
+#include <set>
 
 #include "webhook/fixtures.h"
 
@@ -41,35 +42,50 @@ TEST_CASE("least-connections picks the least loaded and counts its own assignmen
   BackendChooser chooser(optionsFor(Policy::LeastConnections, clock));
   const std::vector<Backend> backends = {backend("10.0.0.1", 5), backend("10.0.0.2", 2),
                                          backend("10.0.0.3", 3)};
-  // A burst of six pods spreads out: 2+1, 2+2 ~ 3, ... instead of all on 10.0.0.2.
+  // A burst of five pods spreads out: 2+1, 2+2 ~ 3, ... instead of all on 10.0.0.2.
   std::map<std::string, int> counts;
-  for (int i = 0; i < 6; ++i) {
+  for (int i = 0; i < 5; ++i) {
     ++counts[pick(chooser, backends)];
   }
   CHECK(counts["10.0.0.2"] == 3);  // 2 -> 5
   CHECK(counts["10.0.0.3"] == 2);  // 3 -> 5
-  CHECK(counts["10.0.0.1"] == 1);  // 5 -> 6
+  CHECK(counts["10.0.0.1"] == 0);  // 5
   CHECK(chooser.recentAssignments("10.0.0.2:9999") == 3);
+  // All at 5: the sixth goes to any one of them, and the seventh to another.
+  const std::string sixth = pick(chooser, backends);
+  CHECK(pick(chooser, backends) != sixth);
 
   // A minute later the assignments no longer count (the load report shows them by then).
   clock.now += minutes(1);
   CHECK(chooser.recentAssignments("10.0.0.2:9999") == 0);
 }
 
-TEST_CASE("ties go to the lowest endpoint", "[chooser]") {
+TEST_CASE("ties go by an order of the backends that is the instance's own", "[chooser]") {
   FakeClock clock;
-  BackendChooser chooser(optionsFor(Policy::LeastConnections, clock));
-  CHECK(pick(chooser, {backend("10.0.0.9"), backend("10.0.0.10")}) == "10.0.0.10");
+  const std::vector<Backend> backends = {backend("10.0.0.1"), backend("10.0.0.2"),
+                                         backend("10.0.0.3"), backend("10.0.0.4")};
+  std::set<std::string> firsts;
+  for (int i = 0; i < 16; ++i) {
+    ChooserOptions options = optionsFor(Policy::LeastConnections, clock);
+    options.instance = "gvirtus-webhook-" + std::to_string(i);
+    BackendChooser chooser(options);
+    const std::string first = pick(chooser, backends, {}, false);
+    CHECK(pick(chooser, backends, {}, false) == first);  // one instance, one order
+    firsts.insert(first);
+  }
+  // Replicas choosing at once among equals mostly choose apart.
+  CHECK(firsts.size() >= 3);
 }
 
 TEST_CASE("a dry run records nothing", "[chooser]") {
   FakeClock clock;
   BackendChooser chooser(optionsFor(Policy::LeastConnections, clock));
   const std::vector<Backend> backends = {backend("10.0.0.1", 1), backend("10.0.0.2", 1)};
+  const std::string first = pick(chooser, backends, {}, false);
   for (int i = 0; i < 3; ++i) {
-    CHECK(pick(chooser, backends, {}, false) == "10.0.0.1");
+    CHECK(pick(chooser, backends, {}, false) == first);
   }
-  CHECK(chooser.recentAssignments("10.0.0.1:9999") == 0);
+  CHECK(chooser.recentAssignments(first + ":9999") == 0);
 }
 
 TEST_CASE("round-robin goes around in endpoint order", "[chooser]") {
