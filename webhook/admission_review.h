@@ -67,8 +67,7 @@ struct AdmissionResponse {
   }
 };
 
-// The AdmissionReview answer: the same uid, the patch base64-encoded.
-nlohmann::json admissionReviewJson(const AdmissionResponse& response);
+// The AdmissionReview answer as compact JSON text: the same uid, the patch base64-encoded.
 std::string renderAdmissionReview(const AdmissionResponse& response);
 
 }  // namespace gvirtus::webhook

@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_env.h"
 #include "bench/bench_output.h"
 #include "bench/load_generator.h"
 #include "bench/process_stats.h"
@@ -48,22 +49,6 @@ constexpr const char* kBackendNamespace = "gvirtus-system";
 constexpr const char* kRunLabel = "bench.gvirtus.io/run";
 constexpr const char* kHoldGate = "bench.gvirtus.io/hold";
 constexpr const char* kGate = "gvirtus.io/backend";
-
-int envInt(const char* name, int fallback) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0' ? std::atoi(value) : fallback;
-}
-
-std::unique_ptr<KubeClient> fastClient() {
-  auto config = loadKubeconfigFile(gvirtus::testing::kubeconfigPath());
-  REQUIRE(config.has_value());
-  KubeClientOptions options;
-  options.qps = 100000;
-  options.burst = 100000;
-  auto client = KubeClient::create(*config, options);
-  REQUIRE(client.has_value());
-  return std::move(*client);
-}
 
 json waitingPod(const std::string& name) {
   return {{"apiVersion", "v1"},
@@ -162,7 +147,7 @@ TEST_CASE("waiting-pod controller: 1,000 waiting pods released when backends app
   const int pods = envInt("BENCH_WAITING_PODS", 1000);
   const int backends = envInt("BENCH_BACKENDS", 4);
   const std::string section = "4";
-  auto client = fastClient();
+  auto client = unthrottledClient();
   gvirtus::webhook::testing::ensureNamespace(*client, kNamespace);
   gvirtus::webhook::testing::ensureNamespace(*client, kBackendNamespace);
   gvirtus::webhook::testing::ensureNode(*client, "bench-gpu",
@@ -294,7 +279,7 @@ TEST_CASE("waiting-pod controller: 1,000 waiting pods released when backends app
   // API server to close them, which KubeClient does not always survive.
   ListOptions pages;
   pages.limit = 500;
-  if (auto events = fastClient()->listAll(resources::kEvents, kNamespace, pages); events) {
+  if (auto events = unthrottledClient()->listAll(resources::kEvents, kNamespace, pages); events) {
     for (const auto& event : events->items) {
       eventsByReason[event.value("reason", "")] += event.value("count", 1);
     }

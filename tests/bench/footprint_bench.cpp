@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "backend-shim/shim_test_support.h"
+#include "bench/bench_env.h"
 #include "bench/bench_output.h"
 #include "bench/process_stats.h"
 #include "device-plugin/dp_test_support.h"
@@ -42,11 +43,6 @@ namespace dp = gvirtus::device_plugin;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-int envInt(const char* name, int fallback) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0' ? std::atoi(value) : fallback;
-}
 
 const std::string kSection = "3";
 

@@ -102,8 +102,17 @@ TEST_CASE("labeler benchmark: 1,000 nodes created at once", "[bench]") {
       latencies.push_back(std::chrono::duration<double, std::milli>(done[name] - at).count());
     }
   }
-  const std::string metrics = httpGet(port, "/metrics");
-  const double patches = metricValue(metrics, "gvirtus_labeler_patches_total");
+  // The labeler counts a PATCH when its answer is back, which can be after this watch saw
+  // the node labelled: wait (briefly) for the count to catch up before reading it.
+  std::string metrics;
+  double patches = 0;
+  (void)gvirtus::testing::eventually(
+      [&] {
+        metrics = httpGet(port, "/metrics");
+        patches = metricValue(metrics, "gvirtus_labeler_patches_total");
+        return patches >= static_cast<double>(created.size());
+      },
+      std::chrono::seconds(5));
   const double reconciles = metricValue(metrics, "gvirtus_labeler_reconciles_total");
   const double rss = metricValue(metrics, "process_resident_memory_bytes");
   const double idleRss = metricValue(idleMetrics, "process_resident_memory_bytes");

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_env.h"
 #include "bench/bench_output.h"
 #include "bench/load_generator.h"
 #include "common/base64.h"
@@ -46,24 +47,6 @@ constexpr const char* kNamespace = "bench-pods";
 constexpr const char* kVariantLabel = "bench.gvirtus.io/webhook";
 constexpr const char* kHoldGate = "bench.gvirtus.io/hold";
 const std::vector<std::string> kVariants = {"none", "ours", "agnhost"};
-
-int envInt(const char* name, int fallback) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0' ? std::atoi(value) : fallback;
-}
-
-// A client without a client-side rate limit worth the name: the API server is what we time.
-std::unique_ptr<KubeClient> fastClient() {
-  auto config = loadKubeconfigFile(gvirtus::testing::kubeconfigPath());
-  REQUIRE(config.has_value());
-  KubeClientOptions options;
-  options.qps = 100000;
-  options.burst = 100000;
-  options.maxRetries = 0;
-  auto client = KubeClient::create(*config, options);
-  REQUIRE(client.has_value());
-  return std::move(*client);
-}
 
 json benchPod(const std::string& name, const std::string& variant) {
   json containers = json::array();
@@ -129,7 +112,7 @@ TEST_CASE("pod creation through the API server: no webhook, ours, agnhost's", "[
   }
   const int pods = envInt("BENCH_PODS", 500);
   const int clients = envInt("BENCH_POD_CLIENTS", 4);
-  auto client = fastClient();
+  auto client = unthrottledClient(/*maxRetries=*/0);
   gvirtus::webhook::testing::ensureNamespace(*client, kNamespace);
 
   TempDir dir;

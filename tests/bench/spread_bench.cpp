@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_env.h"
 #include "bench/bench_output.h"
 #include "common/base64.h"
 #include "common/json_access.h"
@@ -53,23 +54,6 @@ constexpr const char* kReplicaLabel = "bench.gvirtus.io/replica";
 constexpr const char* kRunLabel = "bench.gvirtus.io/run";
 constexpr const char* kHoldGate = "bench.gvirtus.io/hold";
 const std::vector<std::string> kReplicas = {"a", "b"};
-
-int envInt(const char* name, int fallback) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0' ? std::atoi(value) : fallback;
-}
-
-std::unique_ptr<KubeClient> fastClient() {
-  auto config = loadKubeconfigFile(gvirtus::testing::kubeconfigPath());
-  REQUIRE(config.has_value());
-  KubeClientOptions options;
-  options.qps = 100000;
-  options.burst = 100000;
-  options.maxRetries = 0;
-  auto client = KubeClient::create(*config, options);
-  REQUIRE(client.has_value());
-  return std::move(*client);
-}
 
 json gvirtusPod(const std::string& name, const std::string& replica) {
   return {{"apiVersion", "v1"},
@@ -122,7 +106,7 @@ TEST_CASE("least-connections spread with two webhook replicas", "[bench]") {
   const int clients = envInt("BENCH_SPREAD_CLIENTS", 8);
   constexpr int kBackends = 4;
   const std::string section = "5";
-  auto client = fastClient();
+  auto client = unthrottledClient(/*maxRetries=*/0);
   gvirtus::webhook::testing::ensureNamespace(*client, kNamespace);
   gvirtus::webhook::testing::ensureNamespace(*client, kBackendNamespace);
   gvirtus::webhook::testing::ensureNode(*client, "bench-spread-gpu",
@@ -252,14 +236,15 @@ TEST_CASE("least-connections spread with two webhook replicas", "[bench]") {
                         std::accumulate(theirs.begin(), theirs.end(), 0), list(theirs).c_str());
   }
   const std::string text = format(
-      "%d GVirtuS pods created through the API server by %d concurrent clients in %.1f s, "
+      "%d GVirtuS pods created through the API server by %d concurrent client%s in %.1f s, "
       "each reviewed by one of two webhook replicas, chosen by a fair coin (policy "
       "least-connections; %d backends, no session reported yet).\n\n"
       "| | |\n|---|---|\n"
       "| pods per backend | %s |\n"
       "| of which each replica assigned | %s |\n"
-      "| busiest less least busy backend | %d (goal: at most 1) |\n",
-      pods, clients, seconds, kBackends, list(all).c_str(), byReplica.c_str(), spread);
+      "| busiest less least busy backend | %d (goal: at most 1) |\n\n",
+      pods, clients, clients == 1 ? "" : "s", seconds, kBackends, list(all).c_str(),
+      byReplica.c_str(), spread);
   std::printf("\nspread with two webhook replicas\n%s\n", text.c_str());
   append("spread.md", text);
   summaryRow(format("Spread over %d backends, %d pods from %d concurrent client%s, two webhook "

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_env.h"
 #include "bench/bench_output.h"
 #include "bench/load_generator.h"
 #include "bench/process_stats.h"
@@ -45,11 +46,6 @@ using gvirtus::webhook::testing::WebhookProcess;
 using nlohmann::json;
 
 namespace {
-
-int envInt(const char* name, int fallback) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0' ? std::atoi(value) : fallback;
-}
 
 std::vector<int> envRates() {
   std::vector<int> rates;

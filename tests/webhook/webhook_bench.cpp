@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_env.h"
 #include "common/log.h"
 #include "webhook/fixtures.h"
 #include "webhook/mutate_handler.h"
@@ -23,6 +24,7 @@
 using namespace gvirtus::webhook;
 using namespace gvirtus::webhook::testing;
 using Clock = std::chrono::steady_clock;
+using gvirtus::bench::envInt;
 
 namespace {
 
@@ -31,11 +33,6 @@ double percentile(std::vector<double> values, double p) {
     return 0;
   std::sort(values.begin(), values.end());
   return values[std::min(values.size() - 1, static_cast<size_t>(p * values.size()))];
-}
-
-int envInt(const char* name, int fallback) {
-  const char* value = std::getenv(name);
-  return value != nullptr ? std::atoi(value) : fallback;
 }
 
 double micros(Clock::duration d) {
