@@ -6,7 +6,10 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
 
+#include "common/base64.h"
 #include "common/kube_client.h"
 #include "common/kube_config.h"
 #include "support/cluster_env.h"
@@ -33,6 +36,33 @@ inline std::unique_ptr<KubeClient> unthrottledClient(
   auto client = KubeClient::create(*config, options);
   REQUIRE(client.has_value());
   return std::move(*client);
+}
+
+// A MutatingWebhookConfiguration `name` with one webhook: the CREATE of pods in namespace
+// `ns` whose labels match `matchLabels` goes to `url` (HTTPS, trusting `caPem`), and a
+// failure fails the creation.
+inline nlohmann::json podWebhookRegistration(const std::string& name, const std::string& url,
+                                             const std::string& caPem, const std::string& ns,
+                                             const nlohmann::json& matchLabels) {
+  const nlohmann::json hook = {
+      {"name", name + ".bench.gvirtus.io"},
+      {"clientConfig", {{"url", url}, {"caBundle", base64Encode(caPem)}}},
+      {"rules", nlohmann::json::array({{{"apiGroups", {""}},
+                                        {"apiVersions", {"v1"}},
+                                        {"operations", {"CREATE"}},
+                                        {"resources", {"pods"}},
+                                        {"scope", "Namespaced"}}})},
+      {"namespaceSelector", {{"matchLabels", {{"kubernetes.io/metadata.name", ns}}}}},
+      {"objectSelector", {{"matchLabels", matchLabels}}},
+      {"admissionReviewVersions", {"v1"}},
+      {"sideEffects", "NoneOnDryRun"},
+      {"failurePolicy", "Fail"},
+      {"reinvocationPolicy", "Never"},
+      {"timeoutSeconds", 10}};
+  return {{"apiVersion", "admissionregistration.k8s.io/v1"},
+          {"kind", "MutatingWebhookConfiguration"},
+          {"metadata", {{"name", name}}},
+          {"webhooks", nlohmann::json::array({hook})}};
 }
 
 }  // namespace gvirtus::bench

@@ -23,7 +23,6 @@
 #include "bench/bench_env.h"
 #include "bench/bench_output.h"
 #include "bench/load_generator.h"
-#include "common/base64.h"
 #include "common/kube_client.h"
 #include "common/kube_config.h"
 #include "support/child_process.h"
@@ -66,29 +65,6 @@ json benchPod(const std::string& name, const std::string& variant) {
        {{"schedulingGates", json::array({{{"name", kHoldGate}}})}, {"containers", containers}}}};
 }
 
-// One webhook, registered by URL for the pods labelled bench.gvirtus.io/webhook=VARIANT.
-json registration(const std::string& variant, const std::string& url, const std::string& caPem) {
-  json hook = {
-      {"name", variant + ".bench.gvirtus.io"},
-      {"clientConfig", {{"url", url}, {"caBundle", gvirtus::base64Encode(caPem)}}},
-      {"rules", json::array({{{"apiGroups", {""}},
-                              {"apiVersions", {"v1"}},
-                              {"operations", {"CREATE"}},
-                              {"resources", {"pods"}},
-                              {"scope", "Namespaced"}}})},
-      {"namespaceSelector", {{"matchLabels", {{"kubernetes.io/metadata.name", kNamespace}}}}},
-      {"objectSelector", {{"matchLabels", {{kVariantLabel, variant}}}}},
-      {"admissionReviewVersions", {"v1"}},
-      {"sideEffects", "None"},
-      {"failurePolicy", "Fail"},
-      {"reinvocationPolicy", "Never"},
-      {"timeoutSeconds", 10}};
-  return {{"apiVersion", "admissionregistration.k8s.io/v1"},
-          {"kind", "MutatingWebhookConfiguration"},
-          {"metadata", {{"name", "bench-" + variant}}},
-          {"webhooks", json::array({hook})}};
-}
-
 // What the created pod says about the webhook that mutated it.
 std::string mutatedBy(const json& pod) {
   const json annotations = pod["metadata"].value("annotations", json::object());
@@ -129,7 +105,8 @@ TEST_CASE("pod creation through the API server: no webhook, ours, agnhost's", "[
   for (const auto& [variant, url] : urls) {
     (void)client->remove(resources::kMutatingWebhookConfigurations, "", "bench-" + variant);
     auto created = client->create(resources::kMutatingWebhookConfigurations, "",
-                                  registration(variant, url, tls.ca.certPem));
+                                  podWebhookRegistration("bench-" + variant, url, tls.ca.certPem,
+                                                         kNamespace, {{kVariantLabel, variant}}));
     INFO((created ? "" : created.error().message));
     REQUIRE(created.has_value());
   }

@@ -27,7 +27,6 @@
 
 #include "bench/bench_env.h"
 #include "bench/bench_output.h"
-#include "common/base64.h"
 #include "common/json_access.h"
 #include "common/kube_client.h"
 #include "common/kube_config.h"
@@ -67,32 +66,6 @@ json gvirtusPod(const std::string& name, const std::string& replica) {
             {"containers", json::array({{{"name", "app"},
                                          {"image", "example/app"},
                                          {"command", {"python", "train.py"}}}})}}}};
-}
-
-// One replica's registration: the GVirtuS pods of the benchmark labelled with its name.
-json registration(const std::string& replica, int port, const std::string& caPem) {
-  json hook = {
-      {"name", replica + ".spread.bench.gvirtus.io"},
-      {"clientConfig",
-       {{"url", "https://127.0.0.1:" + std::to_string(port) + "/mutate"},
-        {"caBundle", base64Encode(caPem)}}},
-      {"rules", json::array({{{"apiGroups", {""}},
-                              {"apiVersions", {"v1"}},
-                              {"operations", {"CREATE"}},
-                              {"resources", {"pods"}},
-                              {"scope", "Namespaced"}}})},
-      {"namespaceSelector", {{"matchLabels", {{"kubernetes.io/metadata.name", kNamespace}}}}},
-      {"objectSelector",
-       {{"matchLabels", {{"gvirtus.io/enabled", "true"}, {kReplicaLabel, replica}}}}},
-      {"admissionReviewVersions", {"v1"}},
-      {"sideEffects", "NoneOnDryRun"},
-      {"failurePolicy", "Fail"},
-      {"reinvocationPolicy", "Never"},
-      {"timeoutSeconds", 10}};
-  return {{"apiVersion", "admissionregistration.k8s.io/v1"},
-          {"kind", "MutatingWebhookConfiguration"},
-          {"metadata", {{"name", "bench-spread-" + replica}}},
-          {"webhooks", json::array({hook})}};
 }
 
 std::string backendOf(const json& pod) {
@@ -148,8 +121,12 @@ TEST_CASE("least-connections spread with two webhook replicas", "[bench]") {
         },
         60s));
     (void)client->remove(resources::kMutatingWebhookConfigurations, "", "bench-spread-" + replica);
-    auto created = client->create(resources::kMutatingWebhookConfigurations, "",
-                                  registration(replica, process->port(), tls.ca.certPem));
+    auto created = client->create(
+        resources::kMutatingWebhookConfigurations, "",
+        podWebhookRegistration("bench-spread-" + replica,
+                               "https://127.0.0.1:" + std::to_string(process->port()) + "/mutate",
+                               tls.ca.certPem, kNamespace,
+                               {{"gvirtus.io/enabled", "true"}, {kReplicaLabel, replica}}));
     INFO((created ? "" : created.error().message));
     REQUIRE(created.has_value());
   }
