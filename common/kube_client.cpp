@@ -656,7 +656,7 @@ Result<std::unique_ptr<Connection>> KubeClient::Impl::newConnection(Duration rea
 
 std::unique_ptr<Connection> KubeClient::Impl::takeIdle() {
   std::lock_guard lock(idleMutex_);
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = options_.clock->now();
   while (!idle_.empty()) {
     auto connection = std::move(idle_.back());
     idle_.pop_back();
@@ -668,7 +668,7 @@ std::unique_ptr<Connection> KubeClient::Impl::takeIdle() {
 }
 
 void KubeClient::Impl::giveBack(std::unique_ptr<Connection> connection) {
-  connection->idleSince = std::chrono::steady_clock::now();
+  connection->idleSince = options_.clock->now();
   std::lock_guard lock(idleMutex_);
   if (idle_.size() < kMaxIdleConnections) {
     idle_.push_back(std::move(connection));

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/duration.h"
 #include "common/error.h"
 #include "common/kube_config.h"
@@ -27,6 +28,8 @@ struct KubeClientOptions {
   // idle connections (the API server's Go server after 90 s), and a request sent on a
   // dropped one fails, unretried when it is not idempotent.
   Duration maxIdle = std::chrono::seconds(30);
+  // What connection idleness is measured with.
+  Clock* clock = &systemClock();
   // How often a request may look at the token file for a rotated token (tests: zero).
   Duration tokenCheckInterval = std::chrono::seconds(1);
   // When requested, requests in flight are cut, retry and rate-limit waits end, and new

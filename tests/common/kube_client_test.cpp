@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "support/black_hole.h"
+#include "support/manual_clock.h"
 #include "support/tls_test_server.h"
 
 namespace gvirtus {
@@ -908,25 +909,38 @@ TEST_CASE("a cancelled client ends requests in flight, retry waits and new reque
 }
 
 TEST_CASE("a kept-alive connection idle past maxIdle is not reused", "[kube_client]") {
-  // The test server drops connections idle for 1 s; a POST (not retried: not idempotent)
-  // sent on such a connection would fail.
+  // Servers drop idle connections, and a POST (not retried: not idempotent) sent on a
+  // dropped one would fail. Each connection is told by its client port.
   testing::TlsTestServer server(pki());
-  std::atomic<int> posts{0};
-  server.http().Post("/api/v1/nodes", [&](const httplib::Request&, httplib::Response& r) {
-    ++posts;
+  std::mutex mutex;
+  std::vector<int> ports;
+  server.http().Post("/api/v1/nodes", [&](const httplib::Request& req, httplib::Response& r) {
+    std::lock_guard lock(mutex);
+    ports.push_back(req.remote_port);
     r.set_content(R"({"kind":"Node","metadata":{"name":"n"}})", "application/json");
   });
   server.start();
+  testing::ManualClock clock;
   KubeClientOptions options;
   options.maxIdle = milliseconds(500);
+  options.clock = &clock;
   auto client = makeClient(server.kubeConfig(), options);
-  for (int round = 0; round < 3; ++round) {
-    INFO("round " << round);
+  auto post = [&] {
     auto created = client->create(resources::kNodes, "", json{{"kind", "Node"}});
     REQUIRE(created.has_value());
-    std::this_thread::sleep_for(milliseconds(1500));  // the server has closed it by now
-  }
-  CHECK(posts == 3);
+  };
+  post();
+  clock.advance(milliseconds(499));
+  post();  // idle for less than maxIdle: the same connection
+  clock.advance(milliseconds(500));
+  post();  // idle for maxIdle: a new one
+  clock.advance(milliseconds(900));
+  post();
+  std::lock_guard lock(mutex);
+  REQUIRE(ports.size() == 4);
+  CHECK(ports[1] == ports[0]);
+  CHECK(ports[2] != ports[1]);
+  CHECK(ports[3] != ports[2]);
 }
 
 TEST_CASE("a request that times out is not retried", "[kube_client]") {
