@@ -142,9 +142,10 @@ TEST_CASE("pod creation through the API server: no webhook, ours, agnhost's", "[
         for (int i = next++; i < count * 3; i = next++) {
           const std::string& variant = kVariants[static_cast<size_t>(i) % 3];
           const json pod = benchPod(prefix + "-" + variant + "-" + std::to_string(i / 3), variant);
-          const auto t0 = Clock::now();
+          const auto t0 = bench::Clock::now();
           auto created = client->create(resources::kPods, kNamespace, pod);
-          const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+          const double ms =
+              std::chrono::duration<double, std::milli>(bench::Clock::now() - t0).count();
           if (!created) {
             ++myFailed[variant];
             continue;
@@ -173,9 +174,9 @@ TEST_CASE("pod creation through the API server: no webhook, ours, agnhost's", "[
   (void)create("warm", 20);  // connections, caches and JITs warm; not counted
   failed.clear();
   wrong.clear();
-  const auto start = Clock::now();
+  const auto start = bench::Clock::now();
   auto latencies = create("pod", pods);
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const double seconds = std::chrono::duration<double>(bench::Clock::now() - start).count();
 
   auto p = [&](const std::string& variant, double q) { return percentile(latencies[variant], q); };
   std::string table = format(
