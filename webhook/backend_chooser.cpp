@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <memory>
 #include <random>
+#include <tuple>
 
 #include <unistd.h>
 
@@ -18,6 +19,8 @@ struct Candidate {
   int64_t connections;  // reported plus recent assignments
   std::optional<int64_t> gpuIndex;
   int64_t memoryMiB = 0;
+  // Breaks ties in least-connections: an order of the backends that is this instance's own.
+  size_t tieRank = 0;
 };
 
 std::string plural(int64_t n, const std::string& one, const std::string& many) {
@@ -181,7 +184,10 @@ ChooseResult BackendChooser::choose(const std::vector<Backend>& backends,
       ++fewGpus;
       continue;
     }
-    Candidate candidate{&backend, fresh, connections, std::nullopt, 0};
+    // Replicas that choose at once, before each sees the other's choice, then mostly choose
+    // apart among equals instead of piling onto the same lowest endpoint.
+    const size_t tieRank = std::hash<std::string>{}(options_.instance + "/" + backend.endpoint());
+    Candidate candidate{&backend, fresh, connections, std::nullopt, 0, tieRank};
     if (wantsMemory) {
       // The GPU with the most memory left after shares and own recent assignments, among
       // those with enough.
@@ -233,16 +239,9 @@ ChooseResult BackendChooser::choose(const std::vector<Backend>& backends,
   std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
     return a.backend->endpoint() < b.backend->endpoint();
   });
-  // Ties go by this instance's own order of the backends: replicas that choose at once,
-  // before each sees the other's choice, then mostly choose apart instead of piling onto
-  // the same lowest endpoint.
-  auto tieRank = [&](const Candidate& c) {
-    return std::hash<std::string>{}(options_.instance + "/" + c.backend->endpoint());
-  };
-  auto leastConnections = [&](const std::vector<Candidate>& from) {
-    return *std::min_element(from.begin(), from.end(), [&](const auto& a, const auto& b) {
-      return a.connections != b.connections ? a.connections < b.connections
-                                            : tieRank(a) < tieRank(b);
+  auto leastConnections = [](const std::vector<Candidate>& from) {
+    return *std::min_element(from.begin(), from.end(), [](const auto& a, const auto& b) {
+      return std::tie(a.connections, a.tieRank) < std::tie(b.connections, b.tieRank);
     });
   };
 

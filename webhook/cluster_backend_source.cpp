@@ -26,11 +26,16 @@ bool isReady(const json& pod) {
   return false;
 }
 
+// A finished pod holds nothing on its backend any more.
+bool finished(const json& pod) {
+  const std::string phase = stringAt(pod, {"status", "phase"});
+  return phase == "Succeeded" || phase == "Failed";
+}
+
 }  // namespace
 
 std::optional<std::pair<std::string, GpuShare>> heldShare(const json& pod) {
-  const std::string phase = stringAt(pod, {"status", "phase"});
-  if (phase == "Succeeded" || phase == "Failed") {
+  if (finished(pod)) {
     return std::nullopt;
   }
   const std::string endpoint = stringAt(pod, {"metadata", "annotations", kBackendAnnotation});
@@ -50,8 +55,7 @@ std::optional<std::pair<std::string, GpuShare>> heldShare(const json& pod) {
 }
 
 std::optional<std::pair<std::string, AssignedPod>> assignedPod(const json& pod) {
-  const std::string phase = stringAt(pod, {"status", "phase"});
-  if (phase == "Succeeded" || phase == "Failed") {
+  if (finished(pod)) {
     return std::nullopt;
   }
   const std::string endpoint = stringAt(pod, {"metadata", "annotations", kBackendAnnotation});

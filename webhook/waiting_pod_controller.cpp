@@ -324,8 +324,9 @@ void WaitingPodController::run(std::stop_token stop) {
     state.nextLook.reset();
     std::vector<json> candidateNodes;
     if (candidates) {
-      for (const auto& node : candidates->list())
+      for (const auto& node : candidates->list()) {
         candidateNodes.push_back(*node);
+      }
     }
     const bool ok = pass(stop, pods.list(), candidateNodes, state);
     queue->done(*key);

@@ -181,11 +181,13 @@ TEST_CASE("least-connections spread with two webhook replicas", "[bench]") {
   REQUIRE(failed == 0);
   REQUIRE(perBackend.size() <= static_cast<size_t>(kBackends));
 
+  // Pods per backend, in the order of the backends given pods; one given none counts too.
   auto counts = [&](const std::map<std::string, int>& assigned) {
-    std::vector<int> out(kBackends, 0);  // a backend given no pod counts too
+    std::vector<int> out(kBackends, 0);
     size_t i = 0;
-    for (const auto& [backend, count] : assigned) {
-      out[i++] = count;
+    for (const auto& [backend, total] : perBackend) {
+      const auto it = assigned.find(backend);
+      out[i++] = it == assigned.end() ? 0 : it->second;
     }
     return out;
   };
@@ -204,11 +206,7 @@ TEST_CASE("least-connections spread with two webhook replicas", "[bench]") {
   const int spread = spreadOf(all);
   std::string byReplica;
   for (const auto& replica : kReplicas) {
-    std::map<std::string, int> mine;
-    for (const auto& [backend, count] : perBackend) {
-      mine[backend] = perReplica[replica].count(backend) ? perReplica[replica][backend] : 0;
-    }
-    const std::vector<int> theirs = counts(mine);
+    const std::vector<int> theirs = counts(perReplica[replica]);
     byReplica += format("%s%s: %d pods (%s)", byReplica.empty() ? "" : "; ", replica.c_str(),
                         std::accumulate(theirs.begin(), theirs.end(), 0), list(theirs).c_str());
   }
