@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/log.h"
+#include "common/stoppable_sleep.h"
 #include "common/time_text.h"
 
 namespace gvirtus::backend_shim {
@@ -49,11 +50,8 @@ LoadPublisher::LoadPublisher(PatchFn patch, Duration interval,
 }
 
 void LoadPublisher::update(Load load) {
-  {
-    std::lock_guard lock(mutex_);
-    latest_ = std::move(load);
-  }
-  changed_.notify_all();
+  std::lock_guard lock(mutex_);
+  latest_ = std::move(load);
 }
 
 bool LoadPublisher::publishIfDue(Clock::time_point now) {
@@ -94,11 +92,9 @@ bool LoadPublisher::publishIfDue(Clock::time_point now) {
 
 void LoadPublisher::run(std::stop_token stop) {
   const Duration tick = std::clamp<Duration>(interval_, std::chrono::milliseconds(50), kTick);
-  while (!stop.stop_requested()) {
+  do {
     publishIfDue(Clock::now());
-    std::unique_lock lock(mutex_);
-    changed_.wait_for(lock, stop, tick, [] { return false; });
-  }
+  } while (sleepUnlessStopped(stop, tick));
 }
 
 int64_t LoadPublisher::writes() const {

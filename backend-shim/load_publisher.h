@@ -1,7 +1,6 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -69,7 +68,6 @@ class LoadPublisher {
   std::optional<Clock::time_point> lastWritten_;
   int64_t writes_ = 0;
   int64_t failures_ = 0;
-  std::condition_variable_any changed_;
 };
 
 }  // namespace gvirtus::backend_shim

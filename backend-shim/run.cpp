@@ -1,7 +1,6 @@
 #include "backend-shim/run.h"
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -20,6 +19,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/signals.h"
+#include "common/stoppable_sleep.h"
 
 namespace gvirtus::backend_shim {
 namespace {
@@ -51,9 +51,7 @@ void monitor(std::stop_token stop, const Supervisor& supervisor, const NvmlGpus&
              int maxSessions) {
   std::vector<GpuInfo> gpus;
   bool gpuErrorLogged = false;
-  std::mutex mutex;
-  std::condition_variable_any wake;
-  while (!stop.stop_requested()) {
+  do {
     const SupervisorStatus status = supervisor.status();
     if (auto read = nvml.read()) {
       gpus = std::move(*read);
@@ -68,9 +66,7 @@ void monitor(std::stop_token stop, const Supervisor& supervisor, const NvmlGpus&
     if (publisher != nullptr) {
       publisher->update(Load{status.connections, maxSessions, gpus});
     }
-    std::unique_lock lock(mutex);
-    wake.wait_for(lock, stop, kMonitorInterval, [] { return false; });
-  }
+  } while (sleepUnlessStopped(stop, kMonitorInterval));
 }
 
 }  // namespace

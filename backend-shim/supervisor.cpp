@@ -4,6 +4,7 @@
 
 #include "common/backoff.h"
 #include "common/log.h"
+#include "common/stoppable_sleep.h"
 
 namespace gvirtus::backend_shim {
 namespace {
@@ -42,7 +43,9 @@ void Supervisor::start() {
 
 SupervisorStatus Supervisor::status() const {
   std::lock_guard lock(mutex_);
-  return status_;
+  SupervisorStatus status = status_;
+  status.drainWaits = drainWaits_;
+  return status;
 }
 
 void Supervisor::setStatus(const SupervisorStatus& status) {
@@ -54,13 +57,24 @@ void Supervisor::holdRestarts() {
   holdRestarts_ = true;
 }
 
-bool Supervisor::waitForDrain(Duration timeout) const {
+bool Supervisor::waitForDrain(Duration timeout) {
   const auto deadline = Clock::now() + timeout;
+  int clientsLogged = -1;
   for (;;) {
     // Fresh numbers, not the last tick's: a client that just left counts as gone.
     auto state = probe_.probe(options_.port);
     if (state && state->established == 0) {
       return true;
+    }
+    if (state) {
+      {
+        std::lock_guard lock(mutex_);
+        ++drainWaits_;
+      }
+      if (state->established != clientsLogged) {
+        log::debug("draining: clients still connected", {{"connections", state->established}});
+        clientsLogged = state->established;
+      }
     }
     if (Clock::now() >= deadline) {
       return false;
@@ -75,12 +89,6 @@ void Supervisor::stop() {
     thread_.request_stop();
     thread_.join();
   }
-}
-
-bool Supervisor::sleepFor(std::stop_token& stop, Duration duration) {
-  std::unique_lock lock(sleepMutex_);
-  sleep_.wait_for(lock, stop, duration, [] { return false; });
-  return !stop.stop_requested();
 }
 
 void Supervisor::loop(std::stop_token stop) {
@@ -121,7 +129,9 @@ void Supervisor::loop(std::stop_token stop) {
   };
 
   while (!stop.stop_requested()) {
-    if (!group && !holdRestarts_ && Clock::now() >= nextStart) {
+    if (!group && holdRestarts_) {
+      status.heldDown = true;  // draining: a backend that ended stays down
+    } else if (!group && Clock::now() >= nextStart) {
       auto started = ProcessGroup::start(options_.argv, options_.env, options_.reapScope);
       startedAt = Clock::now();
       seenListening = false;
@@ -195,7 +205,7 @@ void Supervisor::loop(std::stop_token stop) {
       }
     }
     setStatus(status);
-    sleepFor(stop, options_.probeInterval);
+    sleepUnlessStopped(stop, options_.probeInterval);
   }
 
   if (group) {

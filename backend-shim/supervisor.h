@@ -4,7 +4,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -58,6 +57,11 @@ struct SupervisorStatus {
   int64_t starts = 0;
   int64_t restarts = 0;  // starts after the first
   pid_t pid = 0;         // the running backend's pid (and process group), 0 when none
+  // Down and not started again because restarts are held: set by the pass that decided
+  // so, and every later pass decides the same. Tests wait for it, not for time to pass.
+  bool heldDown = false;
+  // Looks of waitForDrain at the port that found clients still connected, so it waited on.
+  int64_t drainWaits = 0;
 };
 
 class Supervisor {
@@ -74,15 +78,14 @@ class Supervisor {
   // No more restarts: a backend that ends now stays down. For the drain before shutdown.
   void holdRestarts();
   // Waits until no connection is left on the port or `timeout` passes; true when drained.
-  bool waitForDrain(Duration timeout) const;
+  // Each change in the number of clients it waits on is logged at debug level.
+  bool waitForDrain(Duration timeout);
   // Stops the backend's process group (SIGTERM, then SIGKILL after stopTimeout) and the
   // thread. Idempotent.
   void stop();
 
  private:
   void loop(std::stop_token stop);
-  // Sleeps `duration` unless a stop is requested first; false when stopped.
-  bool sleepFor(std::stop_token& stop, Duration duration);
   void setStatus(const SupervisorStatus& status);
 
   SupervisorOptions options_;
@@ -90,8 +93,8 @@ class Supervisor {
   std::atomic<bool> holdRestarts_{false};
   mutable std::mutex mutex_;
   SupervisorStatus status_;  // guarded by mutex_
-  std::mutex sleepMutex_;
-  std::condition_variable_any sleep_;
+  // Counted apart from status_, which the supervising thread overwrites whole.
+  int64_t drainWaits_ = 0;  // guarded by mutex_
   std::jthread thread_;
 };
 

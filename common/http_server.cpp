@@ -831,4 +831,9 @@ size_t HttpServer::rejectedConnections() const {
   return impl_->rejected;
 }
 
+size_t HttpServer::openConnections() const {
+  std::lock_guard lock(impl_->connMutex);
+  return impl_->connections.size();
+}
+
 }  // namespace gvirtus

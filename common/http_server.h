@@ -116,6 +116,8 @@ class HttpServer {
 
   // Connections closed at once because every worker was busy and the queue full.
   std::size_t rejectedConnections() const;
+  // Connections a worker serves now (kept-alive idle ones included).
+  std::size_t openConnections() const;
 
   struct Impl;
   // Only create() can name the key.

@@ -39,15 +39,6 @@ bool sameVersion(const json& a, const json& b) {
 
 }  // namespace
 
-std::string cacheKey(const std::string& ns, const std::string& name) {
-  return ns.empty() ? name : ns + "/" + name;
-}
-
-std::string cacheKey(const json& object) {
-  return cacheKey(stringAt(object, {"metadata", "namespace"}),
-                  stringAt(object, {"metadata", "name"}));
-}
-
 std::vector<StoreDelta> diffStores(const std::map<std::string, ObjectSnapshot>& before,
                                    const std::map<std::string, ObjectSnapshot>& after) {
   std::vector<StoreDelta> added;

@@ -19,23 +19,9 @@
 #include "common/error.h"
 #include "common/kube_client.h"
 #include "common/kube_resource.h"
+#include "common/object_cache.h"
 
 namespace gvirtus {
-
-// Callbacks of a ResourceCache. Any of them may be empty. They run on the cache's thread,
-// one at a time and in the order the changes were observed, outside the store lock (a
-// handler may call get() and list()). A handler that blocks stalls the cache.
-struct ResourceEventHandlers {
-  std::function<void(const nlohmann::json& object)> onAdd;
-  std::function<void(const nlohmann::json& old, const nlohmann::json& now)> onUpdate;
-  // The object's last state: from the DELETED event, or the last one the cache held when
-  // the deletion was found by a relist (it happened while the watch was down).
-  std::function<void(const nlohmann::json& object)> onDelete;
-};
-
-// An object as the cache holds it: shared and immutable, so that readers get it without a
-// copy and the cache replaces it, not changes it, when a newer version arrives.
-using ObjectSnapshot = std::shared_ptr<const nlohmann::json>;
 
 // One change found between two contents of the store.
 struct StoreDelta {
@@ -45,10 +31,6 @@ struct StoreDelta {
   ObjectSnapshot old;  // null for Added
   ObjectSnapshot now;  // for Deleted: the last state held
 };
-
-// The store key of an object: "namespace/name", or "name" when it has no namespace.
-std::string cacheKey(const nlohmann::json& object);
-std::string cacheKey(const std::string& ns, const std::string& name);
 
 // What a relist changed: objects only in `after` are Added, only in `before` Deleted, and
 // in both with a different metadata.resourceVersion (or, lacking one, different content)
@@ -80,33 +62,33 @@ struct ResourceCacheOptions {
 // 30s, reset after a success) and retry, one log line per failure with the reason.
 //
 // Reads are thread-safe and copy nothing: they hand out the snapshots the store holds.
-class ResourceCache {
+class ResourceCache final : public ObjectCache {
  public:
   // `ns` empty: all namespaces (and the only choice for cluster-scoped kinds).
   ResourceCache(KubeClient& client, KubeResource resource, std::string ns = {},
                 std::string labelSelector = {}, std::string fieldSelector = {},
                 ResourceCacheOptions options = {});
   // Stops the thread (promptly: the watch is interrupted).
-  ~ResourceCache();
+  ~ResourceCache() override;
   ResourceCache(const ResourceCache&) = delete;
   ResourceCache& operator=(const ResourceCache&) = delete;
 
   // Before start(); handlers added later are ignored with a warning.
-  void addHandlers(ResourceEventHandlers handlers);
+  void addHandlers(ResourceEventHandlers handlers) override;
   // Starts the list-and-watch thread; a second call does nothing.
-  void start();
+  void start() override;
   // Stops the thread and waits for it; the store keeps its contents. Idempotent.
   void stop();
 
   // True once the first list has been stored and its onAdd handlers have run.
-  bool hasSynced() const;
+  bool hasSynced() const override;
   // Waits for hasSynced() up to `timeout`; false on timeout or when stopped first.
   bool waitForSync(Duration timeout) const;
 
   // `ns` is ignored for cluster-scoped kinds. Null when the store does not hold it.
-  ObjectSnapshot get(const std::string& ns, const std::string& name) const;
+  ObjectSnapshot get(const std::string& ns, const std::string& name) const override;
   ObjectSnapshot getByKey(const std::string& key) const;
-  std::vector<ObjectSnapshot> list() const;
+  std::vector<ObjectSnapshot> list() const override;
   std::vector<std::string> keys() const;
   size_t size() const;
 

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "common/log.h"
+#include "common/stoppable_sleep.h"
 
 namespace gvirtus {
 namespace {
@@ -22,6 +23,7 @@ struct State {
   bool claimed = false;  // a request was made (guarded by mutex)
   bool done = false;     // ... and its stop callbacks ran (guarded by mutex)
   int signal = 0;        // guarded by mutex
+  int received = 0;      // signals taken by the signal thread (guarded by mutex)
   // deadline(): requested a grace period after `source`, by its own thread.
   std::once_flag deadlineStarted;
   std::stop_source deadline;
@@ -34,10 +36,15 @@ State& state() {
 }
 
 // The first request wins; returns false when shutdown was already requested. Waiters
-// wake only after the stop callbacks ran.
+// wake only after the stop callbacks ran. `signal` is 0 for request().
 bool requestStop(State& s, int signal) {
   {
     std::lock_guard lock(s.mutex);
+    // Counted in the same section as the decision, so signalsReceived() never runs ahead
+    // of it.
+    if (signal != 0) {
+      ++s.received;
+    }
     if (s.claimed) {
       return false;
     }
@@ -135,8 +142,8 @@ std::stop_token ShutdownSignal::deadline(Duration grace) const {
       if (!wake.wait(lock, exiting, [&s] { return s.source.stop_requested(); })) {
         return;  // the process exits without a shutdown request
       }
-      wake.wait_for(lock, exiting, grace, [] { return false; });
-      if (!exiting.stop_requested()) {
+      lock.unlock();
+      if (sleepUnlessStopped(exiting, grace)) {
         s.deadline.request_stop();
       }
     });
@@ -158,6 +165,12 @@ int ShutdownSignal::signalNumber() const {
   State& s = state();
   std::lock_guard lock(s.mutex);
   return s.signal;
+}
+
+int ShutdownSignal::signalsReceived() const {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  return s.received;
 }
 
 }  // namespace gvirtus

@@ -28,6 +28,10 @@ class ShutdownSignal {
   void request();
   // The signal that asked for shutdown, 0 when none (or when request() did).
   int signalNumber() const;
+  // How many SIGTERM/SIGINT the signal thread has taken, the first included. Each is
+  // counted together with what it decided, so a test that sees a later signal counted
+  // knows that signal has already been handled (and changed nothing).
+  int signalsReceived() const;
 };
 
 }  // namespace gvirtus

@@ -28,9 +28,26 @@ void WorkQueue::addAfter(const std::string& key, Duration delay) {
     return;
   }
   std::lock_guard lock(mutex_);
-  if (shutDown_)
+  if (shutDown_) {
     return;
-  delayed_.emplace(Clock::now() + delay, key);
+  }
+  const auto at = Clock::now() + delay;
+  // One delayed entry per key, at the earliest time asked for (client-go's delaying
+  // queue): a resync asked for after every sync does not pile up.
+  if (auto it = delayedAt_.find(key); it != delayedAt_.end()) {
+    if (it->second <= at) {
+      return;
+    }
+    auto [first, last] = delayed_.equal_range(it->second);
+    for (auto entry = first; entry != last; ++entry) {
+      if (entry->second == key) {
+        delayed_.erase(entry);
+        break;
+      }
+    }
+  }
+  delayed_.emplace(at, key);
+  delayedAt_[key] = at;
   ++delayedGeneration_;
   ready_.notify_all();
 }
@@ -61,6 +78,7 @@ std::optional<std::string> WorkQueue::get(std::stop_token stop) {
     while (!delayed_.empty() && delayed_.begin()->first <= now) {
       std::string key = delayed_.begin()->second;
       delayed_.erase(delayed_.begin());
+      delayedAt_.erase(key);
       enqueueLocked(key);
     }
     if (shutDown_ || stop.stop_requested()) {

@@ -25,6 +25,7 @@ class WorkQueue {
                      Duration maxBackoff = std::chrono::seconds(30));
 
   void add(const std::string& key);
+  // A key already waiting keeps the earlier of its two times.
   void addAfter(const std::string& key, Duration delay);
   // Adds after this key's next backoff step.
   void addRateLimited(const std::string& key);
@@ -49,6 +50,7 @@ class WorkQueue {
   std::set<std::string> dirty_;       // queued, or waiting to be requeued after done()
   std::set<std::string> processing_;  // handed out by get()
   std::multimap<Clock::time_point, std::string> delayed_;
+  std::map<std::string, Clock::time_point> delayedAt_;  // the entry of each key in delayed_
   std::map<std::string, Backoff> backoffs_;
   bool shutDown_ = false;
   // Bumped by addAfter() so that a waiter sleeping until a later deadline wakes up.

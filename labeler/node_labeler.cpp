@@ -1,26 +1,36 @@
 #include "labeler/node_labeler.h"
 
 #include <thread>
-#include <vector>
 
 #include "common/log.h"
 #include "labeler/gpu_probe.h"
 
 namespace gvirtus::labeler {
 
-NodeLabeler::NodeLabeler(KubeClient& client, const Options& options, MetricsRegistry& metrics)
-    : client_(client),
+NodeApi nodeApi(KubeClient& client) {
+  return {
+      .get = [&client](const std::string& name) { return client.get(resources::kNodes, "", name); },
+      .patch =
+          [&client](const std::string& name, const std::string& mergePatch) {
+            return client.patch(resources::kNodes, "", name, PatchType::Merge, mergePatch);
+          }};
+}
+
+std::string nodeFieldSelector(const Options& options) {
+  return options.allNodes ? std::string() : "metadata.name=" + options.nodeName;
+}
+
+NodeLabeler::NodeLabeler(NodeApi api, const Options& options, MetricsRegistry& metrics,
+                         Clock* clock)
+    : api_(std::move(api)),
       options_(options),
+      clock_(clock),
       reconciles_(metrics.counter("gvirtus_labeler_reconciles_total", "Node reconciles run.")),
       patches_(metrics.counter("gvirtus_labeler_patches_total", "Node label patches written.")),
       conflicts_(metrics.counter("gvirtus_labeler_conflicts_total",
                                  "Patches refused because the node changed meanwhile.")),
       errors_(metrics.counter("gvirtus_labeler_errors_total", "Failed reconciles.")) {
   gpuPresent_ = gpuPresent(options_.gpuProbePaths);
-}
-
-NodeLabeler::~NodeLabeler() {
-  queue_.shutDown();
 }
 
 LabelPolicy NodeLabeler::policyFor(const std::string& nodeName) const {
@@ -51,7 +61,7 @@ Result<bool> NodeLabeler::reconcile(const nlohmann::json& node) {
   if (!patch) {
     return false;
   }
-  auto result = client_.patch(resources::kNodes, "", name, PatchType::Merge, patch->dump());
+  auto result = api_.patch(name, patch->dump());
   if (!result) {
     if (result.error().isConflict()) {
       conflicts_.inc();
@@ -65,92 +75,69 @@ Result<bool> NodeLabeler::reconcile(const nlohmann::json& node) {
   return true;
 }
 
-Result<void> NodeLabeler::sync(const std::string& name) {
-  auto node = nodes_->get("", name);
+Result<void> NodeLabeler::sync(const std::string& name, const ObjectCache& nodes) {
+  auto node = nodes.get("", name);
   if (!node) {
     if (name == options_.nodeName) {
       log::warn("node not found; waiting for it to appear", {{"node", name}});
     }
     return {};  // a new node arrives as an add event
   }
-  auto patched = reconcile(*node);
-  if (!patched) {
+  if (auto patched = reconcile(*node); !patched) {
+    errors_.inc();
     return fail(patched.error());
+  }
+  if (!options_.allNodes) {
+    ready_ = true;
   }
   return {};
 }
 
-void NodeLabeler::worker(std::stop_token stop) {
-  while (auto key = queue_.get(stop)) {
-    if (auto ok = sync(*key); ok) {
-      queue_.forget(*key);
-      if (!options_.allNodes && nodes_->get("", *key)) {
-        ready_ = true;
-      }
-    } else {
-      errors_.inc();
-      // A conflict only means the node moved on: the watch brings the new version.
-      if (!ok.error().isConflict()) {
-        log::error("reconcile failed; retrying with backoff",
-                   {{"node", *key}, {"error", ok.error().message}});
-      }
-      queue_.addRateLimited(*key);
-    }
-    queue_.done(*key);
-  }
-}
-
-void NodeLabeler::probeGpu() {
+void NodeLabeler::probeGpu(Controller& controller) {
   const bool present = gpuPresent(options_.gpuProbePaths);
   if (present != gpuPresent_.exchange(present)) {
     log::info("GPU presence changed", {{"node", options_.nodeName}, {"present", present}});
-    queue_.add(options_.nodeName);
+    controller.enqueue(options_.nodeName);
   }
 }
 
-void NodeLabeler::run(std::stop_token stop) {
-  const std::string fieldSelector =
-      options_.allNodes ? std::string() : "metadata.name=" + options_.nodeName;
-  nodes_ = std::make_unique<ResourceCache>(client_, resources::kNodes, "", "", fieldSelector);
-  auto enqueue = [this](const nlohmann::json& node) { queue_.add(cacheKey(node)); };
-  nodes_->addHandlers(
-      {.onAdd = enqueue,
-       .onUpdate = [enqueue](const nlohmann::json&, const nlohmann::json& now) { enqueue(now); },
-       .onDelete = {}});
-  nodes_->start();
-  std::stop_callback stopQueue(stop, [this] { queue_.shutDown(); });
+void NodeLabeler::run(std::stop_token stop, ObjectCache& nodes) {
+  Controller controller(
+      {.name = "labeler", .workers = options_.allNodes ? static_cast<int>(options_.workers) : 1},
+      [this, &nodes](const std::string& name) -> Result<SyncResult> {
+        if (auto synced = sync(name, nodes); !synced) {
+          return fail(synced.error());
+        }
+        return SyncResult{};
+      });
+  nodes.addHandlers(controller.enqueueObjects());
+  nodes.start();
 
-  std::vector<std::jthread> workers;
-  const int64_t count = options_.allNodes ? options_.workers : 1;
-  for (int64_t i = 0; i < count; ++i) {
-    workers.emplace_back([this, stop] { worker(stop); });
+  std::jthread gpuProbe;
+  if (!options_.nodeName.empty()) {
+    gpuProbe = std::jthread([this, &controller, stop] {
+      while (clock_->sleepUnlessStopped(stop, options_.gpuProbeInterval)) {
+        probeGpu(controller);
+      }
+    });
   }
-  while (!stop.stop_requested() && !nodes_->waitForSync(std::chrono::milliseconds(200))) {
-  }
-  if (nodes_->hasSynced()) {
+  controller.run(stop, [this, &nodes] {
+    if (!nodes.hasSynced()) {
+      return false;
+    }
     if (options_.allNodes) {
       ready_ = true;
-    } else if (!nodes_->get("", options_.nodeName)) {
+    } else if (!nodes.get("", options_.nodeName)) {
       log::warn("node not found; waiting for it to appear", {{"node", options_.nodeName}});
     }
-  }
-  std::mutex sleepMutex;
-  std::condition_variable_any sleeper;
-  std::unique_lock lock(sleepMutex);
-  while (!stop.stop_requested()) {
-    sleeper.wait_for(lock, stop, options_.gpuProbeInterval, [] { return false; });
-    if (!stop.stop_requested() && !options_.nodeName.empty()) {
-      probeGpu();
-    }
-  }
-  workers.clear();
-  nodes_->stop();
+    return true;
+  });
 }
 
 Result<void> NodeLabeler::reconcileOnce() {
   constexpr int kAttempts = 5;
   for (int attempt = 1;; ++attempt) {
-    auto node = client_.get(resources::kNodes, "", options_.nodeName);
+    auto node = api_.get(options_.nodeName);
     if (!node) {
       return fail(node.error().context("get node " + options_.nodeName));
     }

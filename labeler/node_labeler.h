@@ -1,33 +1,50 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
-#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <stop_token>
 #include <string>
 
+#include "common/clock.h"
+#include "common/controller.h"
 #include "common/kube_client.h"
 #include "common/metrics.h"
-#include "common/resource_cache.h"
-#include "common/work_queue.h"
+#include "common/object_cache.h"
 #include "labeler/node_labels.h"
 #include "labeler/options.h"
 
 namespace gvirtus::labeler {
 
+// What the labeler reads and writes of the API server outside its cache. A unit test
+// passes functions that answer from memory.
+struct NodeApi {
+  std::function<Result<nlohmann::json>(const std::string& name)> get;
+  // Applies a JSON merge patch; returns the node as patched.
+  std::function<Result<nlohmann::json>(const std::string& name, const std::string& mergePatch)>
+      patch;
+};
+NodeApi nodeApi(KubeClient& client);
+
+// The field selector of the labeler's node cache: its own node, or every node with
+// --all-nodes.
+std::string nodeFieldSelector(const Options& options);
+
 // Keeps the GVirtuS labels of one node (or of every node, with --all-nodes) as the
-// policy wants them: the controller shape of sample-controller, on the shared cache.
-// Node events and GPU probe changes enqueue the node; sync(name) compares and writes at
-// most one PATCH; failures come back with backoff.
+// policy wants them, on the shared controller loop (common/controller.h): node events and
+// GPU probe changes enqueue the node; sync(name) compares and writes at most one PATCH;
+// failures come back with backoff.
 class NodeLabeler {
  public:
-  NodeLabeler(KubeClient& client, const Options& options, MetricsRegistry& metrics);
-  ~NodeLabeler();
+  // `clock` paces the GPU probe.
+  NodeLabeler(NodeApi api, const Options& options, MetricsRegistry& metrics,
+              Clock* clock = &systemClock());
 
-  // Runs until `stop`: starts the cache, the GPU probe timer and the workers.
-  void run(std::stop_token stop);
+  // Runs until `stop` on `nodes`, a cache of the nodes to label (nodeFieldSelector()):
+  // registers its handlers, starts it, runs the workers and the GPU probe.
+  void run(std::stop_token stop, ObjectCache& nodes);
   // --once: reads the node and reconciles it, retrying conflicts. An error names the reason.
   Result<void> reconcileOnce();
   // True once the node cache has synced and the node was found and reconciled once.
@@ -35,17 +52,16 @@ class NodeLabeler {
 
   // Reconciles one node object; returns whether it patched.
   Result<bool> reconcile(const nlohmann::json& node);
+  // Reconciles the node `name` as `nodes` holds it; a node not (yet) there is no error.
+  Result<void> sync(const std::string& name, const ObjectCache& nodes);
 
  private:
   LabelPolicy policyFor(const std::string& nodeName) const;
-  Result<void> sync(const std::string& name);
-  void worker(std::stop_token stop);
-  void probeGpu();
+  void probeGpu(Controller& controller);
 
-  KubeClient& client_;
+  const NodeApi api_;
   const Options options_;
-  std::unique_ptr<ResourceCache> nodes_;
-  WorkQueue queue_;
+  Clock* clock_;
   std::atomic<bool> gpuPresent_ = false;
   std::atomic<bool> ready_ = false;
 

@@ -7,6 +7,7 @@
 #include "common/kube_client.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/resource_cache.h"
 #include "common/signals.h"
 #include "labeler/node_labeler.h"
 #include "labeler/options.h"
@@ -32,7 +33,7 @@ int runLabeler(const Options& options) {
   }
   MetricsRegistry metrics;
   metrics.registerProcessMetrics();
-  NodeLabeler labeler(**client, options, metrics);
+  NodeLabeler labeler(nodeApi(**client), options, metrics);
 
   if (options.once) {
     if (auto done = labeler.reconcileOnce(); !done) {
@@ -55,7 +56,8 @@ int runLabeler(const Options& options) {
     return configurationError(kProgram, "--health-addr: " + started.error().message);
   }
   log::info("labeler started", {{"node", options.nodeName}, {"allNodes", options.allNodes}});
-  std::jthread loop([&labeler](std::stop_token stop) { labeler.run(stop); });
+  ResourceCache nodes(**client, resources::kNodes, "", "", nodeFieldSelector(options));
+  std::jthread loop([&labeler, &nodes](std::stop_token stop) { labeler.run(stop, nodes); });
   shutdown.wait();
   log::info("shutting down", {{"signal", shutdown.signalNumber()}});
   loop.request_stop();

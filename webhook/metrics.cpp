@@ -24,6 +24,10 @@ WebhookMetrics::WebhookMetrics(MetricsRegistry& registry, std::function<double()
           "the controller does not run")),
       releases_(registry.counter("gvirtus_webhook_releases_total",
                                  "Waiting pods given a backend and released (gate removed)")),
+      passes_(registry.counter(
+          "gvirtus_webhook_release_passes_total",
+          "Passes of the waiting-pod controller over the waiting pods (on every change of a "
+          "waiting pod or a backend, and at least every 10s); flat on the leader means stuck")),
       // 5 ms to ~80 s.
       releaseLatency_(registry.histogram(
           "gvirtus_webhook_release_latency_seconds",
@@ -65,6 +69,10 @@ void WebhookMetrics::review(std::string_view result, std::chrono::nanoseconds la
 
 void WebhookMetrics::backendChosen(const std::string& endpoint) {
   choices_.withLabels({endpoint}).inc();
+}
+
+void WebhookMetrics::passDone() {
+  passes_.inc();
 }
 
 void WebhookMetrics::waitingPods(double count, std::chrono::seconds oldestAge) {

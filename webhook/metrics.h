@@ -17,6 +17,7 @@ namespace gvirtus::webhook {
 //   gvirtus_webhook_backends_available                backends the source offers now
 //   gvirtus_webhook_waiting_pods                      pods waiting behind the gate (leader)
 //   gvirtus_webhook_releases_total                    waiting pods released to a backend
+//   gvirtus_webhook_release_passes_total              passes over the waiting pods (leader)
 //   gvirtus_webhook_release_latency_seconds           backend ready to pod released (histogram)
 //   gvirtus_webhook_oldest_waiting_pod_age_seconds    age of the oldest waiting pod (leader)
 //   gvirtus_webhook_certificate_expiry_timestamp_seconds  notAfter of the serving certificate
@@ -38,6 +39,8 @@ class WebhookMetrics {
   // `oldestAge`: the age of the oldest of them (0 when none waits).
   void waitingPods(double count, std::chrono::seconds oldestAge = std::chrono::seconds(0));
   void released(std::optional<std::chrono::nanoseconds> sinceBackendReady);
+  // A pass over the waiting pods has ended: its releases, Events and autoscaling are done.
+  void passDone();
   // The backend autoscaler after one step: its gauges, and the nodes it opted in and out.
   void autoscaled(double wanted, double autoscaled, double due, int64_t optedIn, int64_t optedOut);
 
@@ -48,6 +51,7 @@ class WebhookMetrics {
   Gauge& waiting_;
   Gauge& oldestWaiting_;
   Counter& releases_;
+  Counter& passes_;
   Histogram& releaseLatency_;
   Gauge& wantedBackends_;
   Gauge& autoscaledBackends_;

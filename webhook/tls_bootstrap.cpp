@@ -2,7 +2,6 @@
 
 #include "common/ipv4_resolver.h"
 
-#include "common/backoff.h"
 #include "common/base64.h"
 #include "common/log.h"
 #include "common/strings.h"
@@ -283,38 +282,33 @@ Result<void> TlsBootstrap::syncOnce() {
   return {};
 }
 
-void TlsBootstrap::poke() {
-  std::lock_guard lock(mutex_);
-  poked_ = true;
-  wake_.notify_all();
-}
-
 void TlsBootstrap::start() {
   if (thread_.joinable()) {
     return;
   }
+  // One key: every pass looks at the Secret and the whole webhook configuration.
+  static constexpr const char* kKey = "tls";
+  controller_ =
+      std::make_unique<Controller>(ControllerOptions{.name = "tls-bootstrap",
+                                                     .backoffInitial = std::chrono::seconds(1),
+                                                     .backoffMax = std::chrono::seconds(30)},
+                                   [this](const std::string&) -> Result<SyncResult> {
+                                     if (auto ok = syncOnce(); !ok) {
+                                       return fail(ok.error().context("webhook TLS bootstrap"));
+                                     }
+                                     return SyncResult{.requeueAfter = options_.resyncPeriod};
+                                   });
   webhookConfigs_ =
       std::make_unique<ResourceCache>(client_, resources::kMutatingWebhookConfigurations, "", "",
                                       "metadata.name=" + options_.webhookConfigName);
-  webhookConfigs_->addHandlers(
-      {[this](const json&) { poke(); }, [this](const json&, const json&) { poke(); }, nullptr});
+  // An edit of the configuration (a caBundle removed) is repaired at once; a deleted one
+  // is the uninstall's business.
+  auto handlers = controller_->enqueueOnAnyChange(kKey);
+  handlers.onDelete = nullptr;
+  webhookConfigs_->addHandlers(std::move(handlers));
   webhookConfigs_->start();
-  thread_ = std::jthread([this](std::stop_token stop) {
-    Backoff backoff(std::chrono::seconds(1), std::chrono::seconds(30));
-    while (!stop.stop_requested()) {
-      Duration wait = options_.resyncPeriod;
-      if (auto ok = syncOnce(); !ok) {
-        wait = backoff.next();
-        log::warn("webhook TLS bootstrap failed; retrying",
-                  {{"error", ok.error().message}, {"retryIn", formatDuration(wait)}});
-      } else {
-        backoff.reset();
-      }
-      std::unique_lock lock(mutex_);
-      wake_.wait_for(lock, stop, wait, [this] { return poked_; });
-      poked_ = false;
-    }
-  });
+  controller_->enqueue(kKey);
+  thread_ = std::jthread([this](std::stop_token stop) { controller_->run(stop); });
 }
 
 void TlsBootstrap::stop() {

@@ -1,7 +1,6 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -11,6 +10,7 @@
 #include <vector>
 
 #include "common/certificates.h"
+#include "common/controller.h"
 #include "common/duration.h"
 #include "common/error.h"
 #include "common/json_patch.h"
@@ -89,8 +89,8 @@ class TlsBootstrap {
   // converge on the Secret whose create won (409 AlreadyExists: read the winner's).
   Result<void> syncOnce();
 
-  // A first pass, then a thread that repeats it every resyncPeriod, at once when the
-  // webhook configuration changes, and with backoff after a failure.
+  // A thread that runs a pass, then again every resyncPeriod, at once when the webhook
+  // configuration changes, and with backoff after a failure (common/controller.h).
   void start();
   void stop();
 
@@ -102,19 +102,17 @@ class TlsBootstrap {
  private:
   Result<TlsMaterial> ensureSecret();
   Result<void> ensureCaBundle(const std::string& caPem);
-  void poke();
 
   KubeClient& client_;
   const TlsBootstrapOptions options_;
   const Install install_;
 
   mutable std::mutex mutex_;
-  std::condition_variable_any wake_;
-  bool poked_ = false;
   std::string installedCert_;
   bool caBundleInPlace_ = false;
   std::string notReady_ = "the serving certificate is not ready yet";
 
+  std::unique_ptr<Controller> controller_;  // outlives the cache whose handlers use it
   std::unique_ptr<ResourceCache> webhookConfigs_;
   std::jthread thread_;
 };

@@ -7,8 +7,8 @@
 #include "common/json_access.h"
 #include "common/kube_resource.h"
 #include "common/log.h"
+#include "common/parallel.h"
 #include "common/resource_cache.h"
-#include "common/stoppable_sleep.h"
 #include "webhook/backend_requirements.h"
 #include "webhook/gvirtus_properties.h"
 #include "webhook/metrics.h"
@@ -151,9 +151,34 @@ std::vector<PodOutcome> releaseWaitingPods(const std::vector<json>& waiting,
                                            BackendChooser& chooser,
                                            const std::vector<std::string>& plugins,
                                            const ReleaseWriter& write, std::stop_token stop,
-                                           const GangLookup& gangOf) {
+                                           const GangLookup& gangOf, size_t parallelWrites) {
   const std::vector<std::string>& wanted = plugins.empty() ? defaultPlugins() : plugins;
   std::vector<PodOutcome> outcomes;
+  // Releases chosen but not written yet: outcomes[index] waits for its write's result.
+  struct PendingRelease {
+    size_t index;
+    JsonPatch patch;
+  };
+  std::vector<PendingRelease> pending;
+  // Writes what is pending, up to parallelWrites at once; a failed write gives its backend
+  // back, to the pods chosen for after this.
+  auto writePending = [&] {
+    std::vector<Result<void>> written(pending.size());
+    forEachParallel(pending.size(), parallelWrites, [&](size_t i) {
+      written[i] = write(outcomes[pending[i].index].pod, pending[i].patch);
+    });
+    for (size_t i = 0; i < pending.size(); ++i) {
+      PodOutcome& outcome = outcomes[pending[i].index];
+      if (written[i]) {
+        outcome.kind = PodOutcome::Kind::Released;
+        outcome.at = std::chrono::system_clock::now();
+      } else {
+        chooser.cancelAssignment(*outcome.choice);
+        outcome.error = written[i].error();
+      }
+    }
+    pending.clear();
+  };
   for (const auto& unit : releaseUnits(waiting, gangOf)) {
     if (stop.stop_requested()) {
       break;
@@ -204,25 +229,26 @@ std::vector<PodOutcome> releaseWaitingPods(const std::vector<json>& waiting,
       outcome.pod = pod;
       outcome.kind = PodOutcome::Kind::Failed;
       auto properties = renderProperties(choice.backend.ip, choice.backend.port, wanted);
-      Result<void> written =
-          properties ? write(pod, releasePatch(pod, {.endpoint = choice.backend.endpoint(),
-                                                     .backendPod = choice.backend.podRef(),
-                                                     .properties = *properties,
-                                                     .preferredZone = choice.preferredZone,
-                                                     .gpuIndex = choice.gpuIndex,
-                                                     .assignedBy = chooser.instance()}))
-                     : fail(properties.error());
-      if (written) {
-        outcome.kind = PodOutcome::Kind::Released;
-        outcome.at = std::chrono::system_clock::now();
+      if (properties) {
+        pending.push_back(
+            {outcomes.size(), releasePatch(pod, {.endpoint = choice.backend.endpoint(),
+                                                 .backendPod = choice.backend.podRef(),
+                                                 .properties = *properties,
+                                                 .preferredZone = choice.preferredZone,
+                                                 .gpuIndex = choice.gpuIndex,
+                                                 .assignedBy = chooser.instance()})});
       } else {
         chooser.cancelAssignment(choice);
-        outcome.error = written.error();
+        outcome.error = properties.error();
       }
       outcome.choice = std::move(choice);
       outcomes.push_back(std::move(outcome));
     }
+    if (pending.size() >= std::max<size_t>(parallelWrites, 1)) {
+      writePending();
+    }
   }
+  writePending();
   return outcomes;
 }
 
@@ -265,26 +291,19 @@ void WaitingPodController::backendsChanged() {
     next.emplace(seen.endpoint(), Offer{seen, since});
   }
   offers_ = std::move(next);
-  if (queue_) {
-    queue_->add(kPassKey);
+  if (controller_) {
+    controller_->enqueue(kPassKey);
   }
 }
 
 void WaitingPodController::wake() {
   std::lock_guard lock(mutex_);
-  if (queue_) {
-    queue_->add(kPassKey);
+  if (controller_) {
+    controller_->enqueue(kPassKey);
   }
 }
 
 void WaitingPodController::run(std::stop_token stop) {
-  auto queue =
-      std::make_shared<WorkQueue>(std::chrono::milliseconds(500), std::chrono::seconds(30));
-  {
-    std::lock_guard lock(mutex_);
-    queue_ = queue;
-  }
-  std::stop_callback shutDown(stop, [queue] { queue->shutDown(); });
   // Unscheduled GVirtuS pods outside the webhook's namespace: a released pod leaves the
   // cache once the scheduler binds it.
   std::string fieldSelector = "spec.nodeName=";
@@ -293,11 +312,6 @@ void WaitingPodController::run(std::stop_token stop) {
   }
   ResourceCache pods(client_, resources::kPods, "", std::string(kEnabledLabel) + "=true",
                      fieldSelector);
-  auto changed = [this] { wake(); };
-  pods.addHandlers({[changed](const json&) { changed(); },
-                    [changed](const json&, const json&) { changed(); },
-                    [changed](const json&) { changed(); }});
-  pods.start();
   // The autoscaler's candidate GPU nodes: a change of one (an operator's edit, our own
   // write) asks for a pass too.
   std::unique_ptr<ResourceCache> candidates;
@@ -305,52 +319,56 @@ void WaitingPodController::run(std::stop_token stop) {
     autoscaler_->reset();
     candidates = std::make_unique<ResourceCache>(client_, resources::kNodes, "",
                                                  options_.autoscale.candidates);
-    candidates->addHandlers({[changed](const json&) { changed(); },
-                             [changed](const json&, const json&) { changed(); },
-                             [changed](const json&) { changed(); }});
+  }
+
+  RunState state;
+  auto controller = std::make_shared<Controller>(
+      ControllerOptions{.name = "waiting-pods",
+                        .backoffInitial = std::chrono::milliseconds(500),
+                        .backoffMax = std::chrono::seconds(30),
+                        .syncPoll = kSyncPoll},
+      [&, stop](const std::string&) -> Result<SyncResult> {
+        state.nextLook.reset();
+        std::vector<json> candidateNodes;
+        if (candidates) {
+          for (const auto& node : candidates->list()) {
+            candidateNodes.push_back(*node);
+          }
+        }
+        if (!pass(stop, pods.list(), candidateNodes, state)) {
+          return fail("a waiting pod could not be released (logged above)");
+        }
+        // Load reports age and own assignments expire without any event: look again.
+        return SyncResult{.requeueAfter =
+                              std::min(options_.resync, state.nextLook.value_or(options_.resync))};
+      });
+  {
+    std::lock_guard lock(mutex_);
+    controller_ = controller;
+  }
+  pods.addHandlers(controller->enqueueOnAnyChange(kPassKey));
+  pods.start();
+  if (candidates) {
+    candidates->addHandlers(controller->enqueueOnAnyChange(kPassKey));
     candidates->start();
   }
   log::info("waiting-pod controller started",
             {{"excludedNamespace", options_.ownNamespace},
              {"autoscaleCandidates", options_.autoscale.candidates}});
-  while (!(pods.hasSynced() && backends_.ready() && (!candidates || candidates->hasSynced())) &&
-         sleepUnlessStopped(stop, kSyncPoll)) {
-  }
+  controller->enqueue(kPassKey);
+  controller->run(stop, [&] {
+    return pods.hasSynced() && backends_.ready() && (!candidates || candidates->hasSynced());
+  });
 
-  RunState state;
-  auto nextResync = std::chrono::steady_clock::now();
-  queue->add(kPassKey);
-  while (auto key = queue->get(stop)) {
-    state.nextLook.reset();
-    std::vector<json> candidateNodes;
-    if (candidates) {
-      for (const auto& node : candidates->list()) {
-        candidateNodes.push_back(*node);
-      }
-    }
-    const bool ok = pass(stop, pods.list(), candidateNodes, state);
-    queue->done(*key);
-    if (ok) {
-      queue->forget(*key);
-    } else {
-      queue->addRateLimited(*key);
-    }
-    if (const auto now = std::chrono::steady_clock::now(); now >= nextResync) {
-      queue->addAfter(*key, options_.resync);
-      nextResync = now + options_.resync;
-    }
-    if (state.nextLook && *state.nextLook < options_.resync) {
-      queue->addAfter(*key, *state.nextLook);
-    }
-  }
+  // The caches stop before the controller goes: their handlers enqueue on it.
   if (candidates) {
     candidates->stop();
   }
+  pods.stop();
   {
     std::lock_guard lock(mutex_);
-    queue_.reset();
+    controller_.reset();
   }
-  pods.stop();
   if (metrics_ != nullptr) {
     metrics_->waitingPods(0);
   }
@@ -404,8 +422,9 @@ bool WaitingPodController::pass(std::stop_token stop, const std::vector<ObjectSn
   std::map<std::string, std::optional<Gang>> gangs;
   auto lookup = [this, &gangs](const json& pod) { return gangOf(pod, gangs); };
   bool ok = true;
-  const auto outcomes = releaseWaitingPods(waiting, backends_.backends(), chooser_,
-                                           options_.plugins, write, stop, lookup);
+  const auto outcomes =
+      releaseWaitingPods(waiting, backends_.backends(), chooser_, options_.plugins, write, stop,
+                         lookup, options_.parallelReleases);
   for (const auto& outcome : outcomes) {
     if (outcome.kind == PodOutcome::Kind::Released) {
       state.releasedFrom[podUid(outcome.pod)] =
@@ -418,6 +437,9 @@ bool WaitingPodController::pass(std::stop_token stop, const std::vector<ObjectSn
     report(outcome, state);
   }
   autoscale(outcomes, candidates, state);
+  if (metrics_ != nullptr) {
+    metrics_->passDone();
+  }
   return ok;
 }
 

@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <thread>
 
 #include "backend-shim/shim_test_support.h"
 #include "support/child_process.h"
@@ -73,6 +72,10 @@ struct RunningShim {
   std::string metrics() const { return test::httpGet(healthPort, "/metrics").second; }
   bool metric(const std::string& line) const {
     return metrics().find("\n" + line + "\n") != std::string::npos;
+  }
+  // A line of the shim's log holds `text` (the drain's lines need --log-level debug).
+  bool logged(const std::string& text) const {
+    return process->output().find(text) != std::string::npos;
   }
   pid_t backendPid() const {
     const auto starts = test::readStarts(marker);
@@ -167,7 +170,7 @@ TEST_CASE("backend-shim binary: a port in use at start exits 2 and starts nothin
 TEST_CASE("backend-shim binary: ready, measured, and on SIGTERM drained then stopped with exit 0",
           "[shim_binary]") {
   RunningShim shim;
-  shim.start({"--drain-timeout", "20s"});
+  shim.start({"--drain-timeout", "20s", "--log-level", "debug"});
   REQUIRE(eventually([&] { return shim.readyz() == 200; }, 15s));
   const pid_t backend = shim.backendPid();
   REQUIRE(backend > 0);
@@ -187,7 +190,17 @@ TEST_CASE("backend-shim binary: ready, measured, and on SIGTERM drained then sto
   shim.process->kill(SIGTERM);
   // Not ready at once, while the clients keep it (and the backend) alive.
   CHECK(eventually([&] { return shim.readyz() == 503; }, 2s));
-  std::this_thread::sleep_for(1s);
+  // The drain has looked and found the three clients, so it waits on them.
+  REQUIRE(eventually([&] { return shim.logged("clients still connected connections=3"); }, 10s));
+  CHECK(shim.process->running());
+  CHECK(test::processAlive(backend));
+  for (const auto& client : clients) {
+    CHECK_FALSE(client->closedByServer());
+  }
+  // One leaves: the drain sees it and waits on for the other two, so it does not end while
+  // clients are connected (checked by its own looks, not by time passing).
+  clients.pop_back();
+  REQUIRE(eventually([&] { return shim.logged("clients still connected connections=2"); }, 10s));
   CHECK(shim.process->running());
   CHECK(test::processAlive(backend));
   for (const auto& client : clients) {

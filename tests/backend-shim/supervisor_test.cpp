@@ -312,13 +312,20 @@ TEST_CASE("backend-shim supervisor: drain waits for the clients, then the group 
   const auto started = std::chrono::steady_clock::now();
   CHECK_FALSE(supervisor.waitForDrain(400ms));  // the client is still there
   CHECK(std::chrono::steady_clock::now() - started >= 400ms);
+  CHECK(supervisor.status().drainWaits >= 1);
   CHECK(test::processAlive(backend));
 
-  std::jthread leave([&client] {
-    std::this_thread::sleep_for(300ms);
+  // The client leaves while the drain waits on it: once the drain below has found it, not
+  // after a guessed delay, so the drain sees it go.
+  const int64_t waitsBefore = supervisor.status().drainWaits;
+  bool foundByDrain = false;
+  std::jthread leave([&] {
+    foundByDrain = eventually([&] { return supervisor.status().drainWaits > waitsBefore; }, 10s);
     client->close();
   });
   CHECK(supervisor.waitForDrain(10s));
+  leave.join();
+  CHECK(foundByDrain);
   supervisor.stop();
   CHECK_FALSE(test::processAlive(backend));
   CHECK_FALSE(test::groupAlive(backend));  // the whole group is gone
@@ -332,7 +339,8 @@ TEST_CASE("backend-shim supervisor: a backend that exits while draining is not r
   REQUIRE(eventually([&] { return supervisor.status().starts == 1; }, 10s));
   supervisor.holdRestarts();
   REQUIRE(eventually([&] { return !supervisor.status().running; }, 10s));
-  std::this_thread::sleep_for(500ms);
+  // The supervisor has since decided not to start it again (as every later pass will).
+  REQUIRE(eventually([&] { return supervisor.status().heldDown; }, 10s));
   CHECK(supervisor.status().restarts == 0);
   CHECK(f.starts().size() == 1);
 }

@@ -14,6 +14,7 @@
 
 #include "common/fake_api_server.h"
 #include "common/kube_client.h"
+#include "support/cluster_env.h"
 #include "support/manual_clock.h"
 
 namespace gvirtus {
@@ -21,19 +22,8 @@ namespace {
 
 using nlohmann::json;
 using namespace std::chrono_literals;
+using gvirtus::testing::eventually;
 using SystemTime = std::chrono::system_clock::time_point;
-
-template <typename Predicate>
-bool eventually(Predicate predicate, std::chrono::milliseconds timeout = 5s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (predicate()) {
-      return true;
-    }
-    std::this_thread::sleep_for(10ms);
-  }
-  return predicate();
-}
 
 SystemTime at(int64_t unixSeconds, int64_t micros = 0) {
   return SystemTime(std::chrono::seconds(unixSeconds)) + std::chrono::microseconds(micros);

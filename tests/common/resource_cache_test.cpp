@@ -14,6 +14,7 @@
 
 #include "common/fake_api_server.h"
 #include "common/kube_client.h"
+#include "support/cluster_env.h"
 #include "support/manual_clock.h"
 
 namespace gvirtus {
@@ -21,6 +22,7 @@ namespace {
 
 using nlohmann::json;
 using namespace std::chrono_literals;
+using gvirtus::testing::eventually;
 
 json object(const std::string& ns, const std::string& name, const std::string& version,
             const json& data = json::object()) {
@@ -29,18 +31,6 @@ json object(const std::string& ns, const std::string& name, const std::string& v
     o["metadata"]["namespace"] = ns;
   }
   return o;
-}
-
-template <typename Predicate>
-bool eventually(Predicate predicate, std::chrono::milliseconds timeout = 5s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (predicate()) {
-      return true;
-    }
-    std::this_thread::sleep_for(10ms);
-  }
-  return predicate();
 }
 
 // What the handlers saw, as "add ns/name", "update ns/name v1->v2", "delete ns/name".

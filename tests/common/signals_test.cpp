@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -64,12 +65,16 @@ std::pair<int, std::string> runChild(const std::string& testName) {
   return {code, output.str()};
 }
 
-// Waits (bounded) for the token, so a broken implementation fails instead of hanging.
-bool eventuallyStopped(const std::stop_token& token) {
-  for (int i = 0; i < 500 && !token.stop_requested(); ++i) {
+// Waits (bounded) for `condition`, so a broken implementation fails instead of hanging.
+bool eventually(const std::function<bool()>& condition) {
+  for (int i = 0; i < 500 && !condition(); ++i) {
     std::this_thread::sleep_for(10ms);
   }
-  return token.stop_requested();
+  return condition();
+}
+
+bool eventuallyStopped(const std::stop_token& token) {
+  return eventually([&token] { return token.stop_requested(); });
 }
 
 }  // namespace
@@ -92,6 +97,7 @@ TEST_CASE("child: SIGTERM after install() stops", "[.][signals-child-sigterm]") 
   std::stop_callback callback(token, [&] { callbackRan = true; });
   CHECK_FALSE(token.stop_requested());
   CHECK(shutdown.signalNumber() == 0);
+  CHECK(shutdown.signalsReceived() == 0);
 
   // raise() would target this thread only; a real SIGTERM (kubelet, kill) is for the process.
   REQUIRE(kill(getpid(), SIGTERM) == 0);
@@ -99,11 +105,13 @@ TEST_CASE("child: SIGTERM after install() stops", "[.][signals-child-sigterm]") 
   shutdown.wait();
   CHECK(callbackRan);  // wait() returns after the stop callbacks ran
   CHECK(shutdown.signalNumber() == SIGTERM);
+  CHECK(shutdown.signalsReceived() == 1);
 
-  // Later signals and requests change nothing, and do not kill the process.
+  // Later signals and requests change nothing, and do not kill the process: once the
+  // signal thread has taken the SIGINT, it is still the SIGTERM that asked.
   REQUIRE(kill(getpid(), SIGINT) == 0);
   shutdown.request();
-  std::this_thread::sleep_for(100ms);
+  REQUIRE(eventually([&shutdown] { return shutdown.signalsReceived() == 2; }));
   CHECK(shutdown.signalNumber() == SIGTERM);
   shutdown.wait();
 }
@@ -126,9 +134,9 @@ TEST_CASE("child: request() from another thread wakes wait()", "[.][signals-chil
   CHECK(shutdown.token().stop_requested());
   CHECK(shutdown.signalNumber() == 0);
 
-  // A signal after request() is not the one that asked for shutdown.
+  // A signal after request() is not the one that asked for shutdown, once it was taken.
   REQUIRE(kill(getpid(), SIGTERM) == 0);
-  std::this_thread::sleep_for(100ms);
+  REQUIRE(eventually([&shutdown] { return shutdown.signalsReceived() == 1; }));
   CHECK(shutdown.signalNumber() == 0);
 }
 

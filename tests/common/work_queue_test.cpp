@@ -83,3 +83,15 @@ TEST_CASE("get returns nullopt on stop and on shutdown", "[work_queue]") {
   });
   CHECK_FALSE(other.get(never.get_token()));
 }
+
+TEST_CASE("a key waiting for its time waits once, for the earlier of two times", "[work_queue]") {
+  WorkQueue queue;
+  std::stop_source stop;
+  queue.addAfter("k", std::chrono::hours(1));
+  queue.addAfter("k", 10ms);                   // earlier: replaces the hour
+  queue.addAfter("k", std::chrono::hours(2));  // later: changes nothing
+  CHECK(queue.size() == 1);
+  CHECK(queue.get(stop.get_token()) == "k");
+  queue.done("k");
+  CHECK(queue.size() == 0);  // the hour-long entry is gone with it
+}

@@ -87,9 +87,11 @@ TEST_CASE(
            labelIs(*client, bare, "gvirtus.io/backend.allowed", "false") &&
            labelIs(*client, bare, "gvirtus.io/gpu.present", "false");
   }));
-  // Let both settle (the TTL controller patches the nodes too, which the labelers see),
-  // then count their writes: one PATCH for the bare node, none for the labelled one.
-  std::this_thread::sleep_for(std::chrono::seconds(2));
+  // Count the writes once each labeler has decided: the bare node's labeler has reconciled
+  // the echo of its own PATCH too (a stale cache must not bring a second one), the other
+  // has looked at its node. One PATCH for the bare node, none for the labelled one.
+  REQUIRE(eventually([&] { return labelerBare.metric("gvirtus_labeler_reconciles_total") >= 2; }));
+  REQUIRE(eventually([&] { return labelerOp.metric("gvirtus_labeler_reconciles_total") >= 1; }));
   CHECK(labelerBare.metric("gvirtus_labeler_patches_total") == 1);
   CHECK(labelerOp.metric("gvirtus_labeler_patches_total") == 0);
   CHECK(eventually([&] { return httpGet(labelerBare.healthPort, "/readyz") == "ok\n"; }));

@@ -238,6 +238,7 @@ class ElectedWebhooks {
     }
     return {};
   }
+  WebhookProcess& process(const std::string& identity) { return *byIdentity_.at(identity); }
   // Kills the replica with this identity without giving up its Lease.
   void kill(const std::string& identity) {
     byIdentity_.at(identity)->child().kill(SIGKILL);

@@ -149,10 +149,13 @@ TEST_CASE("gvirtus-webhook with its own CA is ready once the CA is in place",
   WebhookProcess webhook({"--kubeconfig", kubeconfigPath(), "--static-backends", "127.0.0.1:9999",
                           "--namespace", ns.name(), "--service-name", "gvirtus-webhook",
                           "--webhook-config-name", configName});
-  // No configuration yet: not ready, and /readyz says why.
-  std::this_thread::sleep_for(std::chrono::seconds(2));
-  const std::string notReady = gvirtus::testing::httpGet(webhook.healthPort(), "/readyz");
-  CHECK_THAT(notReady, Catch::Contains(configName));
+  // No configuration yet: not ready, and once the first pass has failed /readyz says why.
+  std::string notReady;
+  CHECK(eventually([&] {
+    notReady = gvirtus::testing::httpGet(webhook.healthPort(), "/readyz");
+    return notReady.find(configName) != std::string::npos;
+  }));
+  CHECK_FALSE(notReady.starts_with("ok"));
 
   REQUIRE(
       client->create(resources::kMutatingWebhookConfigurations, "", inertConfiguration(configName))

@@ -6,7 +6,9 @@
 
 #include <catch2/catch.hpp>
 #include <map>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "webhook/fixtures.h"
 
@@ -242,6 +244,39 @@ TEST_CASE("a failed release gives the backend back to the next pod", "[waiting]"
   CHECK(isReleaseConflict(*outcomes[1].error));
   CHECK(chooser.recentAssignments("10.0.0.1:9999") == 2);
   CHECK(waitingReasons(outcomes).contains("pod-5"));
+}
+
+TEST_CASE("writes go several at a time, and a failed one's backend goes to a later pod",
+          "[waiting]") {
+  BackendChooser chooser;
+  const auto pods = fivePods();
+  FakeApi api(pods);
+  api.refuse = {"pod-1"};
+  std::mutex mutex;
+  int inFlight = 0;
+  int mostInFlight = 0;
+  auto writer = api.writer();
+  auto outcomes = releaseWaitingPods(
+      pods, {backend("10.0.0.1", 0, 2)}, chooser, {},
+      [&](const json& pod, const JsonPatch& patch) {
+        {
+          std::lock_guard lock(mutex);
+          mostInFlight = std::max(mostInFlight, ++inFlight);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the API server's time
+        std::lock_guard lock(mutex);
+        --inFlight;
+        return writer(pod, patch);
+      },
+      {}, {}, 2);
+  // pod-1 and pod-2 were written together; pod-1's session went to pod-3, chosen after.
+  CHECK(mostInFlight == 2);
+  CHECK(released(outcomes) == Names{"pod-2", "pod-3"});
+  REQUIRE(outcomes.size() == 5);
+  CHECK(nameOf(outcomes[0].pod) == "pod-1");
+  CHECK(outcomes[0].kind == PodOutcome::Kind::Failed);
+  CHECK(waitingReasons(outcomes).size() == 2);
+  CHECK(chooser.recentAssignments("10.0.0.1:9999") == 2);
 }
 
 TEST_CASE("a pod no backend can take waits with the reason while younger pods go ahead",

@@ -186,6 +186,17 @@ struct WaitCluster {
     return *created;
   }
 
+  // Changes an annotation of the test's pod `name`: for the controller, a change of a waiting
+  // pod, which asks for a pass.
+  void poke(const std::string& name) {
+    const json patch = {
+        {"metadata", {{"annotations", {{"test.gvirtus.io/poke", std::to_string(++pokes)}}}}}};
+    auto patched = client->patch(resources::kPods, ns.name(), name, PatchType::Merge, patch.dump());
+    INFO((patched ? "" : patched.error().message));
+    REQUIRE(patched.has_value());
+  }
+  int pokes = 0;
+
   json getPod(const std::string& name) {
     auto pod = client->get(resources::kPods, ns.name(), name);
     INFO((pod ? "" : pod.error().message));
@@ -285,6 +296,23 @@ double millisecondsBetween(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double, std::milli>(to - from).count();
 }
 
+// The waiting-pod controller's passes so far, from the webhook's metrics.
+double passes(const WebhookProcess& webhook) {
+  return gvirtus::testing::metricValue(gvirtus::testing::httpGet(webhook.healthPort(), "/metrics"),
+                                       "gvirtus_webhook_release_passes_total");
+}
+
+// Asks for a pass (a change of the waiting pod `pod`) and waits until a pass that began after
+// the ask has ended: what it would release is released, what it would tell is told. Two asks,
+// since the pass that ends first may be one that was running at the first ask.
+void awaitFreshPass(WaitCluster& cluster, const WebhookProcess& webhook, const std::string& pod) {
+  for (int ask = 0; ask < 2; ++ask) {
+    const double before = passes(webhook);
+    cluster.poke(pod);
+    REQUIRE(eventually([&] { return passes(webhook) > before; }, 30s));
+  }
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -341,7 +369,8 @@ TEST_CASE(
       return false;
     }));
   }
-  std::this_thread::sleep_for(3s);
+  // A later pass leaves them waiting too.
+  awaitFreshPass(cluster, webhook.process(), podName(4));
   for (int i = 4; i <= 5; ++i) {
     CHECK(gated(cluster.getPod(podName(i))));
   }
@@ -419,7 +448,7 @@ TEST_CASE(
   };
   CHECK(saysWhy("huge", "1 without a GPU with 102400 MiB free"));
   CHECK(saysWhy("fraction-2", "1 without a GPU with 0.6 of its memory free"));
-  std::this_thread::sleep_for(2s);
+  awaitFreshPass(cluster, webhook.process(), "huge");
   for (const char* name : {"fraction-2", "huge"}) {
     INFO(name);
     const json pod = cluster.getPod(name);
@@ -519,8 +548,10 @@ TEST_CASE(
       "(lease duration 4s)\n",
       kPods, takeover);
   std::fflush(stdout);
-  // Still exactly one each a moment later: nothing released them again.
-  std::this_thread::sleep_for(2s);
+  // Still exactly one each after two more passes of the new leader (the pods' binding asks
+  // for them, the 10 s resync at the latest): nothing released them again.
+  const double released = passes(webhooks.process(follower));
+  REQUIRE(eventually([&] { return passes(webhooks.process(follower)) >= released + 2; }, 30s));
   for (int i = 1; i <= kPods; ++i) {
     CHECK(cluster.eventCount(podName(i), "BackendAssigned") == 1);
   }

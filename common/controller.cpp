@@ -1,0 +1,77 @@
+#include "common/controller.h"
+
+#include <thread>
+#include <vector>
+
+#include "common/log.h"
+
+namespace gvirtus {
+
+Controller::Controller(ControllerOptions options, SyncFunction sync)
+    : options_(std::move(options)),
+      sync_(std::move(sync)),
+      queue_(options_.backoffInitial, options_.backoffMax) {}
+
+Controller::~Controller() {
+  queue_.shutDown();
+}
+
+void Controller::enqueue(const std::string& key) {
+  queue_.add(key);
+}
+
+void Controller::enqueueAfter(const std::string& key, Duration delay) {
+  queue_.addAfter(key, delay);
+}
+
+ResourceEventHandlers Controller::enqueueObjects() {
+  auto add = [this](const nlohmann::json& object) { queue_.add(cacheKey(object)); };
+  return {.onAdd = add,
+          .onUpdate = [add](const nlohmann::json&, const nlohmann::json& now) { add(now); },
+          .onDelete = add};
+}
+
+ResourceEventHandlers Controller::enqueueOnAnyChange(std::string key) {
+  auto add = [this, key = std::move(key)](const nlohmann::json&) { queue_.add(key); };
+  return {.onAdd = add,
+          .onUpdate = [add](const nlohmann::json&, const nlohmann::json& now) { add(now); },
+          .onDelete = add};
+}
+
+void Controller::work(std::stop_token stop) {
+  while (auto key = queue_.get(stop)) {
+    auto synced = sync_(*key);
+    if (synced) {
+      queue_.forget(*key);
+      if (synced->requeueAfter) {
+        queue_.addAfter(*key, *synced->requeueAfter);
+      }
+    } else if (synced.error().isConflict()) {
+      log::debug("sync met a newer object; retrying",
+                 {{"controller", options_.name}, {"key", *key}});
+      queue_.addRateLimited(*key);
+    } else {
+      log::error("sync failed; retrying with backoff",
+                 {{"controller", options_.name}, {"key", *key}, {"error", synced.error().message}});
+      queue_.addRateLimited(*key);
+    }
+    queue_.done(*key);
+  }
+}
+
+void Controller::run(std::stop_token stop, const std::function<bool()>& synced) {
+  std::stop_callback shutDown(stop, [this] { queue_.shutDown(); });
+  while (synced && !synced() && options_.clock->sleepUnlessStopped(stop, options_.syncPoll)) {
+  }
+  if (stop.stop_requested()) {
+    return;
+  }
+  // The calling thread is the first worker; all return once `stop` shuts the queue down.
+  std::vector<std::jthread> others;
+  for (int i = 1; i < options_.workers; ++i) {
+    others.emplace_back([this, stop] { work(stop); });
+  }
+  work(stop);
+}
+
+}  // namespace gvirtus
