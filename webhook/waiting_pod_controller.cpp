@@ -335,7 +335,11 @@ void WaitingPodController::run(std::stop_token stop) {
             candidateNodes.push_back(*node);
           }
         }
-        if (!pass(stop, pods.list(), candidateNodes, state)) {
+        const bool ok = pass(stop, pods.list(), candidateNodes, state);
+        if (metrics_ != nullptr) {
+          metrics_->passDone();
+        }
+        if (!ok) {
           return fail("a waiting pod could not be released (logged above)");
         }
         // Load reports age and own assignments expire without any event: look again.
@@ -437,9 +441,6 @@ bool WaitingPodController::pass(std::stop_token stop, const std::vector<ObjectSn
     report(outcome, state);
   }
   autoscale(outcomes, candidates, state);
-  if (metrics_ != nullptr) {
-    metrics_->passDone();
-  }
   return ok;
 }
 
