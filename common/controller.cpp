@@ -20,22 +20,20 @@ void Controller::enqueue(const std::string& key) {
   queue_.add(key);
 }
 
-void Controller::enqueueAfter(const std::string& key, Duration delay) {
-  queue_.addAfter(key, delay);
+ResourceEventHandlers Controller::onEveryChange(
+    std::function<void(const nlohmann::json&)> enqueueFor) {
+  return {.onAdd = enqueueFor,
+          .onUpdate = [enqueueFor](const nlohmann::json&,
+                                   const nlohmann::json& now) { enqueueFor(now); },
+          .onDelete = enqueueFor};
 }
 
 ResourceEventHandlers Controller::enqueueObjects() {
-  auto add = [this](const nlohmann::json& object) { queue_.add(cacheKey(object)); };
-  return {.onAdd = add,
-          .onUpdate = [add](const nlohmann::json&, const nlohmann::json& now) { add(now); },
-          .onDelete = add};
+  return onEveryChange([this](const nlohmann::json& object) { queue_.add(cacheKey(object)); });
 }
 
 ResourceEventHandlers Controller::enqueueOnAnyChange(std::string key) {
-  auto add = [this, key = std::move(key)](const nlohmann::json&) { queue_.add(key); };
-  return {.onAdd = add,
-          .onUpdate = [add](const nlohmann::json&, const nlohmann::json& now) { add(now); },
-          .onDelete = add};
+  return onEveryChange([this, key = std::move(key)](const nlohmann::json&) { queue_.add(key); });
 }
 
 void Controller::work(std::stop_token stop) {

@@ -48,7 +48,6 @@ class Controller {
 
   // Thread-safe; keys added before run() wait for it.
   void enqueue(const std::string& key);
-  void enqueueAfter(const std::string& key, Duration delay);
 
   // Handlers that enqueue the changed object's cacheKey() on add, update and delete.
   ResourceEventHandlers enqueueObjects();
@@ -66,6 +65,8 @@ class Controller {
 
  private:
   void work(std::stop_token stop);
+  // Handlers that call `enqueueFor(object)` on add, update (the new object) and delete.
+  static ResourceEventHandlers onEveryChange(std::function<void(const nlohmann::json&)> enqueueFor);
 
   const ControllerOptions options_;
   const SyncFunction sync_;

@@ -121,6 +121,7 @@ void NodeLabeler::run(std::stop_token stop, ObjectCache& nodes) {
       }
     });
   }
+  // Asked until it answers true: what follows `return false` runs once, at the sync.
   controller.run(stop, [this, &nodes] {
     if (!nodes.hasSynced()) {
       return false;
