@@ -1,6 +1,8 @@
+#include "backend-shim/options.h"
 #include "backend-shim/run.h"
 #include "common/flags.h"
 
 int main(int argc, char** argv) {
-  return gvirtus::runMain(argc, argv, gvirtus::backend_shim::run);
+  return gvirtus::runMain(argc, argv, gvirtus::backend_shim::parseOptions,
+                          gvirtus::backend_shim::run);
 }

@@ -63,9 +63,6 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
   options.gvirtusHome = env("GVIRTUS_HOME");
   options.podName = env("POD_NAME");
   options.podNamespace = env("POD_NAMESPACE");
-  int64_t port = options.port;
-  int64_t maxSessions = options.maxSessions;
-  int64_t maxLeakedSockets = options.maxLeakedSockets;
 
   FlagSet flags(kProgram,
                 "Runs the GVirtuS backend in its own process group, restarts it when it exits or "
@@ -74,14 +71,14 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
                 "(default $GVIRTUS_HOME/bin/gvirtus-backend); the rendered config path\nis "
                 "appended as its last argument.");
   addCommonFlags(flags, options.common);
-  flags.addInt("port", &port, "TCP port the backend listens on", 1, 65535);
+  flags.addInt("port", &options.port, "TCP port the backend listens on", 1, 65535);
   flags.addList("plugins", &options.plugins, "GVirtuS plugins the backend loads, comma list");
   flags.addString("config-out", &options.configOut,
                   "where to write the backend's properties.json (must end in .json)");
-  flags.addInt("max-sessions", &maxSessions,
+  flags.addInt("max-sessions", &options.maxSessions,
                "connections this backend takes; published as maxSessions for the webhook", 1,
                1000000);
-  flags.addInt("max-leaked-sockets", &maxLeakedSockets,
+  flags.addInt("max-leaked-sockets", &options.maxLeakedSockets,
                "GVirtuS never closes a finished client's socket: past this many (CLOSE_WAIT), "
                "the backend is restarted as soon as no client is connected; 0: never",
                0, 1000000);
@@ -110,9 +107,6 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
   if (auto stop = parseCommandLine(flags, options.common, argc, argv)) {
     return std::unexpected(*stop);
   }
-  options.port = static_cast<uint16_t>(port);
-  options.maxSessions = static_cast<int>(maxSessions);
-  options.maxLeakedSockets = static_cast<int>(maxLeakedSockets);
   options.backendCommand = flags.rest();
   if (auto valid = validateOptions(options); !valid) {
     return std::unexpected(usageError(flags, valid.error().message));

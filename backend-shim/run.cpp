@@ -15,7 +15,7 @@
 #include "backend-shim/supervisor.h"
 #include "common/health_server.h"
 #include "common/kube_client.h"
-#include "common/kube_config.h"
+#include "common/kube_connect.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/signals.h"
@@ -28,21 +28,11 @@ constexpr auto kMonitorInterval = std::chrono::seconds(1);
 
 // The client the load publisher writes with: --kubeconfig, else the in-cluster account.
 Result<std::unique_ptr<KubeClient>> makeClient(const Options& options, std::stop_token cancel) {
-  auto config = loadKubeConfig(options.common.kubeconfig);
-  if (!config) {
-    return fail(config.error().context(
-        options.common.kubeconfig.empty() ? "in-cluster configuration" : "--kubeconfig"));
-  }
   KubeClientOptions clientOptions;
-  clientOptions.userAgent = std::string(kProgram) + "/" + GVIRTUS_VERSION;
   clientOptions.requestTimeout = std::chrono::seconds(10);
   clientOptions.maxRetries = 2;  // the publisher retries on its own schedule
   clientOptions.cancel = std::move(cancel);
-  auto client = KubeClient::create(*config, clientOptions);
-  if (!client) {
-    return fail(client.error().context("Kubernetes client"));
-  }
-  return std::move(*client);
+  return connectKubeClient(kProgram, options.common.kubeconfig, clientOptions);
 }
 
 // Every second: the backend's state and the GPUs into the metrics and the load.
@@ -71,13 +61,9 @@ void monitor(std::stop_token stop, const Supervisor& supervisor, const NvmlGpus&
 
 }  // namespace
 
-int run(int argc, const char* const* argv) {
+int run(const Options& options) {
+  // First, before any thread starts: every thread inherits the blocked signals.
   ShutdownSignal& shutdown = ShutdownSignal::install();
-  auto parsed = parseOptions(argc, argv);
-  if (!parsed) {
-    return parsed.error();
-  }
-  const Options& options = *parsed;
 
   // The backend would fail to listen and be restarted forever: say so once, now.
   const ListenProbe probe;

@@ -46,10 +46,10 @@ void FlagSet::addBool(std::string name, bool* target, std::string help) {
                         }});
 }
 
-void FlagSet::addInt(std::string name, int64_t* target, std::string help, int64_t min,
-                     int64_t max) {
-  addCustom(std::move(name), "int", std::to_string(*target), std::move(help),
-            [target, min, max](const std::string& v) -> Result<void> {
+void FlagSet::addInteger(std::string name, int64_t defaultValue, std::string help, int64_t min,
+                         int64_t max, std::function<void(int64_t)> store) {
+  addCustom(std::move(name), "int", std::to_string(defaultValue), std::move(help),
+            [store = std::move(store), min, max](const std::string& v) -> Result<void> {
               int64_t value = 0;
               auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), value);
               if (ec != std::errc() || end != v.data() + v.size()) {
@@ -59,7 +59,7 @@ void FlagSet::addInt(std::string name, int64_t* target, std::string help, int64_
                 return fail("must be between " + std::to_string(min) + " and " +
                             std::to_string(max) + ", got " + v);
               }
-              *target = value;
+              store(value);
               return {};
             });
 }
@@ -206,9 +206,9 @@ std::optional<int> parseCommandLine(FlagSet& flags, CommonOptions& common, int a
   return std::nullopt;
 }
 
-int runMain(int argc, char** argv, int (*run)(int argc, const char* const* argv)) {
+int runGuarded(const std::function<int()>& body) {
   try {
-    return run(argc, argv);
+    return body();
   } catch (const std::exception& e) {
     log::error("fatal", {{"error", e.what()}});
   } catch (...) {

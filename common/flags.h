@@ -1,10 +1,15 @@
 #pragma once
 
+#include <algorithm>
+#include <concepts>
 #include <cstdint>
+#include <expected>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/duration.h"
@@ -27,12 +32,38 @@ class FlagSet {
 
   void addString(std::string name, std::string* target, std::string help);
   void addBool(std::string name, bool* target, std::string help);
-  void addInt(std::string name, int64_t* target, std::string help, int64_t min = INT64_MIN,
-              int64_t max = INT64_MAX);
+  // An integer of any width; the range is [min, max] and never wider than T's.
+  template <std::integral T>
+  void addInt(std::string name, T* target, std::string help, int64_t min = INT64_MIN,
+              int64_t max = INT64_MAX) {
+    constexpr int64_t lowest = std::cmp_less(std::numeric_limits<T>::min(), INT64_MIN)
+                                   ? INT64_MIN
+                                   : static_cast<int64_t>(std::numeric_limits<T>::min());
+    constexpr int64_t highest = std::cmp_greater(std::numeric_limits<T>::max(), INT64_MAX)
+                                    ? INT64_MAX
+                                    : static_cast<int64_t>(std::numeric_limits<T>::max());
+    addInteger(std::move(name), static_cast<int64_t>(*target), std::move(help),
+               std::max(min, lowest), std::min(max, highest),
+               [target](int64_t value) { *target = static_cast<T>(value); });
+  }
   void addDuration(std::string name, Duration* target, std::string help);
   // A comma-separated list; empty items are dropped.
   void addList(std::string name, std::vector<std::string>* target, std::string help);
-  // Any other type: `parse` validates and stores the text, returning a reason on failure.
+  // Any other type: `toValue` turns the text into a T, or gives the reason it cannot.
+  template <class T, class Parse>
+  void addParsed(std::string name, std::string valueName, T* target, std::string defaultText,
+                 std::string help, Parse toValue) {
+    addCustom(std::move(name), std::move(valueName), std::move(defaultText), std::move(help),
+              [target, toValue = std::move(toValue)](const std::string& text) -> Result<void> {
+                auto value = toValue(text);
+                if (!value) {
+                  return fail(std::move(value.error()));
+                }
+                *target = std::move(*value);
+                return {};
+              });
+  }
+  // The most general: `parse` validates and stores the text, returning a reason on failure.
   void addCustom(std::string name, std::string valueName, std::string defaultText, std::string help,
                  std::function<Result<void>(const std::string&)> parse);
 
@@ -56,6 +87,8 @@ class FlagSet {
     bool set = false;
   };
   Flag* find(const std::string& name);
+  void addInteger(std::string name, int64_t defaultValue, std::string help, int64_t min,
+                  int64_t max, std::function<void(int64_t)> store);
 
   std::string program_;
   std::string summary_;
@@ -85,8 +118,19 @@ int usageError(const FlagSet& flags, const std::string& reason);
 // address taken): one line, exit code kExitUsage.
 int configurationError(std::string_view program, const std::string& reason);
 
-// Every binary's main: runs `run` and turns an exception that escaped it (a bug) into one
-// logged "fatal" line and kExitFatal instead of std::terminate.
-int runMain(int argc, char** argv, int (*run)(int argc, const char* const* argv));
+// Runs `body` and turns an exception that escaped it (a bug) into one logged "fatal" line
+// and kExitFatal instead of std::terminate.
+int runGuarded(const std::function<int()>& body);
+
+// Every binary's main, one skeleton: parse the command line into the binary's Options
+// (an exit code instead when it must stop: help, version, a bad flag), then run on them.
+template <class Options>
+int runMain(int argc, char** argv, std::expected<Options, int> (*parse)(int, const char* const*),
+            int (*run)(const Options&)) {
+  return runGuarded([&]() -> int {
+    auto options = parse(argc, argv);
+    return options ? run(*options) : options.error();
+  });
+}
 
 }  // namespace gvirtus

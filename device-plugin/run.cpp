@@ -43,13 +43,9 @@ void registerMetrics(MetricsRegistry& registry, const DeviceList& devices,
 
 }  // namespace
 
-int run(int argc, const char* const* argv) {
+int run(const Options& options) {
+  // First, before any thread starts: every thread inherits the blocked signals.
   ShutdownSignal& shutdown = ShutdownSignal::install();
-  auto parsed = parseOptions(argc, argv);
-  if (!parsed) {
-    return parsed.error();
-  }
-  const Options& options = *parsed;
 
   std::error_code ec;
   const std::filesystem::path kubeletDir = std::filesystem::absolute(options.kubeletDir, ec);

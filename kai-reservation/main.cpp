@@ -1,6 +1,8 @@
 #include "common/flags.h"
+#include "kai-reservation/options.h"
 #include "kai-reservation/run.h"
 
 int main(int argc, char** argv) {
-  return gvirtus::runMain(argc, argv, gvirtus::kai_reservation::run);
+  return gvirtus::runMain(argc, argv, gvirtus::kai_reservation::parseOptions,
+                          gvirtus::kai_reservation::run);
 }

@@ -5,7 +5,7 @@
 
 #include "common/backoff.h"
 #include "common/health_server.h"
-#include "common/kube_client.h"
+#include "common/kube_connect.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/signals.h"
@@ -14,23 +14,17 @@
 #include "kai-reservation/reservation.h"
 
 namespace gvirtus::kai_reservation {
-namespace {
 
-int runReservation(const Options& options) {
+int run(const Options& options) {
   // First, before any thread starts: every thread inherits the blocked signals.
   auto& shutdown = ShutdownSignal::install();
   auto device = reservedDevice(options.vgpuIds);
   if (!device) {
     return configurationError(kProgram, device.error().message);
   }
-  auto config = loadKubeConfig(options.common.kubeconfig);
-  if (!config) {
-    return configurationError(kProgram, config.error().message);
-  }
   KubeClientOptions clientOptions;
-  clientOptions.userAgent = std::string(kProgram) + "/" + GVIRTUS_VERSION;
   clientOptions.cancel = shutdown.deadline(std::chrono::seconds(1));
-  auto client = KubeClient::create(*config, clientOptions);
+  auto client = connectKubeClient(kProgram, options.common.kubeconfig, clientOptions);
   if (!client) {
     return configurationError(kProgram, client.error().message);
   }
@@ -84,16 +78,6 @@ int runReservation(const Options& options) {
   log::info("shutting down", {{"signal", shutdown.signalNumber()}});
   (*health)->stop();
   return kExitOk;
-}
-
-}  // namespace
-
-int run(int argc, const char* const* argv) {
-  auto parsed = parseOptions(argc, argv);
-  if (!parsed) {
-    return parsed.error();
-  }
-  return runReservation(*parsed);
 }
 
 }  // namespace gvirtus::kai_reservation

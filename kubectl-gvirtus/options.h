@@ -23,7 +23,7 @@ struct Options {
   std::string context;
   std::string backendNamespace = "gvirtus-system";
   std::string backendSelector = "app.kubernetes.io/component=backend";
-  int64_t backendPort = 9999;
+  int backendPort = 9999;
 };
 
 // Parses argv (kubectl passes the plugin its arguments as typed: `status -o json`). Short

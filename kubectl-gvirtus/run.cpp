@@ -54,12 +54,7 @@ void print(const nlohmann::json& value) {
 
 }  // namespace
 
-int run(int argc, const char* const* argv) {
-  auto parsed = parseOptions(argc, argv);
-  if (!parsed) {
-    return parsed.error();
-  }
-  const Options& options = *parsed;
+int run(const Options& options) {
   auto connection = connect(options);
   if (!connection) {
     return fatal(connection.error().message);
@@ -75,8 +70,7 @@ int run(int argc, const char* const* argv) {
     }
     std::vector<BackendView> backends;
     if (auto cluster = readCluster(client, options, false)) {
-      backends = backendViews(cluster->backendPods, cluster->gvirtusPods,
-                              static_cast<int>(options.backendPort), now);
+      backends = backendViews(cluster->backendPods, cluster->gvirtusPods, options.backendPort, now);
     }
     const PodExplanation explanation = explainPod(pod->pod, pod->events, backends, now);
     if (options.output == Output::Json) {
@@ -91,8 +85,8 @@ int run(int argc, const char* const* argv) {
   if (!cluster) {
     return fatal(cluster.error().message);
   }
-  const auto backends = backendViews(cluster->backendPods, cluster->gvirtusPods,
-                                     static_cast<int>(options.backendPort), now);
+  const auto backends =
+      backendViews(cluster->backendPods, cluster->gvirtusPods, options.backendPort, now);
   nlohmann::json backendList = nlohmann::json::array();
   for (const auto& b : backends) {
     backendList.push_back(toJson(b));

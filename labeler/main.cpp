@@ -1,6 +1,7 @@
 #include "common/flags.h"
+#include "labeler/options.h"
 #include "labeler/run.h"
 
 int main(int argc, char** argv) {
-  return gvirtus::runMain(argc, argv, gvirtus::labeler::run);
+  return gvirtus::runMain(argc, argv, gvirtus::labeler::parseOptions, gvirtus::labeler::run);
 }

@@ -36,10 +36,7 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
                     "how often the GPU probe paths are checked again");
   flags.addInt("workers", &options.workers, "nodes reconciled in parallel (with --all-nodes)", 1,
                64);
-  flags.addInt("kube-api-qps", &options.kubeApiQps, "requests per second to the API server", 1,
-               10000);
-  flags.addInt("kube-api-burst", &options.kubeApiBurst, "request burst to the API server", 1,
-               10000);
+  addKubeApiFlags(flags, options.kubeApi);
   if (auto code = parseCommandLine(flags, options.common, argc, argv)) {
     return std::unexpected(*code);
   }

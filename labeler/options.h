@@ -7,6 +7,7 @@
 
 #include "common/duration.h"
 #include "common/flags.h"
+#include "common/kube_connect.h"
 
 namespace gvirtus::labeler {
 
@@ -22,8 +23,7 @@ struct Options {
   std::vector<std::string> gpuProbePaths{"/proc/driver/nvidia/gpus", "/dev/nvidiactl"};
   Duration gpuProbeInterval = std::chrono::seconds(30);
   int64_t workers = 1;
-  int64_t kubeApiQps = 20;
-  int64_t kubeApiBurst = 40;
+  KubeApiLimits kubeApi;  // 20 QPS, burst 40
 };
 
 // Parses argv into Options. Returns an exit code when the program must stop (help,

@@ -4,7 +4,7 @@
 #include <thread>
 
 #include "common/health_server.h"
-#include "common/kube_client.h"
+#include "common/kube_connect.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/resource_cache.h"
@@ -13,21 +13,14 @@
 #include "labeler/options.h"
 
 namespace gvirtus::labeler {
-namespace {
 
-int runLabeler(const Options& options) {
+int run(const Options& options) {
   // First, before any thread starts: every thread inherits the blocked signals.
   auto& shutdown = ShutdownSignal::install();
-  auto config = loadKubeConfig(options.common.kubeconfig);
-  if (!config) {
-    return configurationError(kProgram, config.error().message);
-  }
   KubeClientOptions clientOptions;
-  clientOptions.userAgent = std::string(kProgram) + "/" + GVIRTUS_VERSION;
-  clientOptions.qps = static_cast<double>(options.kubeApiQps);
-  clientOptions.burst = static_cast<int>(options.kubeApiBurst);
+  options.kubeApi.applyTo(clientOptions);
   clientOptions.cancel = shutdown.deadline(kShutdownClientGrace);
-  auto client = KubeClient::create(*config, clientOptions);
+  auto client = connectKubeClient(kProgram, options.common.kubeconfig, clientOptions);
   if (!client) {
     return configurationError(kProgram, client.error().message);
   }
@@ -64,16 +57,6 @@ int runLabeler(const Options& options) {
   loop.join();
   (*health)->stop();
   return kExitOk;
-}
-
-}  // namespace
-
-int run(int argc, const char* const* argv) {
-  auto parsed = parseOptions(argc, argv);
-  if (!parsed) {
-    return parsed.error();
-  }
-  return runLabeler(*parsed);
 }
 
 }  // namespace gvirtus::labeler

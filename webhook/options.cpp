@@ -55,25 +55,13 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
   flags.addString("backend-selector", &options.backendSelector,
                   "label selector of the GVirtuS backend pods");
   flags.addInt("backend-port", &options.backendPort, "TCP port of the GVirtuS backends", 1, 65535);
-  flags.addCustom("static-backends", "list", "",
+  flags.addParsed("static-backends", "list", &options.staticBackends, "",
                   "HOST:PORT,... of GVirtuS backends outside the cluster (used instead of "
                   "backend pods; host names are resolved to IPv4 every minute)",
-                  [&](const std::string& text) -> Result<void> {
-                    auto specs = parseStaticBackends(splitList(text));
-                    if (!specs)
-                      return fail(specs.error());
-                    options.staticBackends = *specs;
-                    return {};
-                  });
-  flags.addCustom("policy", "string", "least-connections",
+                  [](const std::string& text) { return parseStaticBackends(splitList(text)); });
+  flags.addParsed("policy", "string", &options.policy, "least-connections",
                   "backend selection: least-connections, round-robin, random or same-zone",
-                  [&](const std::string& text) -> Result<void> {
-                    auto policy = parsePolicy(text);
-                    if (!policy)
-                      return fail(policy.error());
-                    options.policy = *policy;
-                    return {};
-                  });
+                  parsePolicy);
   flags.addBool("add-gpu-limit", &options.addGpuLimit,
                 "add limits nvidia.com/gpu: 1 to the first wired container when none asks (not to "
                 "KAI gpu-fraction or gpu-memory pods)");
@@ -94,10 +82,7 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
   flags.addList("plugins", &options.plugins, "GVirtuS frontend plugins listed in properties.json");
   flags.addInt("max-request-bytes", &options.maxRequestBytes,
                "larger AdmissionReview bodies are refused with 400", 4096, 64 * 1024 * 1024);
-  flags.addInt("kube-api-qps", &options.kubeApiQps,
-               "requests per second to the API server (releases of waiting pods)", 1, 10000);
-  flags.addInt("kube-api-burst", &options.kubeApiBurst, "request burst to the API server", 1,
-               10000);
+  addKubeApiFlags(flags, options.kubeApi, "releases of waiting pods");
   flags.addString("autoscale-candidates", &options.autoscale.candidates,
                   "label selector of GPU nodes the leader may opt in as backends when pods "
                   "wait (e.g. gvirtus.io/backend.candidate=true); empty: no autoscaling");

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <expected>
 #include <string>
@@ -7,6 +8,7 @@
 
 #include "common/duration.h"
 #include "common/flags.h"
+#include "common/kube_connect.h"
 #include "webhook/backend_autoscaler.h"
 #include "webhook/backend_requirements.h"
 #include "webhook/static_backend_source.h"
@@ -28,7 +30,7 @@ struct Options {
   std::string ns;  // default: $POD_NAMESPACE, else gvirtus-system
   std::string backendNamespace = "gvirtus-system";
   std::string backendSelector = "app.kubernetes.io/component=backend";
-  int64_t backendPort = 9999;
+  int backendPort = 9999;
   std::vector<StaticBackendSpec> staticBackends;
   Policy policy = Policy::LeastConnections;
   bool addGpuLimit = true;
@@ -40,11 +42,10 @@ struct Options {
   Duration leaderElectRenewDeadline = std::chrono::seconds(10);
   Duration leaderElectRetryPeriod = std::chrono::seconds(2);
   std::vector<std::string> plugins;
-  int64_t maxRequestBytes = 3 * 1024 * 1024;
+  size_t maxRequestBytes = 3 * 1024 * 1024;
   // The API client of the waiting-pod controller: releasing 1,000 waiting pods within 5s
   // takes 200 patches a second.
-  int64_t kubeApiQps = 200;
-  int64_t kubeApiBurst = 400;
+  KubeApiLimits kubeApi{.qps = 200, .burst = 400};
   AutoscaleOptions autoscale;
 
   // TLS from files (else the webhook runs its own CA, which needs the API server).

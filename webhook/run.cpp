@@ -13,7 +13,7 @@
 #include "common/http_server.h"
 #include "common/ipv4_resolver.h"
 #include "common/kube_client.h"
-#include "common/kube_config.h"
+#include "common/kube_connect.h"
 #include "common/leader_election.h"
 #include "common/log.h"
 #include "common/metrics.h"
@@ -32,23 +32,6 @@ namespace {
 
 // The Lease of --leader-elect, in the webhook's namespace (manifests/webhook/rbac.yaml).
 constexpr const char* kLeaseName = "gvirtus-webhook";
-
-// `clientOptions` without the user agent, which is set here.
-Result<std::unique_ptr<KubeClient>> makeClient(const Options& options,
-                                               KubeClientOptions clientOptions) {
-  auto config = loadKubeConfig(options.common.kubeconfig);
-  if (!config) {
-    return fail(config.error().context(options.common.kubeconfig.empty()
-                                           ? "in-cluster configuration (or set --kubeconfig)"
-                                           : "--kubeconfig"));
-  }
-  clientOptions.userAgent = std::string(kProgram) + "/" + GVIRTUS_VERSION;
-  auto client = KubeClient::create(*config, clientOptions);
-  if (!client) {
-    return fail(client.error().context("Kubernetes client"));
-  }
-  return std::move(*client);
-}
 
 KubeClientOptions clientOptions(Duration requestTimeout, int maxRetries = 5) {
   KubeClientOptions out;
@@ -74,24 +57,19 @@ std::string identity() {
 
 }  // namespace
 
-int run(int argc, const char* const* argv) {
+int run(const Options& options) {
   // glibc gives each of the server's worker threads an arena of its own and keeps what a
   // large review freed in it: under a burst of crafted reviews that held 60 MiB after and
   // 137 MiB at the peak; two arenas hold 16 and 94 (tests/bench/hostile_review_bench).
   ::mallopt(M_ARENA_MAX, 2);
+  // First, before any thread starts: every thread inherits the blocked signals.
   ShutdownSignal& shutdown = ShutdownSignal::install();
-  auto parsed = parseOptions(argc, argv);
-  if (!parsed) {
-    return parsed.error();
-  }
-  const Options& options = *parsed;
 
   std::unique_ptr<KubeClient> client;
   if (options.needsApiServer()) {
     KubeClientOptions mainOptions = clientOptions(std::chrono::seconds(10));
-    mainOptions.qps = static_cast<double>(options.kubeApiQps);
-    mainOptions.burst = static_cast<int>(options.kubeApiBurst);
-    auto made = makeClient(options, mainOptions);
+    options.kubeApi.applyTo(mainOptions);
+    auto made = connectKubeClient(kProgram, options.common.kubeconfig, mainOptions);
     if (!made) {
       return configurationError(kProgram, made.error().message);
     }
@@ -114,9 +92,9 @@ int run(int argc, const char* const* argv) {
         options.staticBackends,
         [&resolver](const std::string& host) { return resolver->resolve(host); });
   } else {
-    source = std::make_unique<ClusterBackendSource>(
-        *client, options.backendNamespace, options.backendSelector,
-        static_cast<int>(options.backendPort), ChooserOptions{}.assignmentWindow);
+    source = std::make_unique<ClusterBackendSource>(*client, options.backendNamespace,
+                                                    options.backendSelector, options.backendPort,
+                                                    ChooserOptions{}.assignmentWindow);
   }
 
   MetricsRegistry registry;
@@ -135,7 +113,7 @@ int run(int argc, const char* const* argv) {
   MutateConfig config;
   config.wiring = {options.addGpuLimit, options.schedulerName, options.kaiQueue};
   config.plugins = options.plugins;
-  config.maxRequestBytes = static_cast<size_t>(options.maxRequestBytes);
+  config.maxRequestBytes = options.maxRequestBytes;
   MutateHandler handler(config, *source, chooser, &metrics);
 
   // The waiting-pod controller, wherever there is an API server; with --leader-elect only
@@ -148,7 +126,8 @@ int run(int argc, const char* const* argv) {
   std::unique_ptr<KubeClient> electionClient;
   std::unique_ptr<LeaderElector> elector;
   if (client) {
-    auto made = makeClient(options, clientOptions(std::chrono::seconds(10)));
+    auto made = connectKubeClient(kProgram, options.common.kubeconfig,
+                                  clientOptions(std::chrono::seconds(10)));
     if (!made) {
       return configurationError(kProgram, made.error().message);
     }
@@ -167,7 +146,8 @@ int run(int argc, const char* const* argv) {
     source->setOnChange([&controller] { controller->backendsChanged(); });
     if (options.leaderElect) {
       // A renewal must end well within the renew deadline (see LeaderElector).
-      made = makeClient(options, clientOptions(options.leaderElectRenewDeadline / 3, 0));
+      made = connectKubeClient(kProgram, options.common.kubeconfig,
+                               clientOptions(options.leaderElectRenewDeadline / 3, 0));
       if (!made) {
         return configurationError(kProgram, made.error().message);
       }
@@ -192,7 +172,7 @@ int run(int argc, const char* const* argv) {
   httpOptions.tls = true;
   httpOptions.certFile = options.tlsCertFile;
   httpOptions.keyFile = options.tlsKeyFile;
-  httpOptions.maxBodyBytes = 2 * static_cast<size_t>(options.maxRequestBytes);
+  httpOptions.maxBodyBytes = 2 * options.maxRequestBytes;
   httpOptions.readTimeout = std::chrono::seconds(10);
   auto server = HttpServer::create(httpOptions);
   if (!server) {

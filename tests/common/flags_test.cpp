@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <expected>
 #include <iostream>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -300,4 +302,91 @@ TEST_CASE("usageError prints one line and returns 2", "[flags]") {
   auto [out, err] = capture([&] { code = gvirtus::usageError(flags, "--port: bad"); });
   CHECK(code == 2);
   CHECK(err == "prog: --port: bad\n");
+}
+
+TEST_CASE("addInt stores into any integer type, never past the type's range", "[flags]") {
+  uint16_t port = 9999;
+  int sessions = 16;
+  FlagSet flags("prog", "summary");
+  flags.addInt("port", &port, "a port", 1, 65535);
+  flags.addInt("sessions", &sessions, "no bounds given: int's");
+  CHECK(flags.helpText().find("(default \"9999\")") != std::string::npos);
+
+  REQUIRE(parse(flags, {"--port", "65535", "--sessions=-7"}));
+  CHECK(port == 65535);
+  CHECK(sessions == -7);
+
+  FlagSet narrow("prog", "summary");
+  narrow.addInt("sessions", &sessions, "int's range");
+  auto outcome = parse(narrow, {"--sessions", "3000000000"});
+  REQUIRE_FALSE(outcome);
+  CHECK(outcome.error().message ==
+        "--sessions: must be between -2147483648 and 2147483647, got 3000000000");
+  CHECK(sessions == -7);
+}
+
+TEST_CASE("addParsed stores what its parser returns, or the parser's reason", "[flags]") {
+  enum class Speed { Fast, Slow };
+  auto toSpeed = [](const std::string& text) -> Result<Speed> {
+    if (text == "fast")
+      return Speed::Fast;
+    if (text == "slow")
+      return Speed::Slow;
+    return gvirtus::fail("must be fast or slow, got \"" + text + "\"");
+  };
+  Speed speed = Speed::Fast;
+  FlagSet flags("prog", "summary");
+  flags.addParsed("speed", "fast|slow", &speed, "fast", "how fast", toSpeed);
+  CHECK(flags.helpText().find("--speed fast|slow") != std::string::npos);
+  REQUIRE(parse(flags, {"--speed", "slow"}));
+  CHECK(speed == Speed::Slow);
+
+  FlagSet again("prog", "summary");
+  again.addParsed("speed", "fast|slow", &speed, "fast", "how fast", toSpeed);
+  auto outcome = parse(again, {"--speed=medium"});
+  REQUIRE_FALSE(outcome);
+  CHECK(outcome.error().message == "--speed: must be fast or slow, got \"medium\"");
+  CHECK(speed == Speed::Slow);
+}
+
+namespace {
+
+struct Runs {
+  int value = 0;
+};
+
+std::expected<Runs, int> parseRuns(int argc, const char* const* argv) {
+  if (argc < 2)
+    return std::unexpected(2);
+  return Runs{std::stoi(argv[1])};
+}
+
+int runRuns(const Runs& runs) {
+  if (runs.value < 0)
+    throw std::runtime_error("a bug");
+  return runs.value;
+}
+
+}  // namespace
+
+TEST_CASE("runMain: the parser's exit code, the run's, and 1 for an escaped exception", "[flags]") {
+  std::vector<std::string> strings;
+  auto runWith = [&](std::vector<std::string> args) {
+    strings = std::move(args);
+    strings.insert(strings.begin(), "prog");
+    std::vector<char*> argv;
+    for (auto& s : strings)
+      argv.push_back(s.data());
+    int code = -1;
+    capture([&] {
+      code = gvirtus::runMain(static_cast<int>(argv.size()), argv.data(), parseRuns, runRuns);
+    });
+    return code;
+  };
+  CHECK(runWith({}) == 2);
+  CHECK(runWith({"0"}) == 0);
+  CHECK(runWith({"5"}) == 5);
+  CHECK(runWith({"-1"}) == gvirtus::kExitFatal);
+  // An exception from the parser too: std::stoi of text that is not a number.
+  CHECK(runWith({"x"}) == gvirtus::kExitFatal);
 }

@@ -2,14 +2,14 @@
 // and prints one line on stdout per change, flushed at once:
 //   LEADING <identity>   when it becomes the leader
 //   STOPPED <identity>   when it stops being the leader
+//   FOLLOWS <identity> <leader>  when it has read the Lease held by another candidate
 //   EXITING <identity>   after a clean shutdown (SIGTERM/SIGINT), the Lease released
 // Logs go to stderr.
 #include <cstdio>
 #include <string>
 
 #include "common/flags.h"
-#include "common/kube_client.h"
-#include "common/kube_config.h"
+#include "common/kube_connect.h"
 #include "common/leader_election.h"
 #include "common/signals.h"
 
@@ -44,15 +44,11 @@ int main(int argc, char** argv) {
   if (auto valid = validate(config); !valid) {
     return usageError(flags, valid.error().message);
   }
-  auto kubeConfig = loadKubeConfig(common.kubeconfig);
-  if (!kubeConfig) {
-    return usageError(flags, "--kubeconfig: " + kubeConfig.error().message);
-  }
   KubeClientOptions options;
   // A request must end well within the renew deadline (see LeaderElector).
   options.requestTimeout = config.renewDeadline / 3;
   options.maxRetries = 0;
-  auto client = KubeClient::create(*kubeConfig, options);
+  auto client = connectKubeClient("lease-contender", common.kubeconfig, options);
   if (!client) {
     std::fprintf(stderr, "lease-contender: %s\n", client.error().message.c_str());
     return kExitFatal;
@@ -60,6 +56,11 @@ int main(int argc, char** argv) {
   const std::string identity = config.identity;
   config.onStartedLeading = [&identity](std::stop_token) { say("LEADING", identity); };
   config.onStoppedLeading = [&identity] { say("STOPPED", identity); };
+  config.onNewLeader = [&identity](const std::string& leader) {
+    if (leader != identity) {
+      say("FOLLOWS", identity + " " + leader);
+    }
+  };
   LeaderElector elector(**client, config);
   if (auto started = elector.start(); !started) {
     std::fprintf(stderr, "lease-contender: %s\n", started.error().message.c_str());

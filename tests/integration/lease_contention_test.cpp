@@ -39,6 +39,11 @@ bool leads(ChildProcess& child, const std::string& identity) {
   return hasLine(child.output(), "LEADING " + identity);
 }
 
+// `child` has read the Lease and found `leader` holding it.
+bool follows(ChildProcess& child, const std::string& identity, const std::string& leader) {
+  return hasLine(child.output(), "FOLLOWS " + identity + " " + leader);
+}
+
 std::string outputs(ChildProcess& a, ChildProcess& b) {
   return "contender-a:\n" + a.output() + "\ncontender-b:\n" + b.output();
 }
@@ -54,9 +59,13 @@ TEST_CASE("two processes contend for a Lease and the survivor takes over after S
   if (!eventually([&] { return leads(a, "contender-a") || leads(b, "contender-b"); }, 30s)) {
     FAIL("nobody leads\n" << outputs(a, b));
   }
-  // Give the other a few retry periods to (wrongly) lead too.
-  std::this_thread::sleep_for(3s);
+  // The other has read the Lease, seen it held, and not taken it.
   const bool aLeads = leads(a, "contender-a");
+  const std::string other = aLeads ? "contender-b" : "contender-a";
+  const std::string holder = aLeads ? "contender-a" : "contender-b";
+  if (!eventually([&] { return follows(aLeads ? b : a, other, holder); }, 30s)) {
+    FAIL("the other does not follow\n" << outputs(a, b));
+  }
   INFO(outputs(a, b));
   REQUIRE(aLeads != leads(b, "contender-b"));
   ChildProcess& leader = aLeads ? a : b;
@@ -119,7 +128,9 @@ TEST_CASE("a released Lease is taken over at once", "[integration][lease]") {
     FAIL("contender-a does not lead:\n" << a.output());
   }
   ChildProcess b(contenderArgs(ns.name(), lease, "contender-b"));
-  std::this_thread::sleep_for(2s);  // b is up and polling
+  if (!eventually([&] { return follows(b, "contender-b", "contender-a"); }, 30s)) {
+    FAIL("contender-b does not follow:\n" << outputs(a, b));
+  }
   REQUIRE_FALSE(leads(b, "contender-b"));
 
   const auto stopped = std::chrono::steady_clock::now();

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -48,12 +49,13 @@ std::string bin(const std::string& name) {
   return gvirtus::testing::binDir() + "/" + name;
 }
 
-// Starts `argv`, waits `settle` (its first requests hang), sends SIGTERM and returns the
-// exit code and how long the exit took.
+// Starts `argv`, waits until it is `busy` (its first requests hang), sends SIGTERM and
+// returns the exit code and how long the exit took.
 std::pair<std::optional<int>, std::chrono::milliseconds> terminate(
-    const std::vector<std::string>& argv, const std::vector<std::string>& env, const Scratch& s) {
+    const std::vector<std::string>& argv, const std::vector<std::string>& env, const Scratch& s,
+    const std::function<bool()>& busy) {
   ChildProcess process(argv, env, (s.dir / "log").string());
-  std::this_thread::sleep_for(1500ms);
+  REQUIRE(gvirtus::testing::eventually(busy, 30s));
   REQUIRE(process.running());
   const auto sent = std::chrono::steady_clock::now();
   ::kill(process.pid(), SIGTERM);
@@ -71,9 +73,12 @@ TEST_CASE("every binary exits 0 within 2 s of SIGTERM while the API server black
   BlackHole hole;
   Scratch scratch;
   const std::string kubeconfig = scratch.kubeconfig(hole.port());
-  const std::string health = "127.0.0.1:" + std::to_string(freePort());
+  const int healthPort = freePort();
+  const std::string health = "127.0.0.1:" + std::to_string(healthPort);
   std::vector<std::string> argv;
   std::vector<std::string> env;
+  // Those with an API server are busy once a request hangs in the black hole.
+  std::function<bool()> busy = [&hole] { return hole.hasClient(); };
   SECTION("gvirtus-labeler") {
     argv = {bin("gvirtus-labeler"), "--kubeconfig", kubeconfig, "--node-name", "node-1",
             "--health-addr",        health};
@@ -115,8 +120,10 @@ TEST_CASE("every binary exits 0 within 2 s of SIGTERM while the API server black
             (scratch.dir / "kubelet").string(),
             "--cdi-dir",
             (scratch.dir / "cdi").string()};
+    // Up, and looking for a kubelet that never comes.
+    busy = [healthPort] { return !gvirtus::testing::httpGet(healthPort, "/healthz").empty(); };
   }
-  const auto [code, took] = terminate(argv, env, scratch);
+  const auto [code, took] = terminate(argv, env, scratch, busy);
   INFO(argv[0] << " took " << took.count() << " ms");
   REQUIRE(code.has_value());
   CHECK(*code == 0);

@@ -5,6 +5,7 @@
 // What an API server that black-holes its clients looks like.
 
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -31,6 +32,12 @@ class BlackHole {
   BlackHole& operator=(const BlackHole&) = delete;
 
   int port() const { return port_; }
+  // True once a client's connection waits in the accept queue: it has begun a request
+  // that will hang.
+  bool hasClient() const {
+    pollfd waiting{fd_, POLLIN, 0};
+    return ::poll(&waiting, 1, 0) == 1 && (waiting.revents & POLLIN) != 0;
+  }
 
  private:
   int fd_ = -1;

@@ -177,7 +177,10 @@ class RegisteredWebhook {
   }
   ~RegisteredWebhook() {
     (void)client_.remove(resources::kMutatingWebhookConfigurations, "", name_);
-    std::this_thread::sleep_for(1s);  // the API server's webhook informer catches up
+    // The API server drops the registration from its webhook informer a moment later; until
+    // then a GVirtuS pod's creation still reaches this process. A dry-run creation that does
+    // not reach it shows the registration gone.
+    (void)eventually([&] { return !reachesThisWebhook(); }, 10s);
   }
 
   WebhookProcess& process() { return *process_; }
@@ -185,6 +188,26 @@ class RegisteredWebhook {
   const std::string& name() const { return name_; }
 
  private:
+  double reviewsAnswered() {
+    return gvirtus::testing::metricValue(
+        gvirtus::testing::httpGet(process_->healthPort(), "/metrics"),
+        "gvirtus_webhook_review_duration_seconds_count");
+  }
+  bool reachesThisWebhook() {
+    const double before = reviewsAnswered();
+    const json probe = {{"apiVersion", "v1"},
+                        {"kind", "Pod"},
+                        {"metadata",
+                         {{"generateName", "registration-probe-"},
+                          {"namespace", "default"},
+                          {"labels", {{"gvirtus.io/enabled", "true"}}}}},
+                        {"spec", {{"containers", json::array({{{"name", "c"}, {"image", "x"}}})}}}};
+    WriteOptions dryRun;
+    dryRun.dryRun = true;
+    (void)client_.create(resources::kPods, "default", probe, dryRun);
+    return reviewsAnswered() != before;
+  }
+
   KubeClient& client_;
   TempDir dir_;
   TlsFiles tls_;
