@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <optional>
+#include <type_traits>
 #include <utility>
 
 #include "common/json_text.h"
@@ -235,9 +236,14 @@ std::string pointerOf(const std::vector<std::string>& tokens, std::size_t count,
 
 }  // namespace
 
-std::string escapeJsonPointerToken(std::string_view token) {
-  std::string out;
-  out.reserve(token.size());
+namespace {
+
+// RFC 6901: '~' is written "~0" and '/' "~1"; a token without either is copied whole.
+void appendJsonPointerToken(std::string& out, std::string_view token) {
+  if (token.find_first_of("~/") == std::string_view::npos) {
+    out += token;
+    return;
+  }
   for (char c : token) {
     if (c == '~') {
       out += "~0";
@@ -247,6 +253,14 @@ std::string escapeJsonPointerToken(std::string_view token) {
       out += c;
     }
   }
+}
+
+}  // namespace
+
+std::string escapeJsonPointerToken(std::string_view token) {
+  std::string out;
+  out.reserve(token.size());
+  appendJsonPointerToken(out, token);
   return out;
 }
 
@@ -330,39 +344,68 @@ JsonPatch& JsonPatch::append(const JsonPatch& other) {
 namespace {
 
 // Appends to `patch` what turns `from` into `to` at `path`. `inArray`: the value is an
-// array element, which "add" would insert before rather than replace.
-void diffInto(JsonPatch& patch, const json& from, const json& to, const std::string& path,
-              bool inArray) {
+// array element, which "add" would insert before rather than replace. `path` is one buffer
+// for the whole walk: a child's token is appended, and cut off again on the way back.
+// `Json` is `const json` (values are copied into the patch) or `json` (`to` is consumed:
+// values are moved).
+template <typename Json>
+void diffInto(JsonPatch& patch, const json& from, Json& to, std::string& path, bool inArray) {
+  auto value = [](Json& v) -> decltype(auto) {
+    if constexpr (std::is_const_v<Json>) {
+      return v;
+    } else {
+      return std::move(v);
+    }
+  };
   // Containers are walked, not compared whole first: that would compare every subtree
   // once per level above it.
   auto set = [&] {
     if (inArray || path.empty()) {
-      patch.replace(path, to);
+      patch.replace(path, value(to));
     } else {
-      patch.add(path, to);
+      patch.add(path, value(to));
     }
   };
   if (from.is_object() && to.is_object()) {
-    for (const auto& [key, value] : from.items()) {
-      if (!to.contains(key)) {
+    // Both maps are sorted by key: walking them side by side pairs the members without a
+    // lookup. First pass: a member that is gone means the object is written whole.
+    const auto& before = from.get_ref<const json::object_t&>();
+    auto& after = to.template get_ref<
+        std::conditional_t<std::is_const_v<Json>, const json::object_t&, json::object_t&>>();
+    auto kept = after.begin();
+    for (const auto& [key, member] : before) {
+      while (kept != after.end() && kept->first < key) {
+        ++kept;
+      }
+      if (kept == after.end() || kept->first != key) {
         set();
         return;
       }
     }
-    for (const auto& [key, value] : to.items()) {
-      const std::string childPath = path + "/" + escapeJsonPointerToken(key);
-      auto old = from.find(key);
-      if (old == from.end()) {
-        patch.add(childPath, value);
-      } else {
-        diffInto(patch, *old, value, childPath, false);
+    const std::size_t length = path.size();
+    auto previous = before.begin();
+    for (auto& [key, member] : after) {
+      path += '/';
+      appendJsonPointerToken(path, key);
+      while (previous != before.end() && previous->first < key) {
+        ++previous;
       }
+      if (previous == before.end() || previous->first != key) {
+        patch.add(path, value(member));
+      } else {
+        diffInto(patch, previous->second, member, path, false);
+      }
+      path.resize(length);
     }
     return;
   }
   if (from.is_array() && to.is_array() && from.size() == to.size()) {
+    const std::size_t length = path.size();
     for (std::size_t i = 0; i < to.size(); ++i) {
-      diffInto(patch, from[i], to[i], path + "/" + std::to_string(i), true);
+      path += '/';
+      path += std::to_string(i);
+      diffInto(patch, from[i], to[i], path, true);
+      path.resize(length);
     }
     return;
   }
@@ -375,7 +418,17 @@ void diffInto(JsonPatch& patch, const json& from, const json& to, const std::str
 
 JsonPatch JsonPatch::between(const nlohmann::json& from, const nlohmann::json& to) {
   JsonPatch patch;
-  diffInto(patch, from, to, "", false);
+  std::string path;
+  path.reserve(128);
+  diffInto(patch, from, to, path, false);
+  return patch;
+}
+
+JsonPatch JsonPatch::between(const nlohmann::json& from, nlohmann::json&& to) {
+  JsonPatch patch;
+  std::string path;
+  path.reserve(128);
+  diffInto(patch, from, to, path, false);
   return patch;
 }
 

@@ -43,6 +43,9 @@ class JsonPatch {
   // appended to with "-"), and an array of the same length is compared element by element.
   // Equal documents give an empty patch.
   static JsonPatch between(const nlohmann::json& from, const nlohmann::json& to);
+  // The same, taking the values of the patch out of `to` instead of copying them: for a
+  // mutated copy that is not needed afterwards.
+  static JsonPatch between(const nlohmann::json& from, nlohmann::json&& to);
 
   // "Ensure map key": makes the object at `mapPath` hold `key: value`, judged against
   // `doc` with this patch's operations so far applied. Adds the map (and any missing

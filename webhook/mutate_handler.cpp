@@ -96,10 +96,10 @@ AdmissionResponse MutateHandler::reviewPod(const AdmissionRequest& request, Revi
   AdmissionResponse response = AdmissionResponse::allow(request.uid);
   json doc = pod;
   auto patched = [&](ReviewResult outcome) {
-    response.patch = JsonPatch::between(pod, doc);
+    response.patch = JsonPatch::between(pod, std::move(doc));
     result = outcome == ReviewResult::Patched && response.patch.empty() ? ReviewResult::Unchanged
                                                                         : outcome;
-    return response;
+    return std::move(response);  // each path returns once: no copy of the patch
   };
   auto deny = [&](int code, const std::string& message) {
     result = ReviewResult::Denied;

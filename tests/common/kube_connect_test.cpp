@@ -21,8 +21,7 @@ Result<FlagSet::Outcome> parseArgs(FlagSet& flags, std::vector<std::string> args
   return flags.parse(static_cast<int>(argv.size()), argv.data());
 }
 
-TEST_CASE("kube API flags: the binary's defaults, then the flags'",
-          "[kube_connect]") {
+TEST_CASE("kube API flags: the binary's defaults, then the flags'", "[kube_connect]") {
   KubeApiLimits limits{.qps = 200, .burst = 400};
   FlagSet flags("prog", "summary");
   addKubeApiFlags(flags, limits, "releases of waiting pods");
