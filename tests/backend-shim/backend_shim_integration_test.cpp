@@ -188,7 +188,13 @@ TEST_CASE("backend-shim integration: the load annotation follows the connections
   // Draining: not ready at once, still running while a client is connected (the drain
   // timeout is 5 s), the backend still serving it.
   CHECK(eventually([&] { return test::httpGet(shim.healthPort, "/readyz").first == 503; }, 2s));
-  std::this_thread::sleep_for(1s);
+  // The drain has looked, found the client and waits on it (its debug line).
+  CHECK(eventually(
+      [&] {
+        return shim.process->output().find("clients still connected connections=1") !=
+               std::string::npos;
+      },
+      10s));
   CHECK(shim.process->running());
   CHECK(test::processAlive(backend));
   // The last client leaves: the shim stops the backend's group and exits 0.
