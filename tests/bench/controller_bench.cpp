@@ -323,6 +323,8 @@ TEST_CASE("waiting-pod controller: 1,000 waiting pods released when backends app
       "| | |\n|---|---|\n"
       "| backends created → last pod released | %.1f s |\n"
       "| first backend Ready → last pod released | %.1f s |\n"
+      "| first backend Ready → first pod released (as the bench's watches see both) | %.0f ms "
+      "|\n"
       "| release time after the first backend was Ready, p50 / p99 | %.1f / %.1f s |\n"
       "| pods released | %zu of %d (per backend: %s) |\n"
       "| releases per second, first backend Ready → last pod released | %.1f |\n"
@@ -335,8 +337,9 @@ TEST_CASE("waiting-pod controller: 1,000 waiting pods released when backends app
       "(%.0f KiB per waiting pod) |\n",
       pods, createSeconds, waiting.load(), backends,
       done ? "" : " **Not all pods were released within 5 minutes.**", fromCreated, fromReady,
-      percentile(sinceReady, 0.5), percentile(sinceReady, 0.99), sinceReady.size(), pods,
-      spread.c_str(), static_cast<double>(sinceReady.size()) / std::max(fromReady, 1e-3),
+      1000 * percentile(sinceReady, 0.0), percentile(sinceReady, 0.5), percentile(sinceReady, 0.99),
+      sinceReady.size(), pods, spread.c_str(),
+      static_cast<double>(sinceReady.size()) / std::max(fromReady, 1e-3),
       phase(requests1, requests2, "PATCH pods"), eventWrites(requests2) / n,
       eventsByReason["WaitingForBackend"], eventsByReason["BackendAssigned"], perPod,
       delta(requests0, requests2, "LIST pods"), pods, idleRss / 1048576, waitingRss / 1048576,
