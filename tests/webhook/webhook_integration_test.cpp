@@ -58,8 +58,16 @@ struct Cluster {
         "app.kubernetes.io/component=backend,gvirtus.io/test-run=" + run};
     args.insert(args.end(), extraArgs.begin(), extraArgs.end());
     webhook = std::make_unique<RegisteredWebhook>(*client, args);
-    // Registered and both backends known: a dry run (no side effect) gets a backend.
+    // Both backends known (kwok marks a pod Ready a moment after Running; only Ready
+    // backends count), and registered: a dry run (no side effect) gets a backend.
     INFO(webhook->process().child().output());
+    REQUIRE(eventually(
+        [&] {
+          return gvirtus::testing::metricValue(
+                     gvirtus::testing::httpGet(webhook->process().healthPort(), "/metrics"),
+                     "gvirtus_webhook_backends_available") == 2;
+        },
+        30s));
     REQUIRE(eventually(
         [&] {
           auto pod = create(gvirtusPod(), true);
