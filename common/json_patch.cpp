@@ -220,24 +220,6 @@ std::string describe(const json& op, std::size_t index) {
   return out;
 }
 
-std::string pointerOf(const std::vector<std::string>& tokens, std::size_t count,
-                      std::optional<std::string_view> last = std::nullopt) {
-  std::string out;
-  for (std::size_t i = 0; i < count; ++i) {
-    out += '/';
-    out += escapeJsonPointerToken(tokens[i]);
-  }
-  if (last) {
-    out += '/';
-    out += escapeJsonPointerToken(*last);
-  }
-  return out;
-}
-
-}  // namespace
-
-namespace {
-
 // RFC 6901: '~' is written "~0" and '/' "~1"; a token without either is copied whole.
 void appendJsonPointerToken(std::string& out, std::string_view token) {
   if (token.find_first_of("~/") == std::string_view::npos) {
@@ -255,6 +237,20 @@ void appendJsonPointerToken(std::string& out, std::string_view token) {
   }
 }
 
+std::string pointerOf(const std::vector<std::string>& tokens, std::size_t count,
+                      std::optional<std::string_view> last = std::nullopt) {
+  std::string out;
+  for (std::size_t i = 0; i < count; ++i) {
+    out += '/';
+    appendJsonPointerToken(out, tokens[i]);
+  }
+  if (last) {
+    out += '/';
+    appendJsonPointerToken(out, *last);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string escapeJsonPointerToken(std::string_view token) {
@@ -268,7 +264,7 @@ std::string jsonPointer(std::initializer_list<std::string_view> tokens) {
   std::string out;
   for (std::string_view token : tokens) {
     out += '/';
-    out += escapeJsonPointerToken(token);
+    appendJsonPointerToken(out, token);
   }
   return out;
 }
@@ -414,9 +410,8 @@ void diffInto(JsonPatch& patch, const json& from, Json& to, std::string& path, b
   }
 }
 
-}  // namespace
-
-JsonPatch JsonPatch::between(const nlohmann::json& from, const nlohmann::json& to) {
+template <typename Json>
+JsonPatch diff(const json& from, Json& to) {
   JsonPatch patch;
   std::string path;
   path.reserve(128);
@@ -424,12 +419,14 @@ JsonPatch JsonPatch::between(const nlohmann::json& from, const nlohmann::json& t
   return patch;
 }
 
+}  // namespace
+
+JsonPatch JsonPatch::between(const nlohmann::json& from, const nlohmann::json& to) {
+  return diff(from, to);
+}
+
 JsonPatch JsonPatch::between(const nlohmann::json& from, nlohmann::json&& to) {
-  JsonPatch patch;
-  std::string path;
-  path.reserve(128);
-  diffInto(patch, from, to, path, false);
-  return patch;
+  return diff(from, to);
 }
 
 nlohmann::json JsonPatch::current(const nlohmann::json& doc) const {

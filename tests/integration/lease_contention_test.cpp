@@ -59,19 +59,17 @@ TEST_CASE("two processes contend for a Lease and the survivor takes over after S
   if (!eventually([&] { return leads(a, "contender-a") || leads(b, "contender-b"); }, 30s)) {
     FAIL("nobody leads\n" << outputs(a, b));
   }
-  // The other has read the Lease, seen it held, and not taken it.
   const bool aLeads = leads(a, "contender-a");
-  const std::string other = aLeads ? "contender-b" : "contender-a";
-  const std::string holder = aLeads ? "contender-a" : "contender-b";
-  if (!eventually([&] { return follows(aLeads ? b : a, other, holder); }, 30s)) {
-    FAIL("the other does not follow\n" << outputs(a, b));
-  }
-  INFO(outputs(a, b));
-  REQUIRE(aLeads != leads(b, "contender-b"));
   ChildProcess& leader = aLeads ? a : b;
   ChildProcess& follower = aLeads ? b : a;
   const std::string leaderId = aLeads ? "contender-a" : "contender-b";
   const std::string followerId = aLeads ? "contender-b" : "contender-a";
+  // The other has read the Lease, seen it held, and not taken it.
+  if (!eventually([&] { return follows(follower, followerId, leaderId); }, 30s)) {
+    FAIL("the other does not follow\n" << outputs(a, b));
+  }
+  INFO(outputs(a, b));
+  REQUIRE(aLeads != leads(b, "contender-b"));
 
   auto held = client->get(resources::kLeases, ns.name(), lease);
   REQUIRE(held);

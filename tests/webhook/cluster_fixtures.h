@@ -188,10 +188,8 @@ class RegisteredWebhook {
   const std::string& name() const { return name_; }
 
  private:
-  double reviewsAnswered() {
-    return gvirtus::testing::metricValue(
-        gvirtus::testing::httpGet(process_->healthPort(), "/metrics"),
-        "gvirtus_webhook_review_duration_seconds_count");
+  double reviewsAnswered() const {
+    return process_->metric("gvirtus_webhook_review_duration_seconds_count");
   }
   bool reachesThisWebhook() {
     const double before = reviewsAnswered();

@@ -298,8 +298,7 @@ double millisecondsBetween(Clock::time_point from, Clock::time_point to) {
 
 // The waiting-pod controller's passes so far, from the webhook's metrics.
 double passes(const WebhookProcess& webhook) {
-  return gvirtus::testing::metricValue(gvirtus::testing::httpGet(webhook.healthPort(), "/metrics"),
-                                       "gvirtus_webhook_release_passes_total");
+  return webhook.metric("gvirtus_webhook_release_passes_total");
 }
 
 // Asks for a pass (a change of the waiting pod `pod`) and waits until a pass that began after

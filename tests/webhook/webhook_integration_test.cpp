@@ -26,6 +26,7 @@ struct Cluster {
   std::string backendA = "backend-a-" + run;
   std::string backendB = "backend-b-" + run;
   std::unique_ptr<RegisteredWebhook> webhook;
+  std::vector<std::pair<std::string, std::string>> ownPods;  // namespace, name
 
   explicit Cluster(std::vector<std::string> extraArgs = {}) {
     ns.waitForDefaultServiceAccount();
@@ -62,12 +63,7 @@ struct Cluster {
     // backends count), and registered: a dry run (no side effect) gets a backend.
     INFO(webhook->process().child().output());
     REQUIRE(eventually(
-        [&] {
-          return gvirtus::testing::metricValue(
-                     gvirtus::testing::httpGet(webhook->process().healthPort(), "/metrics"),
-                     "gvirtus_webhook_backends_available") == 2;
-        },
-        30s));
+        [&] { return webhook->process().metric("gvirtus_webhook_backends_available") == 2; }, 30s));
     REQUIRE(eventually(
         [&] {
           auto pod = create(gvirtusPod(), true);
@@ -79,6 +75,20 @@ struct Cluster {
   }
   ~Cluster() {
     webhook.reset();
+    // Every webhook counts the GVirtuS pods assigned in the last minute against their
+    // backend's IP:port, and kwok gives the next test's backends the same IPs: the pods go
+    // before their backends, and before the next test begins.
+    for (const auto& [podNs, name] : ownPods) {
+      (void)client->remove(resources::kPods, podNs, name);
+    }
+    (void)eventually([&] {
+      for (const auto& [podNs, name] : ownPods) {
+        if (client->get(resources::kPods, podNs, name)) {
+          return false;
+        }
+      }
+      return true;
+    });
     for (const auto& name : {backendA, backendB}) {
       (void)client->remove(resources::kPods, kBackendNamespace, name);
     }
@@ -91,7 +101,11 @@ struct Cluster {
     pod["metadata"]["generateName"] = "pod-";
     WriteOptions options;
     options.dryRun = dryRun;
-    return client->create(resources::kPods, target, pod, options);
+    auto made = client->create(resources::kPods, target, pod, options);
+    if (made && !dryRun) {
+      ownPods.emplace_back(target, (*made)["metadata"].value("name", ""));
+    }
+    return made;
   }
   json mustCreate(const json& pod) {
     auto created = create(pod);

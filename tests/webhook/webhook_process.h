@@ -116,6 +116,11 @@ class WebhookProcess {
 
   int port() const { return port_; }
   int healthPort() const { return healthPort_; }
+  // One sample of its /metrics (e.g. "gvirtus_webhook_backends_available"); -1 when absent.
+  double metric(const std::string& sample) const {
+    return gvirtus::testing::metricValue(gvirtus::testing::httpGet(healthPort_, "/metrics"),
+                                         sample);
+  }
   gvirtus::testing::ChildProcess& child() { return *child_; }
 
   // An HTTPS client of the webhook that trusts only `caFile` and checks the host name.
