@@ -66,6 +66,12 @@ bool LoadPublisher::publishIfDue(Clock::time_point now) {
     // An unchanged load is written again now and then: the webhook takes a load older than
     // a minute as unknown, so `updated` doubles as the shim's heartbeat.
     if (key == published_ && lastWritten_ && now - *lastWritten_ < kRefreshAfter) {
+      if (!lastUnchanged_ || now - *lastUnchanged_ >= interval_) {
+        lastUnchanged_ = now;
+        ++unchanged_;
+        log::debug("load unchanged; not written again",
+                   {{"connections", latest_->connections}, {"looks", unchanged_}});
+      }
       return false;
     }
     if (lastAttempt_ && now - *lastAttempt_ < interval_) {
@@ -100,6 +106,11 @@ void LoadPublisher::run(std::stop_token stop) {
 int64_t LoadPublisher::writes() const {
   std::lock_guard lock(mutex_);
   return writes_;
+}
+
+int64_t LoadPublisher::unchanged() const {
+  std::lock_guard lock(mutex_);
+  return unchanged_;
 }
 
 int64_t LoadPublisher::failures() const {

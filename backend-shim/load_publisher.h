@@ -55,6 +55,9 @@ class LoadPublisher {
 
   int64_t writes() const;
   int64_t failures() const;
+  // Looks that found the written load still current, counted (and logged at debug) at most
+  // once per interval: the record that steady numbers were looked at and left alone.
+  int64_t unchanged() const;
 
  private:
   PatchFn patch_;
@@ -66,7 +69,9 @@ class LoadPublisher {
   std::string published_;       // the last value written, `updated` left out
   std::optional<Clock::time_point> lastAttempt_;
   std::optional<Clock::time_point> lastWritten_;
+  std::optional<Clock::time_point> lastUnchanged_;
   int64_t writes_ = 0;
+  int64_t unchanged_ = 0;
   int64_t failures_ = 0;
 };
 

@@ -276,6 +276,7 @@ void BackendAutoscaler::reset() {
   idleSince_.clear();
   optedOut_.clear();
   status_ = {};
+  logged_.reset();
 }
 
 std::optional<Duration> BackendAutoscaler::step(const std::vector<json>& candidateNodes,
@@ -324,7 +325,9 @@ std::optional<Duration> BackendAutoscaler::step(const std::vector<json>& candida
       soonest(std::chrono::duration_cast<Duration>(options_.scaleUpAfter - waited));
     }
   }
+  status_.waiting = static_cast<int64_t>(demand.size());
   status_.due = static_cast<int64_t>(due.size());
+  status_.backends = static_cast<int64_t>(backends.size());
 
   const ScaleUpPlan plan = planScaleUp(due, nodes, backends, optedOut_, now, options_);
   auto byName = [&nodes](const std::string& name) -> CandidateNode& {
@@ -368,6 +371,18 @@ std::optional<Duration> BackendAutoscaler::step(const std::vector<json>& candida
   status_.wanted = plan.wanted;
   status_.autoscaled = std::count_if(nodes.begin(), nodes.end(),
                                      [](const CandidateNode& node) { return node.ours(); });
+  if (logged_ != status_) {
+    // What each look concluded, once per change: the record of its decisions, including
+    // those to do nothing.
+    log::debug("autoscaler looked", {{"waiting", status_.waiting},
+                                     {"due", status_.due},
+                                     {"backends", status_.backends},
+                                     {"autoscaled", status_.autoscaled},
+                                     {"wanted", status_.wanted},
+                                     {"optedIn", status_.optedIn},
+                                     {"optedOut", status_.optedOut}});
+    logged_ = status_;
+  }
   return next;
 }
 
@@ -422,6 +437,10 @@ void BackendAutoscaler::scaleDown(std::vector<CandidateNode>& nodes,
       }
       auto pods = assigned();
       if (!pods || *pods > 0) {
+        if (pods) {
+          log::debug("autoscaler: a backend without connections still has pods; it stays",
+                     {{"node", node.name}, {"pods", *pods}});
+        }
         idleSince_[node.name] = now;
         continue;
       }

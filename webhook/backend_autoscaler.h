@@ -117,9 +117,13 @@ struct AutoscalerActions {
 struct AutoscaleStatus {
   int64_t wanted = 0;      // backends the demand needs (an external autoscaler's target)
   int64_t autoscaled = 0;  // nodes opted in by us
-  int64_t due = 0;         // pods waiting for capacity past --scale-up-after
+  int64_t waiting = 0;     // pods waiting for capacity
+  int64_t due = 0;         // of them, waiting past --scale-up-after
+  int64_t backends = 0;    // backends offered
   int64_t optedIn = 0;     // nodes opted in by this step
   int64_t optedOut = 0;    // nodes opted out by this step
+
+  bool operator==(const AutoscaleStatus&) const = default;
 };
 
 // The leader's autoscaler: one step() per pass of the waiting-pod controller. Its memory
@@ -151,6 +155,8 @@ class BackendAutoscaler {
   AutoscaleOptions options_;
   AutoscalerActions actions_;
   AutoscaleStatus status_;
+  // The last status logged: a look is logged (debug) only when it differs.
+  std::optional<AutoscaleStatus> logged_;
   // Nodes as we last wrote them, by name, with the resourceVersion they were written over:
   // while the cache still shows that version, ours stands in for it.
   struct Written {

@@ -111,6 +111,30 @@ TEST_CASE("backend-shim load_publisher: writes when the value changes, at most o
   CHECK(publisher.writes() == 4);
 }
 
+TEST_CASE("backend-shim load_publisher: looks at a steady load are counted once per interval",
+          "[load_publisher]") {
+  Recorder recorder;
+  LoadPublisher publisher(recorder.fn(), 5s);
+  const auto t0 = LoadPublisher::Clock::time_point{} + 1h;
+  publisher.update(sampleLoad(1));
+  REQUIRE(publisher.publishIfDue(t0));
+  CHECK(publisher.unchanged() == 0);
+
+  CHECK_FALSE(publisher.publishIfDue(t0 + 250ms));
+  CHECK(publisher.unchanged() == 1);
+  CHECK_FALSE(publisher.publishIfDue(t0 + 500ms));
+  CHECK_FALSE(publisher.publishIfDue(t0 + 5s));
+  CHECK(publisher.unchanged() == 1);  // one interval since the last one counted
+  CHECK_FALSE(publisher.publishIfDue(t0 + 5250ms));
+  CHECK(publisher.unchanged() == 2);
+
+  // A change is written, not counted.
+  publisher.update(sampleLoad(2));
+  CHECK(publisher.publishIfDue(t0 + 11s));
+  CHECK(publisher.unchanged() == 2);
+  CHECK(publisher.writes() == 2);
+}
+
 TEST_CASE("backend-shim load_publisher: API errors are retried an interval later, never fatal",
           "[load_publisher]") {
   Recorder recorder;

@@ -126,9 +126,17 @@ struct AutoscaleCluster {
   }
 
   std::vector<std::string> webhookArgs(std::vector<std::string> extra) const {
-    std::vector<std::string> args = {
-        "--backend-namespace", kBackendNamespace, "--backend-selector",     backendSelector,
-        "--namespace",         webhookNs.name(),  "--autoscale-candidates", candidateSelector};
+    // Debug logs: the autoscaler's looks are what the tests wait for.
+    std::vector<std::string> args = {"--backend-namespace",
+                                     kBackendNamespace,
+                                     "--backend-selector",
+                                     backendSelector,
+                                     "--namespace",
+                                     webhookNs.name(),
+                                     "--autoscale-candidates",
+                                     candidateSelector,
+                                     "--log-level",
+                                     "debug"};
     args.insert(args.end(), extra.begin(), extra.end());
     return args;
   }
@@ -192,6 +200,22 @@ struct AutoscaleCluster {
   }
 };
 
+// Whether the webhook logged a look of its autoscaler with these numbers ("autoscaler looked",
+// logged when a look's conclusion differs from the last); the look is the proof that it
+// decided, which a test would otherwise sleep for.
+bool looked(const WebhookProcess& webhook, const json& numbers) {
+  for (const auto& entry : webhook.logged("autoscaler looked")) {
+    bool all = true;
+    for (const auto& [key, value] : numbers.items()) {
+      all = all && entry.value(key, json()) == value;
+    }
+    if (all) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -208,8 +232,8 @@ TEST_CASE(
   const auto created = Clock::now();
   CHECK(gated(cluster.createPod("app-1")));
   CHECK(gated(cluster.createPod("app-2")));
-  // Not before the threshold.
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // Not before the threshold: it has seen both pods wait, none of them long enough yet.
+  REQUIRE(eventually([&] { return looked(webhook.process(), {{"waiting", 2}, {"due", 0}}); }));
   CHECK(cluster.optedIn().empty());
 
   REQUIRE(eventually([&] { return !cluster.optedIn().empty(); }, 30s));
@@ -239,8 +263,18 @@ TEST_CASE(
   CHECK(gvirtus::testing::metricValue(
             metrics, "gvirtus_webhook_autoscale_events_total{direction=\"up\"}") == 1);
 
-  // The pods run (assigned to the backend): it stays, past the idle window.
-  std::this_thread::sleep_for(7s);
+  // The pods run (assigned to the backend): past the idle window, it stays.
+  auto kept = [&] {
+    for (const auto& entry : webhook.process().logged(
+             "autoscaler: a backend without connections still has pods; it stays")) {
+      if (entry.value("node", "") == node && entry.value("pods", 0) == 2) {
+        return true;
+      }
+    }
+    return false;
+  };
+  REQUIRE(eventually(kept, 30s));
+  CHECK(secondsSince(created) >= 5.0);
   CHECK(cluster.optedIn().size() == 1);
   CHECK(annotationOf(cluster.node(node), "gvirtus.io/backend.draining").empty());
 
@@ -265,8 +299,10 @@ TEST_CASE(
   cluster.stopBackend(node);
   const int downWrites = writes.total() - beforeDown;
 
-  // No flapping: nothing waits, nothing comes back.
-  std::this_thread::sleep_for(5s);
+  // No flapping: its look at the cluster without the backend opts nothing in.
+  REQUIRE(eventually([&] {
+    return looked(webhook.process(), {{"waiting", 0}, {"backends", 0}, {"autoscaled", 0}});
+  }));
   CHECK(cluster.optedIn().empty());
 
   // The node opted in by hand: the autoscaler's keys as they were (other controllers, such
@@ -298,9 +334,17 @@ TEST_CASE("a leader killed right after it opted a node in: the new leader adds n
   REQUIRE(eventually([&] { return !cluster.optedIn().empty(); }, 30s));
   webhooks.kill(leader);
 
-  // The other replica leads, sees the node on its way, and opts in nothing more.
-  REQUIRE(eventually([&] { return webhooks.holder() == webhooks.other(leader); }, 30s));
-  std::this_thread::sleep_for(6s);
+  // The other replica leads, sees the node on its way, and opts in nothing more: its first
+  // look with the pod due counts the node as its own.
+  const std::string next = webhooks.other(leader);
+  REQUIRE(eventually([&] { return webhooks.holder() == next; }, 30s));
+  REQUIRE(eventually(
+      [&] {
+        return looked(webhooks.process(next), {{"waiting", 1}, {"due", 1}});
+      },
+      30s));
+  CHECK(looked(webhooks.process(next), {{"due", 1}, {"autoscaled", 1}, {"optedIn", 0}}));
+  CHECK_FALSE(looked(webhooks.process(next), {{"optedIn", 1}}));
   const auto optedIn = cluster.optedIn();
   REQUIRE(optedIn.size() == 1);
   cluster.startBackend(optedIn.front());

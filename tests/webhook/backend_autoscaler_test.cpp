@@ -158,6 +158,9 @@ TEST_CASE("pods that waited past the threshold opt in one candidate, not before"
   CHECK(cluster.patches == 0);
   REQUIRE(next);
   CHECK(*next == 20s);  // when the pods become due
+  CHECK(autoscaler.status().waiting == 2);
+  CHECK(autoscaler.status().due == 0);
+  CHECK(autoscaler.status().backends == 0);
 
   cluster.now = kStart + 30s;
   autoscaler.step(cluster.list(), {}, demand);
@@ -167,6 +170,7 @@ TEST_CASE("pods that waited past the threshold opt in one candidate, not before"
   CHECK(autoscaler.status().optedIn == 1);
   CHECK(autoscaler.status().autoscaled == 1);
   CHECK(autoscaler.status().wanted == 1);
+  CHECK(autoscaler.status().due == 2);
   CHECK(cluster.count("BackendOptedIn") == 1);
   CHECK(cluster.count("TriggeredScaleUp") == 2);
 

@@ -76,14 +76,25 @@ struct TlsFiles {
   }
 };
 
-// The port a server of the child logged ("HTTP server listening" with "server": name).
-inline int loggedPort(const gvirtus::testing::ChildProcess& child, const std::string& server) {
+// The child's JSON log lines whose "msg" is `message`, oldest first.
+inline std::vector<nlohmann::json> loggedEntries(const gvirtus::testing::ChildProcess& child,
+                                                 std::string_view message) {
+  std::vector<nlohmann::json> entries;
   std::istringstream lines(child.output());
   std::string line;
   while (std::getline(lines, line)) {
     auto entry = nlohmann::json::parse(line, nullptr, false);
-    if (entry.is_object() && entry.value("msg", "") == "HTTP server listening" &&
-        entry.value("server", "") == server) {
+    if (entry.is_object() && entry.value("msg", "") == message) {
+      entries.push_back(std::move(entry));
+    }
+  }
+  return entries;
+}
+
+// The port a server of the child logged ("HTTP server listening" with "server": name).
+inline int loggedPort(const gvirtus::testing::ChildProcess& child, const std::string& server) {
+  for (const auto& entry : loggedEntries(child, "HTTP server listening")) {
+    if (entry.value("server", "") == server) {
       return entry.value("port", 0);
     }
   }
@@ -122,6 +133,10 @@ class WebhookProcess {
                                          sample);
   }
   gvirtus::testing::ChildProcess& child() { return *child_; }
+  // Its JSON log lines with this "msg", oldest first.
+  std::vector<nlohmann::json> logged(std::string_view message) const {
+    return loggedEntries(*child_, message);
+  }
 
   // An HTTPS client of the webhook that trusts only `caFile` and checks the host name.
   std::unique_ptr<httplib::SSLClient> client(const std::string& caFile) const {

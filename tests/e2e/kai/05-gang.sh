@@ -34,8 +34,8 @@ told() {
   k get events -n "$test_ns" --field-selector "involvedObject.name=$1,reason=WaitingForBackend" \
     -o 'jsonpath={.items[*].message}' | grep -q "released whole"
 }
+# The Event comes from the pass that looked at the whole gang and held it back.
 eventually "trainer-4 is told why it waits (the gang goes whole)" told trainer-4
-sleep 3
 for i in 1 2 3 4; do
   gated "trainer-$i" && ok "trainer-$i still gated, no backend held" ||
     bad "trainer-$i: gates $(field "trainer-$i" '{.spec.schedulingGates}'), backend $(field "trainer-$i" '{.metadata.annotations.gvirtus\.io/backend}')"

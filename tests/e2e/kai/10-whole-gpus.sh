@@ -18,8 +18,14 @@ test_pod kai-1 '  labels: {gvirtus.io/enabled: "true"}' "" | k apply -f - >/dev/
   bad "labels: $(field kai-1 '{.metadata.labels}')"
 [ "$(field kai-1 '{.spec.schedulingGates[*].name}')" = gvirtus.io/backend ] && ok "gated while no backend can take it" ||
   bad "gates: $(field kai-1 '{.spec.schedulingGates}')"
-sleep 5
+# KAI looks at every pod it knows in each session: once it has bound a plain pod created
+# after kai-1, it has looked at kai-1 too.
+test_pod kai-canary '  labels: {kai.scheduler/queue: team-a}' "" |
+  sed 's/^spec:$/spec:\n  schedulerName: kai-scheduler/' | k apply -f - >/dev/null
+bound() { [ -n "$(field "$1" '{.spec.nodeName}')" ]; }
+eventually "KAI binds a plain pod created after kai-1" bound kai-canary
 [ -z "$(field kai-1 '{.spec.nodeName}')" ] && ok "KAI did not bind the gated pod" || bad "bound while gated to $(field kai-1 '{.spec.nodeName}')"
+k delete pod kai-canary -n "$test_ns" --wait=false >/dev/null
 
 say "a backend appears: $node opted in"
 k label node "$node" gvirtus.io/backend.allowed=true --overwrite >/dev/null
@@ -44,16 +50,16 @@ done
 one_runs() { running team-b-1 || running team-b-2; }
 eventually "one of team-b-1, team-b-2 runs" one_runs
 if running team-b-1; then first=team-b-1 second=team-b-2; else first=team-b-2 second=team-b-1; fi
-sleep 5
-[ "$(field "$second" '{.status.phase}')" = Pending ] && [ -z "$(field "$second" '{.spec.nodeName}')" ] &&
-  ok "$second stays Pending over the queue's GPU limit ($first runs)" ||
-  bad "$second: $(field "$second" '{.status.phase}') on $(field "$second" '{.spec.nodeName}')"
-[ -n "$(field "$second" '{.metadata.annotations.gvirtus\.io/backend}')" ] && [ -z "$(field "$second" '{.spec.schedulingGates}')" ] &&
-  ok "our side is done: it has its backend, no gate" || bad "$second annotations: $(field "$second" '{.metadata.annotations}')"
+# KAI's Event on the second is the session that looked at it and left it Pending.
 kai_reason() {
   k get events -n "$test_ns" --field-selector "involvedObject.name=$second" -o 'jsonpath={range .items[*]}{.source.component}{.reportingComponent} {.reason}: {.message}{"\n"}{end}' |
     grep -i kai
 }
 eventually "KAI says why (an Event from kai-scheduler)" kai_reason
+[ "$(field "$second" '{.status.phase}')" = Pending ] && [ -z "$(field "$second" '{.spec.nodeName}')" ] &&
+  ok "$second stays Pending over the queue's GPU limit ($first runs)" ||
+  bad "$second: $(field "$second" '{.status.phase}') on $(field "$second" '{.spec.nodeName}')"
+[ -n "$(field "$second" '{.metadata.annotations.gvirtus\.io/backend}')" ] && [ -z "$(field "$second" '{.spec.schedulingGates}')" ] &&
+  ok "our side is done: it has its backend, no gate" || bad "$second annotations: $(field "$second" '{.metadata.annotations}')"
 say "KAI's reason: $(kai_reason | head -n 1)"
 finish

@@ -34,6 +34,7 @@ given_gpu() {
 }
 for p in half-1 half-2; do
   eventually "$p: a backend, and its GPU 0 for the share" given_gpu "$p"
+  assigned_by=$(date +%s)
   [ -n "$(field "$p" '{.metadata.annotations.runai/shared-gpu-configmap}')" ] &&
     ok "$p: mutated by KAI's admission webhook too" || bad "$p: no runai/shared-gpu-configmap"
 done
@@ -62,8 +63,25 @@ why() {
     -o 'jsonpath={.items[*].message}' | grep -q "0.5 of its memory"
 }
 eventually "half-3 is told why (no GPU with 0.5 of its memory free)" why
-# The chooser counts its own assignments for one minute; the shares must hold after it.
-sleep 65
+# The chooser counts its own assignments for one minute; the shares must hold after it:
+# wait for a pass of the waiting-pod controller (the Lease holder's) that began after the
+# minute, the pass that no longer counts them.
+window_closed=$((assigned_by + 61))
+leader_passes() {
+  local leader
+  leader=$(jp lease gvirtus-webhook -n "$system_ns" -o jsonpath='{.spec.holderIdentity}')
+  [ -n "$leader" ] && k get --raw "/api/v1/namespaces/$system_ns/pods/$leader:8080/proxy/metrics" |
+    awk '$1 == "gvirtus_webhook_release_passes_total" {print $2}' | grep .
+}
+passes_then=
+pass_after_window() {
+  [ "$(date +%s)" -ge "$window_closed" ] || return 1
+  local now
+  now=$(leader_passes) || return 1
+  [ -n "$passes_then" ] || { passes_then=$now; return 1; }
+  awk -v a="$now" -v b="$passes_then" 'BEGIN {exit !(a > b)}'
+}
+timeout_s=$((timeout_s + 60)) eventually "a controller pass after the one-minute window" pass_after_window
 [ "$(field half-3 '{.spec.schedulingGates[*].name}')" = gvirtus.io/backend ] &&
   [ -z "$(field half-3 '{.metadata.annotations.gvirtus\.io/backend}')" ] &&
   ok "half-3 still waits after the one-minute assignment window" ||

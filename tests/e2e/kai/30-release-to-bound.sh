@@ -42,7 +42,9 @@ kubectl get pods -n "$test_ns" -w \
   -o 'jsonpath={.metadata.name}|{.metadata.annotations.gvirtus\.io/backend}|{.spec.nodeName}{"\n"}' 2>/dev/null |
   while IFS= read -r line; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done >"$watch_log" &
 watcher=$!
-sleep 2
+# A watch lists what exists first: once all pods are listed, it sees every change after.
+watching() { [ "$(wc -l <"$watch_log")" -ge "$count" ]; }
+eventually "the watch lists the $count pods" watching || finish
 say "a backend appears on $node"
 k label node "$node" gvirtus.io/backend.allowed=true --overwrite >/dev/null
 backend_ready_at() {

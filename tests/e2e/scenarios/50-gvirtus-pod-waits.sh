@@ -31,7 +31,11 @@ field() { jp pod waiting -n "$test_ns" -o "jsonpath=$1"; }
   ok "node selector gvirtus.io/frontend.allowed=true" || bad "nodeSelector: $(field '{.spec.nodeSelector}')"
 [ "$(field '{.spec.containers[0].resources.limits.nvidia\.com/gpu}')" = 1 ] &&
   ok "limits nvidia.com/gpu: 1" || bad "limits: $(field '{.spec.containers[0].resources.limits}')"
-sleep 5
+# The scheduler takes pods in the order it learns of them: once it has placed a plain pod
+# created after this one, it has seen this one and left it.
+test_pod after-waiting "" "" | k apply -f - >/dev/null
+placed() { [ -n "$(jp pod after-waiting -n "$test_ns" -o 'jsonpath={.spec.nodeName}')" ]; }
+eventually "the scheduler places a plain pod created after it" placed
 [ "$(field '{.status.phase}')" = Pending ] && [ -z "$(field '{.spec.nodeName}')" ] &&
   ok "still Pending, unscheduled" || bad "phase $(field '{.status.phase}') on $(field '{.spec.nodeName}')"
 finish
