@@ -219,8 +219,8 @@ bool looked(const WebhookProcess& webhook, const json& numbers) {
 }  // namespace
 
 TEST_CASE(
-    "pods wait, a candidate is opted in after the threshold, the pods are released; the idle "
-    "backend is drained then opted out; a node opted in by hand is never changed",
+    "pods wait, a candidate is opted in after the threshold, the pods are released, the idle "
+    "backend is drained then opted out, and a node opted in by hand is never changed",
     "[webhook][autoscale][integration]") {
   AutoscaleCluster cluster;
   const json handBefore = cluster.node(cluster.byHand);

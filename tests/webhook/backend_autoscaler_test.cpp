@@ -239,7 +239,7 @@ TEST_CASE("a pod no candidate can meet opts in nothing", "[autoscale]") {
   CHECK(cluster.label("gpu-a") == "true");
 }
 
-TEST_CASE("an idle autoscaled backend is drained, then opted out; a busy one stays",
+TEST_CASE("an idle autoscaled backend is drained, then opted out, and a busy one stays",
           "[autoscale]") {
   FakeCluster cluster;
   cluster.nodes["gpu-a"] = gpuNode("gpu-a", {{"gvirtus.io/backend.allowed", "true"}},
@@ -323,7 +323,7 @@ TEST_CASE("a node opted in by hand, or edited by an operator, is never touched",
   CHECK_FALSE(gvirtus::applyJsonPatch(cluster.nodes["edited"], optOutPatch(stale).toJson()));
 }
 
-TEST_CASE("min keeps backends without demand; a node opted out cools down", "[autoscale]") {
+TEST_CASE("min keeps backends without demand, and a node opted out cools down", "[autoscale]") {
   FakeCluster cluster;
   cluster.nodes["gpu-a"] = gpuNode("gpu-a");
   AutoscaleOptions opts = options(1);

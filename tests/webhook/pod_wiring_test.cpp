@@ -214,7 +214,7 @@ TEST_CASE("assignment: backend annotations, preferred zone, end of waiting", "[p
   CHECK(assignedCopy(out, assignment) == out);
 }
 
-TEST_CASE("static backends carry no backend-pod annotation; no instance, no assigned-by",
+TEST_CASE("static backends carry no backend-pod annotation, and without an instance no assigned-by",
           "[pod-wiring]") {
   json pod = gvirtusPod();
   pod["metadata"]["annotations"] = {{"gvirtus.io/backend-pod", "stale/value"}};
