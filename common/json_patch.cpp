@@ -304,13 +304,10 @@ Result<std::vector<std::string>> parseJsonPointer(std::string_view pointer) {
 }
 
 JsonPatch& JsonPatch::push(std::string_view op, std::string path, nlohmann::json* value) {
-  json entry = json::object();
-  entry["op"] = op;
-  entry["path"] = std::move(path);
+  Operation& entry = ops_.emplace_back(Operation{op, std::move(path), std::nullopt});
   if (value != nullptr) {
-    entry["value"] = std::move(*value);
+    entry.value = std::move(*value);
   }
-  ops_.push_back(std::move(entry));
   return *this;
 }
 
@@ -331,9 +328,7 @@ JsonPatch& JsonPatch::test(std::string path, nlohmann::json value) {
 }
 
 JsonPatch& JsonPatch::append(const JsonPatch& other) {
-  for (const auto& op : other.ops_) {
-    ops_.push_back(op);
-  }
+  ops_.insert(ops_.end(), other.ops_.begin(), other.ops_.end());
   return *this;
 }
 
@@ -433,7 +428,7 @@ nlohmann::json JsonPatch::current(const nlohmann::json& doc) const {
   if (ops_.empty()) {
     return doc;
   }
-  auto applied = applyJsonPatch(doc, ops_);
+  auto applied = applyJsonPatch(doc, toJson());
   return applied ? std::move(*applied) : doc;
 }
 
@@ -485,8 +480,36 @@ JsonPatch& JsonPatch::removeMapEntry(const nlohmann::json& doc,
   return *this;
 }
 
+nlohmann::json JsonPatch::toJson() const {
+  json ops = json::array();
+  for (const auto& entry : ops_) {
+    json op = {{"op", entry.op}, {"path", entry.path}};
+    if (entry.value) {
+      op["value"] = *entry.value;
+    }
+    ops.push_back(std::move(op));
+  }
+  return ops;
+}
+
 std::string JsonPatch::dump() const {
-  return compactJson(ops_);
+  // Members in key order ("op", "path", "value"), as toJson().dump() writes them.
+  std::string out;
+  out.reserve(128 * ops_.size());  // about one operation's text each: one allocation or two
+  out += '[';
+  for (const auto& entry : ops_) {
+    out += out.size() == 1 ? R"({"op":")" : R"(,{"op":")";
+    out += entry.op;
+    out += R"(","path":)";
+    appendJsonString(out, entry.path);
+    if (entry.value) {
+      out += R"(,"value":)";
+      appendCompactJson(out, *entry.value);
+    }
+    out += '}';
+  }
+  out += ']';
+  return out;
 }
 
 Result<nlohmann::json> applyJsonPatch(const nlohmann::json& doc, const nlohmann::json& patch) {

@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,7 +63,8 @@ class JsonPatch {
   bool empty() const { return ops_.empty(); }
   std::size_t size() const { return ops_.size(); }
   // The patch as a JSON array of operations.
-  nlohmann::json toJson() const { return ops_; }
+  nlohmann::json toJson() const;
+  // The same as compact text (toJson().dump(), without building the array).
   std::string dump() const;
 
  private:
@@ -71,7 +73,13 @@ class JsonPatch {
   // `doc` with the operations so far applied (`doc` itself when they do not apply).
   nlohmann::json current(const nlohmann::json& doc) const;
 
-  nlohmann::json ops_ = nlohmann::json::array();
+  // Plain structs rather than JSON objects: a review's patch is built and written once.
+  struct Operation {
+    std::string_view op;  // a literal: "add", "replace", "remove", "test"
+    std::string path;
+    std::optional<nlohmann::json> value;  // none for remove
+  };
+  std::vector<Operation> ops_;
 };
 
 // Applies an RFC 6902 patch (add, remove, replace, move, copy, test) to a copy of `doc`.

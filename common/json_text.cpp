@@ -1,5 +1,6 @@
 #include "common/json_text.h"
 
+#include <array>
 #include <charconv>
 #include <cstdint>
 #include <cstring>
@@ -25,70 +26,79 @@ bool anySpecial(uint64_t word) {
          hasZeroByte(word ^ ('\\' * kOnes));
 }
 
-void appendString(std::string& out, const std::string& text) {
+// Bytes copied as they are inside a JSON string: printable ASCII but '"' and '\\'.
+constexpr std::array<bool, 256> kPlain = [] {
+  std::array<bool, 256> plain{};
+  for (int c = 0x20; c < 0x80; ++c) {
+    plain[c] = c != '"' && c != '\\';
+  }
+  return plain;
+}();
+
+// The escape of one ASCII byte that is not plain.
+void appendEscape(std::string& out, unsigned char c) {
   static constexpr char kHex[] = "0123456789abcdef";
+  switch (c) {
+    case '"':
+      out += "\\\"";
+      break;
+    case '\\':
+      out += "\\\\";
+      break;
+    case '\b':
+      out += "\\b";
+      break;
+    case '\f':
+      out += "\\f";
+      break;
+    case '\n':
+      out += "\\n";
+      break;
+    case '\r':
+      out += "\\r";
+      break;
+    case '\t':
+      out += "\\t";
+      break;
+    default:
+      out += "\\u00";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xf];
+  }
+}
+
+void appendString(std::string& out, std::string_view text) {
   const char* data = text.data();
   const std::size_t size = text.size();
   const std::size_t start = out.size();
+  out.reserve(start + size + 2);
   out += '"';
   std::size_t run = 0;  // start of the plain run not yet copied
-  // One byte that is not plain ASCII: escaped after the run before it; false for a byte
-  // above 0x7f.
-  auto special = [&](std::size_t i) {
-    const auto c = static_cast<unsigned char>(data[i]);
-    if (c >= 0x20 && c != '"' && c != '\\') {
-      return c < 0x80;
-    }
-    out.append(data + run, i - run);
-    run = i + 1;
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        out += "\\u00";
-        out += kHex[c >> 4];
-        out += kHex[c & 0xf];
-    }
-    return true;
-  };
   std::size_t i = 0;
-  bool ascii = true;
-  for (; ascii && i + 8 <= size; i += 8) {
-    uint64_t word;
-    std::memcpy(&word, data + i, sizeof word);
-    if (anySpecial(word)) {
-      for (std::size_t j = i; ascii && j < i + 8; ++j) {
-        ascii = special(j);
+  while (true) {
+    // Plain bytes are skipped eight at a time, then one at a time up to the next other one.
+    for (uint64_t word; i + 8 <= size; i += 8) {
+      std::memcpy(&word, data + i, sizeof word);
+      if (anySpecial(word)) {
+        break;
       }
     }
-  }
-  for (; ascii && i < size; ++i) {
-    ascii = special(i);
-  }
-  if (!ascii) {
-    // Multi-byte UTF-8, valid or not: nlohmann's rules (it replaces invalid bytes).
-    out.resize(start);
-    appendNlohmann(out, nlohmann::json(text));
-    return;
+    while (i < size && kPlain[static_cast<unsigned char>(data[i])]) {
+      ++i;
+    }
+    if (i == size) {
+      break;
+    }
+    const auto c = static_cast<unsigned char>(data[i]);
+    if (c >= 0x80) {
+      // Multi-byte UTF-8, valid or not: nlohmann's rules (it replaces invalid bytes).
+      out.resize(start);
+      appendNlohmann(out, nlohmann::json(std::string(text)));
+      return;
+    }
+    out.append(data + run, i - run);
+    appendEscape(out, c);
+    run = ++i;
   }
   out.append(data + run, size - run);
   out += '"';
@@ -150,6 +160,10 @@ void appendCompactJson(std::string& out, const json& value) {
       appendNlohmann(out, value);
       return;
   }
+}
+
+void appendJsonString(std::string& out, std::string_view text) {
+  appendString(out, text);
 }
 
 std::string compactJson(const json& value) {

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 // Compact JSON text on the admission path. Every review writes a few kilobytes of JSON (the
 // patch, then the response around it in base64), and nlohmann's serializer decodes and
@@ -15,5 +16,7 @@ namespace gvirtus {
 // nlohmann itself.
 std::string compactJson(const nlohmann::json& value);
 void appendCompactJson(std::string& out, const nlohmann::json& value);
+// One JSON string, quoted and escaped by the same rules.
+void appendJsonString(std::string& out, std::string_view text);
 
 }  // namespace gvirtus

@@ -134,15 +134,18 @@ Result<AdmissionRequest> parseAdmissionReview(std::string_view body, const JsonS
 std::string renderAdmissionReview(const AdmissionResponse& response) {
   // Written as text, members in key order (the bytes nlohmann's compact dump gives): the
   // answer is mostly the patch in base64, which needs neither a DOM nor escaping.
+  const std::string patch = response.allowed && !response.patch.empty()
+                                ? base64Encode(response.patch.dump())
+                                : std::string();
   std::string out;
-  out.reserve(128 + response.uid.size() + response.message.size());
+  out.reserve(160 + patch.size() + response.uid.size() + response.message.size());
   out += R"({"apiVersion":")";
   out += kApiVersion;
   out += R"(","kind":"AdmissionReview","response":{"allowed":)";
   out += response.allowed ? "true" : "false";
-  if (response.allowed && !response.patch.empty()) {
+  if (!patch.empty()) {
     out += R"(,"patch":")";
-    out += base64Encode(response.patch.dump());
+    out += patch;
     out += R"(","patchType":"JSONPatch")";
   }
   if (!response.allowed) {

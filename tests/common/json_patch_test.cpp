@@ -75,6 +75,10 @@ TEST_CASE("JsonPatch builds RFC 6902 operations", "[json_patch]") {
   ])"));
   CHECK(json::parse(patch.dump()) == patch.toJson());
   CHECK(JsonPatch().dump() == "[]");
+  // dump() writes the text itself: the very bytes of the array's dump.
+  JsonPatch escaped = patch;
+  escaped.add("/metadata/annotations/gvirtus.io~1a\"b\\c\n", json{{"z", "\u00e9\t"}, {"a", 1.5}});
+  CHECK(escaped.dump() == escaped.toJson().dump());
 
   JsonPatch more;
   more.add("/e", json::array());

@@ -46,6 +46,18 @@ TEST_CASE("compact JSON text is byte for byte nlohmann's", "[json-text]") {
     INFO(nlohmannText(value));
     CHECK(compactJson(value) == nlohmannText(value));
   }
+  // An escape or a byte above 0x7f at every place of strings either side of 8 and 16 bytes
+  // (the writer skips plain bytes eight at a time).
+  for (const char* special : {"\"", "\n", "\x01", "\xc3\xa9"}) {
+    for (size_t size = 1; size <= 18; ++size) {
+      for (size_t at = 0; at < size; ++at) {
+        std::string text(size, 'a');
+        text.replace(at, 1, special);
+        INFO(size << " " << at);
+        CHECK(compactJson(text) == nlohmannText(text));
+      }
+    }
+  }
 }
 
 TEST_CASE("compact JSON text matches nlohmann's on random documents", "[json-text]") {
