@@ -198,7 +198,8 @@ TEST_CASE("backend-shim integration: the load annotation follows the connections
   shim.process->kill(SIGTERM);
   // Draining: not ready at once, still running while a client is connected (the drain
   // timeout is 5 s), the backend still serving it.
-  CHECK(eventually([&] { return test::httpGet(shim.healthPort, "/readyz").first == 503; }, 2s));
+  CHECK(eventually(
+      [&] { return gvirtus::testing::httpFetch(shim.healthPort, "/readyz").status == 503; }, 2s));
   // The drain has looked, found the client and waits on it (its debug line).
   CHECK(eventually(
       [&] {

@@ -68,8 +68,8 @@ struct RunningShim {
     argv.insert(argv.end(), fakeFlags.begin(), fakeFlags.end());
     process = std::make_unique<ChildProcess>(argv, kEnv, dir.file("shim.log"));
   }
-  int readyz() const { return test::httpGet(healthPort, "/readyz").first; }
-  std::string metrics() const { return test::httpGet(healthPort, "/metrics").second; }
+  int readyz() const { return gvirtus::testing::httpFetch(healthPort, "/readyz").status; }
+  std::string metrics() const { return gvirtus::testing::httpFetch(healthPort, "/metrics").body; }
   bool metric(const std::string& line) const {
     return metrics().find("\n" + line + "\n") != std::string::npos;
   }

@@ -151,39 +151,4 @@ class SubreaperScope {
   SubreaperScope& operator=(const SubreaperScope&) = delete;
 };
 
-// GET http://127.0.0.1:port/path; returns {status, body}, status 0 when it cannot connect.
-inline std::pair<int, std::string> httpGet(int port, const std::string& path) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
-    ::close(fd);
-    return {0, ""};
-  }
-  const std::string request =
-      "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) < 0) {
-    ::close(fd);
-    return {0, ""};
-  }
-  std::string response;
-  char buffer[4096];
-  for (;;) {
-    const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
-    if (n <= 0) {
-      break;
-    }
-    response.append(buffer, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  int status = 0;
-  if (response.rfind("HTTP/1.", 0) == 0 && response.size() > 12) {
-    status = std::stoi(response.substr(9, 3));
-  }
-  const auto bodyStart = response.find("\r\n\r\n");
-  return {status, bodyStart == std::string::npos ? "" : response.substr(bodyStart + 4)};
-}
-
 }  // namespace gvirtus::backend_shim::test

@@ -61,7 +61,8 @@ TEST_CASE("footprint: gvirtus-device-plugin idle and under Allocate load", "[ben
   INFO(plugin.output());
   dp::test::FakeKubelet kubelet(kubeletDir);
   REQUIRE(kubelet.awaitRequest(1, 10s).has_value());
-  REQUIRE(eventually([&] { return dp::test::httpGet(healthPort, "/readyz").first == 200; }, 10s));
+  REQUIRE(eventually(
+      [&] { return gvirtus::testing::httpFetch(healthPort, "/readyz").status == 200; }, 10s));
   std::this_thread::sleep_for(1s);
   const double idle = residentMemory(plugin.pid()).now;
 
@@ -164,7 +165,8 @@ TEST_CASE("footprint: gvirtus-backend-shim idle and with 256 connections", "[ben
     }
   } reaper{marker, process};
   INFO(process->output());
-  REQUIRE(eventually([&] { return shim::httpGet(healthPort, "/readyz").first == 200; }, 20s));
+  REQUIRE(eventually(
+      [&] { return gvirtus::testing::httpFetch(healthPort, "/readyz").status == 200; }, 20s));
   REQUIRE(eventually(
       [&] {
         auto current = client->get(gvirtus::resources::kPods, ns, podName);
@@ -184,13 +186,13 @@ TEST_CASE("footprint: gvirtus-backend-shim idle and with 256 connections", "[ben
     }
     REQUIRE(eventually(
         [&] {
-          return metricValue(shim::httpGet(healthPort, "/metrics").second,
+          return metricValue(gvirtus::testing::httpFetch(healthPort, "/metrics").body,
                              "gvirtus_backend_connections") == 256;
         },
         10s));
     const auto end = Clock::now() + seconds;
     while (Clock::now() < end) {
-      (void)shim::httpGet(healthPort, "/metrics");
+      (void)gvirtus::testing::httpGet(healthPort, "/metrics");
       std::this_thread::sleep_for(100ms);
     }
   }

@@ -12,11 +12,11 @@
 
 using namespace std::chrono_literals;
 using gvirtus::device_plugin::test::FakeKubelet;
-using gvirtus::device_plugin::test::httpGet;
 using gvirtus::device_plugin::test::TempDir;
 using gvirtus::testing::ChildProcess;
 using gvirtus::testing::eventually;
 using gvirtus::testing::freePort;
+using gvirtus::testing::httpFetch;
 using gvirtus::testing::metricValue;
 using gvirtus::testing::runCommand;
 
@@ -93,8 +93,8 @@ TEST_CASE("gvirtus-device-plugin registers, reports readiness, and stops cleanly
 
   // Serving, but not ready until the kubelet has it.
   REQUIRE(eventually([&] { return std::filesystem::exists(ourSocket); }, 10s));
-  REQUIRE(eventually([&] { return httpGet(healthPort, "/healthz").first == 200; }, 10s));
-  CHECK(httpGet(healthPort, "/readyz").first == 503);
+  REQUIRE(eventually([&] { return httpFetch(healthPort, "/healthz").status == 200; }, 10s));
+  CHECK(httpFetch(healthPort, "/readyz").status == 503);
   CHECK(std::filesystem::exists(cdiDir / "gvirtus.io-vgpu.json"));
 
   auto kubelet = std::make_unique<FakeKubelet>(kubeletDir);
@@ -102,15 +102,15 @@ TEST_CASE("gvirtus-device-plugin registers, reports readiness, and stops cleanly
   REQUIRE(request.has_value());
   CHECK(request->resource_name() == "example.com/vgpu");
   CHECK(request->endpoint() == "gvirtus-vgpu.sock");
-  CHECK(eventually([&] { return httpGet(healthPort, "/readyz").first == 200; }, 5s));
-  const std::string metrics = httpGet(healthPort, "/metrics").second;
+  CHECK(eventually([&] { return httpFetch(healthPort, "/readyz").status == 200; }, 5s));
+  const std::string metrics = httpFetch(healthPort, "/metrics").body;
   CHECK(metricValue(metrics, "gvirtus_device_plugin_devices") == 3);
   CHECK(metricValue(metrics, "gvirtus_device_plugin_registered") == 1);
   CHECK(metricValue(metrics, "gvirtus_device_plugin_registrations_total") == 1);
 
   // The kubelet goes away: not ready any more.
   kubelet.reset();
-  CHECK(eventually([&] { return httpGet(healthPort, "/readyz").first == 503; }, 5s));
+  CHECK(eventually([&] { return httpFetch(healthPort, "/readyz").status == 503; }, 5s));
 
   plugin.kill(SIGTERM);
   auto code = plugin.wait(10s);

@@ -111,37 +111,4 @@ inline std::unique_ptr<grpc::ClientContext> callContext(
   return context;
 }
 
-// GET http://127.0.0.1:port/path; returns {status, body}, {0, ""} when nothing answers.
-inline std::pair<int, std::string> httpGet(int port, const std::string& path) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0)
-    return {0, ""};
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
-    ::close(fd);
-    return {0, ""};
-  }
-  const std::string request =
-      "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) < 0) {
-    ::close(fd);
-    return {0, ""};
-  }
-  std::string response;
-  char buffer[4096];
-  ssize_t n = 0;
-  while ((n = ::recv(fd, buffer, sizeof(buffer), 0)) > 0) {
-    response.append(buffer, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  if (response.size() < 12)
-    return {0, ""};
-  const int status = std::stoi(response.substr(9, 3));
-  const auto bodyAt = response.find("\r\n\r\n");
-  return {status, bodyAt == std::string::npos ? "" : response.substr(bodyAt + 4)};
-}
-
 }  // namespace gvirtus::device_plugin::test

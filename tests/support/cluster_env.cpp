@@ -1,4 +1,5 @@
 #include "support/cluster_env.h"
+#include <charconv>
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -23,8 +24,8 @@ int freePort() {
   return ntohs(addr.sin_port);
 }
 
-std::string httpGet(int port, const std::string& path) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+HttpReply httpFetch(int port, const std::string& path) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0)
     return {};
   sockaddr_in addr{};
@@ -44,8 +45,19 @@ std::string httpGet(int port, const std::string& path) {
     }
   }
   ::close(fd);
+  HttpReply reply;
+  if (response.rfind("HTTP/1.", 0) == 0 && response.size() >= 12) {
+    std::from_chars(response.data() + 9, response.data() + 12, reply.status);
+  }
   const auto body = response.find("\r\n\r\n");
-  return body == std::string::npos ? std::string() : response.substr(body + 4);
+  if (body != std::string::npos) {
+    reply.body = response.substr(body + 4);
+  }
+  return reply;
+}
+
+std::string httpGet(int port, const std::string& path) {
+  return httpFetch(port, path).body;
 }
 
 double metricValue(const std::string& metricsText, const std::string& sample) {

@@ -86,7 +86,13 @@ namespace gvirtus::testing {
 // A TCP port free on 127.0.0.1 right now (bound to port 0, then released).
 int freePort();
 
-// GET http://127.0.0.1:PORT/PATH; returns the body, or "" when nothing answers.
+// GET http://127.0.0.1:PORT/PATH: the status and the body; {0, ""} when nothing answers.
+struct HttpReply {
+  int status = 0;
+  std::string body;
+};
+HttpReply httpFetch(int port, const std::string& path);
+// The body alone.
 std::string httpGet(int port, const std::string& path);
 
 // The value of a sample in Prometheus text (`name` or `name{labels}` exactly), or -1.
