@@ -19,7 +19,7 @@ struct Candidate {
   int64_t connections;  // reported plus recent assignments
   std::optional<int64_t> gpuIndex;
   int64_t memoryMiB = 0;
-  // Breaks ties in least-connections: an order of the backends that is this instance's own.
+  // Breaks ties in least-connections (TieOrder).
   size_t tieRank = 0;
 };
 
@@ -239,6 +239,11 @@ ChooseResult BackendChooser::choose(const std::vector<Backend>& backends,
   std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
     return a.backend->endpoint() < b.backend->endpoint();
   });
+  if (const TieOrder order = tieOrder_.load(std::memory_order_relaxed); order != TieOrder::Own) {
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      candidates[i].tieRank = order == TieOrder::Ascending ? i : candidates.size() - 1 - i;
+    }
+  }
   auto leastConnections = [](const std::vector<Candidate>& from) {
     return *std::min_element(from.begin(), from.end(), [](const auto& a, const auto& b) {
       return std::tie(a.connections, a.tieRank) < std::tie(b.connections, b.tieRank);

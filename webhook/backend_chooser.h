@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -56,6 +57,18 @@ struct ChooserOptions {
   std::function<double()> random;  // [0, 1)
 };
 
+// How least-connections breaks ties between backends with as many connections.
+enum class TieOrder {
+  // An order of the backends that is this instance's own (a hash of instance and endpoint):
+  // replicas that do not know of each other mostly choose apart.
+  Own,
+  // By endpoint, up or down: under --leader-elect the leader goes up and the other replica
+  // down, so that two replicas choosing at once, before each sees the other's choice, never
+  // take the same one of several equal backends.
+  Ascending,
+  Descending,
+};
+
 // Picks one backend for one pod. Thread-safe: admissions run on several threads.
 //
 // A backend is left out when its load report is older than goneAfter, when its
@@ -67,7 +80,7 @@ struct ChooserOptions {
 // GPU with the most left.
 // Of the rest, backends with a fresh load report come first; the policy picks among them:
 // least-connections (connections plus recent assignments, this instance's and those other
-// replicas made; ties in an order of the backends that is this instance's own),
+// replicas made; ties by TieOrder),
 // round-robin (in endpoint order), random, same-zone (least-connections within the pod's
 // zone when it names one and a backend is there, and the chosen backend's zone becomes the
 // pod's preferred zone).
@@ -88,6 +101,8 @@ class BackendChooser {
   // Assignments to `endpoint` within the window.
   int64_t recentAssignments(const std::string& endpoint);
   Policy defaultPolicy() const { return options_.policy; }
+  // Thread-safe; TieOrder::Own until set.
+  void setTieOrder(TieOrder order) { tieOrder_.store(order, std::memory_order_relaxed); }
   // What gvirtus.io/assigned-by says on the pods this chooser assigns.
   const std::string& instance() const { return options_.instance; }
 
@@ -112,6 +127,7 @@ class BackendChooser {
   ChooserOptions options_;
   std::mutex mutex_;
   std::map<std::string, std::deque<Reservation>> assignments_;
+  std::atomic<TieOrder> tieOrder_ = TieOrder::Own;
   uint64_t nextRoundRobin_ = 0;
   uint64_t nextReservation_ = 1;
 };

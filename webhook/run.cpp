@@ -159,7 +159,13 @@ int run(const Options& options) {
       election.leaseDuration = options.leaderElectLeaseDuration;
       election.renewDeadline = options.leaderElectRenewDeadline;
       election.retryPeriod = options.leaderElectRetryPeriod;
-      election.onStartedLeading = [&controller](std::stop_token stop) { controller->run(stop); };
+      // The two replicas break the chooser's ties in opposite orders (TieOrder).
+      chooser.setTieOrder(TieOrder::Descending);
+      election.onStartedLeading = [&controller, &chooser](std::stop_token stop) {
+        chooser.setTieOrder(TieOrder::Ascending);
+        controller->run(stop);
+        chooser.setTieOrder(TieOrder::Descending);
+      };
       elector = std::make_unique<LeaderElector>(*electionClient, election);
     }
   }

@@ -263,7 +263,10 @@ $(section spread.md "Not measured (spread_bench failed: see its log).")
 A replica counts its own choices from memory at once, and the other replica's from the pods
 it watches (\`gvirtus.io/assigned-by\`), which it sees only once the pod is created: while
 several creations are in flight, the two replicas choose without seeing each other's last
-choices, and those can land on the same backend. One client at a time leaves no such gap.
+choices. Among backends with as many connections the leader takes the first by endpoint and
+the other replica the last, so two such choices never land on the same one of several equal
+backends; they can still both take a backend that is alone in having the fewest. One client
+at a time leaves no such gap.
 
 Command: \`BENCH_SPREAD_CLIENTS=8 bash tests/cluster/with-cluster.sh bench-spread $build/tests/spread_bench\`
 (and \`BENCH_SPREAD_CLIENTS=1\`)

@@ -49,6 +49,7 @@ namespace {
 
 constexpr const char* kNamespace = "bench-spread";
 constexpr const char* kBackendNamespace = "bench-spread-backends";
+constexpr const char* kWebhookNamespace = "bench-spread-system";  // their Lease
 constexpr const char* kReplicaLabel = "bench.gvirtus.io/replica";
 constexpr const char* kRunLabel = "bench.gvirtus.io/run";
 constexpr const char* kHoldGate = "bench.gvirtus.io/hold";
@@ -82,6 +83,8 @@ TEST_CASE("least-connections spread with two webhook replicas", "[bench]") {
   auto client = unthrottledClient(/*maxRetries=*/0);
   gvirtus::webhook::testing::ensureNamespace(*client, kNamespace);
   gvirtus::webhook::testing::ensureNamespace(*client, kBackendNamespace);
+  gvirtus::webhook::testing::ensureNamespace(*client, kWebhookNamespace);
+  (void)client->remove(resources::kLeases, kWebhookNamespace, "gvirtus-webhook");
   gvirtus::webhook::testing::ensureNode(*client, "bench-spread-gpu",
                                         {{"gvirtus.io/backend.allowed", "true"}});
   for (int b = 0; b < kBackends; ++b) {
@@ -95,18 +98,12 @@ TEST_CASE("least-connections spread with two webhook replicas", "[bench]") {
 
   TempDir dir;
   TlsFiles tls(dir);
-  const std::vector<std::string> args = {"--kubeconfig",
-                                         gvirtus::testing::kubeconfigPath(),
-                                         "--tls-cert-file",
-                                         tls.certFile,
-                                         "--tls-key-file",
-                                         tls.keyFile,
-                                         "--backend-namespace",
-                                         kBackendNamespace,
-                                         "--backend-selector",
-                                         std::string(kRunLabel) + "=spread-backend",
-                                         "--policy",
-                                         "least-connections"};
+  const std::vector<std::string> args = {
+      "--kubeconfig", gvirtus::testing::kubeconfigPath(), "--tls-cert-file", tls.certFile,
+      "--tls-key-file", tls.keyFile, "--backend-namespace", kBackendNamespace, "--backend-selector",
+      std::string(kRunLabel) + "=spread-backend", "--policy", "least-connections",
+      // As the Deployment runs them: one leads.
+      "--leader-elect", "--namespace", kWebhookNamespace};
   std::map<std::string, std::unique_ptr<WebhookProcess>> replicas;
   for (const auto& replica : kReplicas) {
     replicas[replica] = std::make_unique<WebhookProcess>(args);
@@ -130,6 +127,14 @@ TEST_CASE("least-connections spread with two webhook replicas", "[bench]") {
     INFO((created ? "" : created.error().message));
     REQUIRE(created.has_value());
   }
+  std::string leader;
+  REQUIRE(eventually(
+      [&] {
+        auto lease = client->get(resources::kLeases, kWebhookNamespace, "gvirtus-webhook");
+        leader = lease ? (*lease)["spec"].value("holderIdentity", "") : "";
+        return !leader.empty();
+      },
+      30s));
   // The API server picks registrations up from its informer: dry runs (which the webhook
   // does not count) until a pod of each replica comes back with a backend.
   for (const auto& replica : kReplicas) {
@@ -212,8 +217,9 @@ TEST_CASE("least-connections spread with two webhook replicas", "[bench]") {
   }
   const std::string text = format(
       "%d GVirtuS pods created through the API server by %d concurrent client%s in %.1f s, "
-      "each reviewed by one of two webhook replicas, chosen by a fair coin (policy "
-      "least-connections; %d backends, no session reported yet).\n\n"
+      "each reviewed by one of two webhook replicas (--leader-elect: the leader breaks ties up "
+      "the endpoints, the other down), chosen by a fair coin (policy least-connections; %d "
+      "backends, no session reported yet).\n\n"
       "| | |\n|---|---|\n"
       "| pods per backend | %s |\n"
       "| of which each replica assigned | %s |\n"

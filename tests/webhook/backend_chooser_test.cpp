@@ -77,6 +77,33 @@ TEST_CASE("ties go by an order of the backends that is the instance's own", "[ch
   CHECK(firsts.size() >= 3);
 }
 
+TEST_CASE("the leader takes ties up the endpoints and the other replica down: never the same",
+          "[chooser]") {
+  FakeClock clock;
+  const std::vector<Backend> backends = {backend("10.0.0.3"), backend("10.0.0.1"),
+                                         backend("10.0.0.4"), backend("10.0.0.2")};
+  BackendChooser leader(optionsFor(Policy::LeastConnections, clock));
+  BackendChooser other(optionsFor(Policy::LeastConnections, clock));
+  leader.setTieOrder(TieOrder::Ascending);
+  other.setTieOrder(TieOrder::Descending);
+  // Each chooses without seeing the other's choices: among any equal ones they differ.
+  std::map<std::string, int> counts;
+  for (int round = 0; round < 2; ++round) {
+    const std::string a = pick(leader, backends);
+    const std::string b = pick(other, backends);
+    CHECK(a != b);
+    ++counts[a];
+    ++counts[b];
+  }
+  CHECK(counts == std::map<std::string, int>{
+                      {"10.0.0.1", 1}, {"10.0.0.2", 1}, {"10.0.0.3", 1}, {"10.0.0.4", 1}});
+  // Fewer connections still come first, whatever the order.
+  const std::vector<Backend> loaded = {backend("10.0.0.1", 3), backend("10.0.0.2", 1),
+                                       backend("10.0.0.3", 3)};
+  CHECK(pick(leader, loaded, {}, false) == "10.0.0.2");
+  CHECK(pick(other, loaded, {}, false) == "10.0.0.2");
+}
+
 TEST_CASE("a dry run records nothing", "[chooser]") {
   FakeClock clock;
   BackendChooser chooser(optionsFor(Policy::LeastConnections, clock));
