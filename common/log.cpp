@@ -5,8 +5,9 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
-#include <ctime>
 #include <mutex>
+
+#include "common/time_text.h"
 
 namespace gvirtus::log {
 namespace {
@@ -27,20 +28,6 @@ std::string_view levelName(Level level) {
       return "error";
   }
   return "info";
-}
-
-// RFC 3339 UTC with milliseconds, as Kubernetes components log.
-std::string nowTimestamp() {
-  auto now = std::chrono::system_clock::now();
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()) % 1000;
-  std::time_t t = std::chrono::system_clock::to_time_t(now);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[40];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
-  char out[48];
-  std::snprintf(out, sizeof(out), "%s.%03dZ", buf, static_cast<int>(ms.count()));
-  return out;
 }
 
 // Text values: strings unquoted unless they hold spaces or quotes; others as JSON.
@@ -128,7 +115,8 @@ void write(Level level, std::string_view message, const nlohmann::json& fields) 
   if (!enabled(level)) {
     return;
   }
-  std::string line = formatLine(level, gFormat.load(), nowTimestamp(), message, fields);
+  std::string line = formatLine(level, gFormat.load(),
+                                formatMilliTime(std::chrono::system_clock::now()), message, fields);
   line += '\n';
   std::lock_guard lock(gWriteMutex);
   std::fwrite(line.data(), 1, line.size(), stderr);

@@ -102,15 +102,29 @@ std::string formatRfc3339(std::chrono::system_clock::time_point when) {
   return text;
 }
 
-std::string formatMicroTime(std::chrono::system_clock::time_point when) {
-  const auto micros = std::chrono::floor<std::chrono::microseconds>(when.time_since_epoch());
-  const auto seconds = std::chrono::floor<std::chrono::seconds>(micros);
+namespace {
+
+// formatRfc3339 with the fraction of a second in `Unit`s, as many digits as it takes.
+template <typename Unit>
+std::string formatWithFraction(std::chrono::system_clock::time_point when, int digits) {
+  const auto units = std::chrono::floor<Unit>(when.time_since_epoch());
+  const auto seconds = std::chrono::floor<std::chrono::seconds>(units);
   std::string text = formatRfc3339(std::chrono::system_clock::time_point(seconds));
   char fraction[32];
-  std::snprintf(fraction, sizeof fraction, ".%06lldZ",
-                static_cast<long long>((micros - seconds).count()));
+  std::snprintf(fraction, sizeof fraction, ".%0*lldZ", digits,
+                static_cast<long long>((units - seconds).count()));
   text.replace(text.size() - 1, 1, fraction);
   return text;
+}
+
+}  // namespace
+
+std::string formatMicroTime(std::chrono::system_clock::time_point when) {
+  return formatWithFraction<std::chrono::microseconds>(when, 6);
+}
+
+std::string formatMilliTime(std::chrono::system_clock::time_point when) {
+  return formatWithFraction<std::chrono::milliseconds>(when, 3);
 }
 
 Result<std::chrono::system_clock::time_point> parseMicroTime(std::string_view text) {

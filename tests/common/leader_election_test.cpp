@@ -39,6 +39,8 @@ TEST_CASE("MicroTime is UTC with six fractional digits", "[leader_election]") {
   CHECK(formatMicroTime(at(t)) == "2026-11-22T10:00:00.000000Z");
   CHECK(formatMicroTime(at(t, 123456)) == "2026-11-22T10:00:00.123456Z");
   CHECK(formatMicroTime(at(0, 1)) == "1970-01-01T00:00:00.000001Z");
+  CHECK(formatMilliTime(at(t, 123456)) == "2026-11-22T10:00:00.123Z");
+  CHECK(formatMilliTime(at(0, 1)) == "1970-01-01T00:00:00.000Z");
 
   auto parsed = parseMicroTime("2026-11-22T10:00:00.123456Z");
   REQUIRE(parsed);
