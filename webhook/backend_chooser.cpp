@@ -17,6 +17,7 @@ struct Candidate {
   const Backend* backend;
   bool fresh;
   int64_t connections;  // reported plus recent assignments
+  int64_t own = 0;      // of those, this instance's
   std::optional<int64_t> gpuIndex;
   int64_t memoryMiB = 0;
   // Breaks ties in least-connections (TieOrder).
@@ -169,8 +170,9 @@ ChooseResult BackendChooser::choose(const std::vector<Backend>& backends,
       continue;
     }
     const bool fresh = age && *age <= options_.staleAfter;
-    const int64_t connections = (load ? load->connections : 0) + recentLocked(backend.endpoint()) +
-                                assignedElsewhere(backend, now);
+    const int64_t own = recentLocked(backend.endpoint());
+    const int64_t connections =
+        (load ? load->connections : 0) + own + assignedElsewhere(backend, now);
     if (load && load->maxSessions > 0 && connections >= load->maxSessions) {
       ++full;
       continue;
@@ -187,7 +189,7 @@ ChooseResult BackendChooser::choose(const std::vector<Backend>& backends,
     // Replicas that choose at once, before each sees the other's choice, then mostly choose
     // apart among equals instead of piling onto the same lowest endpoint.
     const size_t tieRank = std::hash<std::string>{}(options_.instance + "/" + backend.endpoint());
-    Candidate candidate{&backend, fresh, connections, std::nullopt, 0, tieRank};
+    Candidate candidate{&backend, fresh, connections, own, std::nullopt, 0, tieRank};
     if (wantsMemory) {
       // The GPU with the most memory left after shares and own recent assignments, among
       // those with enough.
@@ -244,9 +246,11 @@ ChooseResult BackendChooser::choose(const std::vector<Backend>& backends,
       candidates[i].tieRank = order == TieOrder::Ascending ? i : candidates.size() - 1 - i;
     }
   }
+  // Among backends with as many connections, the one this instance gave fewer pods lately:
+  // the other replicas' latest choices, not visible yet, more likely went to the others.
   auto leastConnections = [](const std::vector<Candidate>& from) {
     return *std::min_element(from.begin(), from.end(), [](const auto& a, const auto& b) {
-      return std::tie(a.connections, a.tieRank) < std::tie(b.connections, b.tieRank);
+      return std::tie(a.connections, a.own, a.tieRank) < std::tie(b.connections, b.own, b.tieRank);
     });
   };
 

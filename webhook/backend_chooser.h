@@ -80,7 +80,8 @@ enum class TieOrder {
 // GPU with the most left.
 // Of the rest, backends with a fresh load report come first; the policy picks among them:
 // least-connections (connections plus recent assignments, this instance's and those other
-// replicas made; ties by TieOrder),
+// replicas made; among as many, the backend given fewer of this instance's own, then by
+// TieOrder),
 // round-robin (in endpoint order), random, same-zone (least-connections within the pod's
 // zone when it names one and a backend is there, and the chosen backend's zone becomes the
 // pod's preferred zone).

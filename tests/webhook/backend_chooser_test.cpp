@@ -104,6 +104,22 @@ TEST_CASE("the leader takes ties up the endpoints and the other replica down: ne
   CHECK(pick(other, loaded, {}, false) == "10.0.0.2");
 }
 
+TEST_CASE("among equally loaded backends, the one given fewer of this instance's own pods",
+          "[chooser]") {
+  FakeClock clock;
+  ChooserOptions options = optionsFor(Policy::LeastConnections, clock);
+  options.instance = "webhook-a";
+  BackendChooser chooser(options);
+  chooser.setTieOrder(TieOrder::Ascending);
+  CHECK(pick(chooser, {backend("10.0.0.1"), backend("10.0.0.2")}) == "10.0.0.1");
+  // Another replica's pod on 10.0.0.2: one connection each, and 10.0.0.1 has ours.
+  Backend second = backend("10.0.0.2");
+  second.assigned = {{clock.now, "webhook-b"}};
+  CHECK(pick(chooser, {backend("10.0.0.1"), second}, {}, false) == "10.0.0.2");
+  // Fewer connections still come first.
+  CHECK(pick(chooser, {backend("10.0.0.1"), backend("10.0.0.2", 2)}, {}, false) == "10.0.0.1");
+}
+
 TEST_CASE("a dry run records nothing", "[chooser]") {
   FakeClock clock;
   BackendChooser chooser(optionsFor(Policy::LeastConnections, clock));
