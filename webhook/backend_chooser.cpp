@@ -15,6 +15,7 @@ namespace {
 // One backend that can take the pod, with what ranks it.
 struct Candidate {
   const Backend* backend;
+  std::string endpoint;  // backend->endpoint(), built once
   bool fresh;
   int64_t connections;  // reported plus recent assignments
   int64_t own = 0;      // of those, this instance's
@@ -155,6 +156,7 @@ ChooseResult BackendChooser::choose(const std::vector<Backend>& backends,
   const auto now = options_.now();
   pruneLocked(now);
   const Policy policy = pod.policy.value_or(options_.policy);
+  const TieOrder tieOrder = tieOrder_.load(std::memory_order_relaxed);
 
   int64_t gone = 0, full = 0, noMemory = 0, fewGpus = 0, unknown = 0, draining = 0;
   std::vector<Candidate> candidates;
@@ -170,7 +172,8 @@ ChooseResult BackendChooser::choose(const std::vector<Backend>& backends,
       continue;
     }
     const bool fresh = age && *age <= options_.staleAfter;
-    const int64_t own = recentLocked(backend.endpoint());
+    std::string endpoint = backend.endpoint();
+    const int64_t own = recentLocked(endpoint);
     const int64_t connections =
         (load ? load->connections : 0) + own + assignedElsewhere(backend, now);
     if (load && load->maxSessions > 0 && connections >= load->maxSessions) {
@@ -186,10 +189,13 @@ ChooseResult BackendChooser::choose(const std::vector<Backend>& backends,
       ++fewGpus;
       continue;
     }
-    // Replicas that choose at once, before each sees the other's choice, then mostly choose
-    // apart among equals instead of piling onto the same lowest endpoint.
-    const size_t tieRank = std::hash<std::string>{}(options_.instance + "/" + backend.endpoint());
-    Candidate candidate{&backend, fresh, connections, own, std::nullopt, 0, tieRank};
+    // TieOrder::Own: replicas that choose at once, before each sees the other's choice, then
+    // mostly choose apart among equals instead of piling onto the same lowest endpoint.
+    const size_t tieRank = tieOrder == TieOrder::Own
+                               ? std::hash<std::string>{}(options_.instance + "/" + endpoint)
+                               : 0;
+    Candidate candidate{&backend, std::move(endpoint), fresh, connections,
+                        own,      std::nullopt,        0,     tieRank};
     if (wantsMemory) {
       // The GPU with the most memory left after shares and own recent assignments, among
       // those with enough.
@@ -208,7 +214,7 @@ ChooseResult BackendChooser::choose(const std::vector<Backend>& backends,
         continue;
       }
     }
-    candidates.push_back(candidate);
+    candidates.push_back(std::move(candidate));
   }
 
   if (candidates.empty()) {
@@ -238,12 +244,11 @@ ChooseResult BackendChooser::choose(const std::vector<Backend>& backends,
   const bool anyFresh =
       std::any_of(candidates.begin(), candidates.end(), [](const auto& c) { return c.fresh; });
   std::erase_if(candidates, [&](const Candidate& c) { return anyFresh && !c.fresh; });
-  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
-    return a.backend->endpoint() < b.backend->endpoint();
-  });
-  if (const TieOrder order = tieOrder_.load(std::memory_order_relaxed); order != TieOrder::Own) {
+  std::sort(candidates.begin(), candidates.end(),
+            [](const Candidate& a, const Candidate& b) { return a.endpoint < b.endpoint; });
+  if (tieOrder != TieOrder::Own) {
     for (size_t i = 0; i < candidates.size(); ++i) {
-      candidates[i].tieRank = order == TieOrder::Ascending ? i : candidates.size() - 1 - i;
+      candidates[i].tieRank = tieOrder == TieOrder::Ascending ? i : candidates.size() - 1 - i;
     }
   }
   // Among backends with as many connections, the one this instance gave fewer pods lately:
