@@ -67,7 +67,9 @@ void appendEscape(std::string& out, unsigned char c) {
   }
 }
 
-void appendString(std::string& out, std::string_view text) {
+}  // namespace
+
+void appendJsonString(std::string& out, std::string_view text) {
   const char* data = text.data();
   const std::size_t size = text.size();
   const std::size_t start = out.size();
@@ -104,6 +106,8 @@ void appendString(std::string& out, std::string_view text) {
   out += '"';
 }
 
+namespace {
+
 template <typename Integer>
 void appendInteger(std::string& out, Integer n) {
   char digits[24];
@@ -123,7 +127,7 @@ void appendCompactJson(std::string& out, const json& value) {
           out += ',';
         }
         first = false;
-        appendString(out, key);
+        appendJsonString(out, key);
         out += ':';
         appendCompactJson(out, member);
       }
@@ -142,7 +146,7 @@ void appendCompactJson(std::string& out, const json& value) {
       return;
     }
     case json::value_t::string:
-      appendString(out, value.get_ref<const std::string&>());
+      appendJsonString(out, value.get_ref<const std::string&>());
       return;
     case json::value_t::boolean:
       out += value.get<bool>() ? "true" : "false";
@@ -160,10 +164,6 @@ void appendCompactJson(std::string& out, const json& value) {
       appendNlohmann(out, value);
       return;
   }
-}
-
-void appendJsonString(std::string& out, std::string_view text) {
-  appendString(out, text);
 }
 
 std::string compactJson(const json& value) {
