@@ -22,6 +22,7 @@
 #include <utility>
 
 #include "common/backoff.h"
+#include "common/json_reader.h"
 #include "common/log.h"
 #include "common/openssl_util.h"
 #include "common/rate_limiter.h"
@@ -255,18 +256,14 @@ Error statusError(const std::string& what, int httpStatus, const std::string& bo
   Error error;
   error.httpStatus = httpStatus;
   std::string message;
-  try {
-    json status = json::parse(body);
-    if (status.is_object()) {
-      if (auto it = status.find("reason"); it != status.end() && it->is_string()) {
-        error.reason = it->get<std::string>();
-      }
-      if (auto it = status.find("message"); it != status.end() && it->is_string()) {
-        message = it->get<std::string>();
-      }
+  // Not JSON: the body itself (a proxy's HTML page, a plain text error) is the message.
+  if (auto status = readJson(body); status && status->is_object()) {
+    if (auto it = status->find("reason"); it != status->end() && it->is_string()) {
+      error.reason = it->get<std::string>();
     }
-  } catch (const json::exception&) {
-    // Not JSON: the body itself (a proxy's HTML page, a plain text error) is the message.
+    if (auto it = status->find("message"); it != status->end() && it->is_string()) {
+      message = it->get<std::string>();
+    }
   }
   if (message.empty() && error.reason.empty()) {
     message = body.empty() ? "no response body" : oneLine(body, kMaxBodyInMessage);
@@ -803,11 +800,11 @@ Result<json> KubeClient::Impl::sendJson(const Call& call) {
   if (response->body.empty()) {
     return json::object();
   }
-  try {
-    return json::parse(response->body);
-  } catch (const json::exception& e) {
-    return fail(call.what() + ": response is not JSON: " + e.what());
+  auto parsed = readJson(response->body);
+  if (!parsed) {
+    return fail(parsed.error().context(call.what() + ": response is not JSON"));
   }
+  return parsed;
 }
 
 Result<void> KubeClient::Impl::watch(const std::string& path, const WatchOptions& options,

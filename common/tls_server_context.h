@@ -41,7 +41,7 @@ class TlsSession {
   // 0 when the peer closed (reads), -1 on an error or when the deadline passes.
   ssize_t read(char* data, size_t size, Deadline deadline);
   ssize_t write(const char* data, size_t size, Deadline deadline);
-  // Decrypted bytes wait to be read.
+  // Bytes wait to be read without waiting on the socket (decrypted, or read ahead).
   bool pending() const;
   // Sends close_notify, best effort.
   void shutdown();

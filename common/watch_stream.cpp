@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/json_reader.h"
+
 namespace gvirtus {
 namespace {
 
@@ -50,12 +52,11 @@ std::vector<std::string> WatchStream::feed(std::string_view bytes) {
 }
 
 Result<WatchEvent> parseWatchEvent(std::string_view line) {
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(line);
-  } catch (const nlohmann::json::exception& e) {
-    return fail(std::string("watch event is not JSON: ") + e.what());
+  auto parsed = readJson(line);
+  if (!parsed) {
+    return fail(parsed.error().context("watch event is not JSON"));
   }
+  nlohmann::json& doc = *parsed;
   if (!doc.is_object()) {
     return fail("watch event is not a JSON object");
   }

@@ -1,6 +1,7 @@
 #include "webhook/admission_review.h"
 
 #include "common/base64.h"
+#include "common/json_reader.h"
 #include "common/json_text.h"
 
 #include <algorithm>
@@ -66,10 +67,11 @@ Result<AdmissionRequest> parseAdmissionReview(std::string_view body, const JsonS
   if (shape.values > kMaxValues) {
     return fail("the body holds more than " + std::to_string(kMaxValues) + " JSON values");
   }
-  json doc = json::parse(body, nullptr, false);
-  if (doc.is_discarded()) {
-    return fail("the body is not JSON");
+  auto parsed = readJson(body, kMaxDepth);
+  if (!parsed) {
+    return fail("the body is not JSON (" + parsed.error().message + ")");
   }
+  json& doc = *parsed;
   if (!doc.is_object()) {
     return fail("the body is not a JSON object");
   }

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/ipv4_resolver.h"
+#include "common/json_reader.h"
 
 namespace gvirtus::webhook {
 namespace {
@@ -30,10 +31,11 @@ Result<int64_t> countField(const json& object, const char* name) {
 }  // namespace
 
 Result<BackendLoad> parseBackendLoad(std::string_view annotation) {
-  json doc = json::parse(annotation, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) {
+  auto parsed = readJson(annotation);
+  if (!parsed || !parsed->is_object()) {
     return fail("gvirtus.io/load is not a JSON object");
   }
+  const json& doc = *parsed;
   BackendLoad load;
   auto connections = countField(doc, "connections");
   auto maxSessions = countField(doc, "maxSessions");
