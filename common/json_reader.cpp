@@ -61,7 +61,10 @@ void appendUtf8(std::string& out, std::uint32_t code) {
 class Reader {
  public:
   Reader(std::string_view text, int maxDepth)
-      : begin_(text.data()), p_(text.data()), end_(text.data() + text.size()), maxDepth_(maxDepth) {}
+      : begin_(text.data()),
+        p_(text.data()),
+        end_(text.data() + text.size()),
+        maxDepth_(maxDepth) {}
 
   Result<json> document() {
     // nlohmann skips a UTF-8 byte order mark before the value: so do we.

@@ -135,7 +135,9 @@ TEST_CASE("the JSON reader agrees with nlohmann on mutated documents", "[json-re
       R"("annotations":{"a":"caf\u00e9 \ud83d\ude00"}},"spec":{"containers":[{"name":"app","image":"x",)"
       R"("resources":{"limits":{"cpu":"1"}},"ports":[{"containerPort":8080}]}],"priority":-12,)"
       R"("ratio":0.25,"big":1e30,"none":null,"yes":true}})";
-  const std::string alphabet = "{}[]\":,\\ -+.eE0123456789tfnu\xc3\xa9\xff\x01" "abc";
+  const std::string alphabet =
+      "{}[]\":,\\ -+.eE0123456789tfnu\xc3\xa9\xff\x01"
+      "abc";
   std::mt19937 random(7);
   for (int round = 0; round < 5000; ++round) {
     std::string text = seed;
