@@ -43,10 +43,14 @@ std::string cut(const std::string& text, size_t bytes) {
   return text.substr(0, end);
 }
 
+std::string objectId(const ObjectReference& object) {
+  return object.uid.empty() ? object.ns + "/" + object.name : object.uid;
+}
+
 std::string dedupeKey(const ObjectReference& object, EventType type, const std::string& reason,
                       const std::string& message) {
-  const std::string id = object.uid.empty() ? object.ns + "/" + object.name : object.uid;
-  return id + '\x1f' + std::string(eventTypeName(type)) + '\x1f' + reason + '\x1f' + message;
+  return objectId(object) + '\x1f' + std::string(eventTypeName(type)) + '\x1f' + reason + '\x1f' +
+         message;
 }
 
 }  // namespace
@@ -185,9 +189,30 @@ bool EventRecorder::record(const ObjectReference& object, EventType type, const 
     written_[key] = Written{object.ns, event["metadata"]["name"], 1, now};
     pruneLocked(now);
   }
-  queue_.push_back({key, std::move(event), repeat});
+  queue_.push_back({key, objectId(object), reason, std::move(event), repeat});
   changed_.notify_all();
   return true;
+}
+
+int EventRecorder::withdraw(const ObjectReference& object, const std::string& reason) {
+  const std::string id = objectId(object);
+  std::lock_guard lock(mutex_);
+  const auto withdrawn = std::erase_if(queue_, [&](const Pending& pending) {
+    if (pending.objectId != id || pending.reason != reason) {
+      return false;
+    }
+    // Never written: the same Event later is new again. A repeat only counted up.
+    if (auto it = written_.find(pending.key); it != written_.end()) {
+      if (pending.repeat) {
+        --it->second.count;
+      } else {
+        written_.erase(it);
+      }
+    }
+    return true;
+  });
+  stats_.withdrawn += static_cast<int64_t>(withdrawn);
+  return static_cast<int>(withdrawn);
 }
 
 void EventRecorder::write(Pending& pending) {

@@ -78,6 +78,11 @@ class EventRecorder {
   bool record(const ObjectReference& object, EventType type, const std::string& reason,
               const std::string& message);
 
+  // Drops the Events of `object` with `reason` that are queued and not written yet: a state
+  // that ended before its Event went out (a pod released while its WaitingForBackend Event
+  // still waited behind others) is not reported after the fact. Returns how many.
+  int withdraw(const ObjectReference& object, const std::string& reason);
+
   // Waits until every queued Event was written (or failed); false on timeout.
   bool flush(Duration timeout);
 
@@ -86,6 +91,7 @@ class EventRecorder {
     int64_t patched = 0;  // repeats after the window
     int64_t deduped = 0;
     int64_t dropped = 0;  // queue full
+    int64_t withdrawn = 0;
     int64_t failed = 0;
   };
   Stats stats() const;
@@ -93,6 +99,8 @@ class EventRecorder {
  private:
   struct Pending {
     std::string key;
+    std::string objectId;  // the object's UID, or namespace/name without one
+    std::string reason;
     // The Event to create; for a repeat, the one written before (its name) with the new
     // count and lastTimestamp.
     nlohmann::json event;

@@ -568,6 +568,8 @@ void WaitingPodController::report(const PodOutcome& outcome, RunState& state) {
       if (!backend.podRef().empty()) {
         message += " (pod " + backend.podRef() + ")";
       }
+      // A WaitingForBackend Event still queued is no longer true: it is not written.
+      events_.withdraw(ref, kWaitingForBackendReason);
       events_.record(ref, EventType::Normal, kBackendAssignedReason, message);
       return;
     }

@@ -116,7 +116,8 @@ struct WaitingPodControllerOptions {
 // Watches the waiting GVirtuS pods (label gvirtus.io/enabled=true, unscheduled, in every
 // namespace but the webhook's own) and the backends, and releases waiting pods in passes:
 // a pass runs on every change of either, and at least every `resync`. Records the Events
-// WaitingForBackend (once per pod and reason) and BackendAssigned on the pods.
+// WaitingForBackend (once per pod and reason; withdrawn when the pod is released before it
+// was written) and BackendAssigned on the pods.
 //
 // run() is the leader's work (or everyone's without --leader-elect): it watches only while
 // it runs. backendsChanged() is called by the backend source on every replica, so that a

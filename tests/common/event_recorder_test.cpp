@@ -251,4 +251,43 @@ TEST_CASE("a full queue drops events instead of blocking", "[events]") {
   CHECK(api.events().size() == 2);
 }
 
+TEST_CASE("events withdrawn before they were written are never written", "[events]") {
+  testing::TlsTestServer server(pki());
+  FakeEvents api(server);
+  server.start();
+  auto client = clientOf(server);
+  FakeClock clock;
+  EventRecorder recorder(*client, optionsWith(clock));  // not started: the queue holds them
+  const ObjectReference pod = referenceTo(kPod, "v1", "Pod");
+  json otherPod = kPod;
+  otherPod["metadata"]["uid"] = "other-uid";
+  const ObjectReference other = referenceTo(otherPod, "v1", "Pod");
+  REQUIRE(recorder.record(pod, EventType::Normal, "WaitingForBackend", "waits"));
+  REQUIRE(recorder.record(other, EventType::Normal, "WaitingForBackend", "waits"));
+  REQUIRE(recorder.record(pod, EventType::Normal, "Other", "stays"));
+  // Only this pod's Events of this reason go.
+  CHECK(recorder.withdraw(pod, "WaitingForBackend") == 1);
+  CHECK(recorder.withdraw(pod, "WaitingForBackend") == 0);
+  CHECK(recorder.stats().withdrawn == 1);
+  // Never written, so the same Event again is new, not a repeat of a missing one.
+  REQUIRE(recorder.record(pod, EventType::Normal, "WaitingForBackend", "waits again"));
+  CHECK(recorder.withdraw(pod, "WaitingForBackend") == 1);
+  REQUIRE(recorder.record(pod, EventType::Normal, "WaitingForBackend", "waits"));
+  recorder.start();
+  REQUIRE(recorder.flush(std::chrono::seconds(10)));
+  std::vector<std::string> written;
+  for (const auto& [name, event] : api.events()) {
+    written.push_back(event["involvedObject"]["uid"].get<std::string>() + " " +
+                      event["reason"].get<std::string>() + " " +
+                      event["message"].get<std::string>() + " " +
+                      std::to_string(event["count"].get<int>()));
+  }
+  std::sort(written.begin(), written.end());
+  CHECK(written == std::vector<std::string>{"0b6e-uid Other stays 1",
+                                            "0b6e-uid WaitingForBackend waits 1",
+                                            "other-uid WaitingForBackend waits 1"});
+  CHECK(recorder.stats().patched == 0);
+  recorder.stop();
+}
+
 }  // namespace gvirtus
