@@ -1,11 +1,17 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "webhook/backend.h"
 
 namespace gvirtus::webhook {
+
+// The backends at one moment, shared and never changed: taking one copies nothing. Every
+// review takes one, and during a burst of pods each backend carries a long list of recent
+// assignments.
+using BackendSnapshot = std::shared_ptr<const std::vector<Backend>>;
 
 // Where backends come from: static addresses (--static-backends) or backend pods watched
 // in the cluster. Implementations are thread-safe.
@@ -22,8 +28,8 @@ class BackendSource {
 
   // True once the source has its first view (first resolution, first cache sync).
   virtual bool ready() const = 0;
-  // The backends that can be given to pods now, a snapshot.
-  virtual std::vector<Backend> backends() const = 0;
+  // The backends that can be given to pods now; never null.
+  virtual BackendSnapshot backends() const = 0;
 };
 
 }  // namespace gvirtus::webhook

@@ -268,16 +268,16 @@ bool ClusterBackendSource::ready() const {
   return pods_->hasSynced() && nodes_->hasSynced() && frontends_->hasSynced();
 }
 
-std::vector<Backend> ClusterBackendSource::backends() const {
+BackendSnapshot ClusterBackendSource::backends() const {
   uint64_t generation = 0;
   {
     std::lock_guard lock(mutex_);
     if (built_) {
-      return *built_;
+      return built_;
     }
     generation = generation_;
   }
-  std::vector<Backend> out = buildBackends();
+  auto out = std::make_shared<const std::vector<Backend>>(buildBackends());
   std::lock_guard lock(mutex_);
   if (generation == generation_) {
     built_ = out;

@@ -49,7 +49,7 @@ class ClusterBackendSource : public BackendSource {
   // Built from the caches once per change of a backend pod, of a node's zone or draining
   // mark, of a GPU share or of an assignment, not once per admission (a Node is kilobytes; every
   // review would copy all of them).
-  std::vector<Backend> backends() const override;
+  BackendSnapshot backends() const override;
 
  private:
   std::vector<Backend> buildBackends() const;
@@ -70,7 +70,7 @@ class ClusterBackendSource : public BackendSource {
   // Raised by every cache change that can alter the list; a list built while it moved is
   // not kept, so a build that read the caches before a change never hides it.
   uint64_t generation_ = 0;
-  mutable std::optional<std::vector<Backend>> built_;
+  mutable BackendSnapshot built_;
   // By pod ("namespace/name"): the backend it was given and the share it holds there.
   std::map<std::string, std::pair<std::string, GpuShare>> shares_;
   // By pod: the backend it was given, when and by whom.

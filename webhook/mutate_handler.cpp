@@ -152,7 +152,9 @@ AdmissionResponse MutateHandler::reviewPod(const AdmissionRequest& request, Revi
     if (const json* pinned = metadataEntry(doc, "annotations", kBackendAnnotation)) {
       const std::string& endpoint = pinned->get_ref<const std::string&>();
       std::vector<Backend> known;
-      for (const auto& backend : backends_.backends()) {
+      // Held by name: a range-for over *backends() would outlive the snapshot.
+      const BackendSnapshot backends = backends_.backends();
+      for (const auto& backend : *backends) {
         if (backend.endpoint() == endpoint) {
           known.push_back(backend);
           break;
@@ -194,7 +196,7 @@ AdmissionResponse MutateHandler::reviewPod(const AdmissionRequest& request, Revi
       return patched(ReviewResult::Waiting);
     }
     if (!assignment) {
-      auto choice = chooser_.choose(backends_.backends(), *requirements, !request.dryRun);
+      auto choice = chooser_.choose(*backends_.backends(), *requirements, !request.dryRun);
       if (choice) {
         auto properties = properties_.forBackend(choice->backend.ip, choice->backend.port);
         if (!properties) {

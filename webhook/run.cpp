@@ -102,7 +102,7 @@ int run(const Options& options) {
   // The HTTPS server is made below; the gauge reads it only at a scrape, once it exists.
   HttpServer* https = nullptr;
   WebhookMetrics metrics(
-      registry, [&source] { return static_cast<double>(source->backends().size()); },
+      registry, [&source] { return static_cast<double>(source->backends()->size()); },
       [&https] {
         const auto end = https != nullptr ? https->certificateNotAfter() : std::nullopt;
         return end ? std::chrono::duration<double>(end->time_since_epoch()).count() : 0.0;

@@ -102,7 +102,7 @@ bool StaticBackendSource::ready() const {
   return resolved_;
 }
 
-std::vector<Backend> StaticBackendSource::backends() const {
+BackendSnapshot StaticBackendSource::backends() const {
   std::lock_guard lock(mutex_);
   std::vector<Backend> out;
   for (const auto& spec : specs_) {
@@ -120,7 +120,7 @@ std::vector<Backend> StaticBackendSource::backends() const {
       }
     }
   }
-  return out;
+  return std::make_shared<const std::vector<Backend>>(std::move(out));
 }
 
 }  // namespace gvirtus::webhook

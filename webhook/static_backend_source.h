@@ -43,7 +43,7 @@ class StaticBackendSource : public BackendSource {
   void start() override;
   void stop() override;
   bool ready() const override;
-  std::vector<Backend> backends() const override;
+  BackendSnapshot backends() const override;
 
   // One pass over the hosts; for tests and start().
   void resolveAll();

@@ -281,7 +281,7 @@ void WaitingPodController::backendsChanged() {
   const auto backends = backends_.backends();
   std::lock_guard lock(mutex_);
   std::map<std::string, Offer> next;
-  for (const auto& backend : backends) {
+  for (const auto& backend : *backends) {
     Backend seen = backend;
     if (seen.load) {
       seen.load->updated.reset();
@@ -427,7 +427,7 @@ bool WaitingPodController::pass(std::stop_token stop, const std::vector<ObjectSn
   auto lookup = [this, &gangs](const json& pod) { return gangOf(pod, gangs); };
   bool ok = true;
   const auto outcomes =
-      releaseWaitingPods(waiting, backends_.backends(), chooser_, options_.plugins, write, stop,
+      releaseWaitingPods(waiting, *backends_.backends(), chooser_, options_.plugins, write, stop,
                          lookup, options_.parallelReleases);
   for (const auto& outcome : outcomes) {
     if (outcome.kind == PodOutcome::Kind::Released) {
@@ -460,7 +460,7 @@ void WaitingPodController::autoscale(const std::vector<PodOutcome>& outcomes,
       demand.push_back({referenceTo(outcome.pod, "v1", "Pod"), *requirements, created});
     }
   }
-  state.nextLook = autoscaler_->step(candidates, backends_.backends(), demand);
+  state.nextLook = autoscaler_->step(candidates, *backends_.backends(), demand);
   if (metrics_ != nullptr) {
     const AutoscaleStatus& status = autoscaler_->status();
     metrics_->autoscaled(static_cast<double>(status.wanted), static_cast<double>(status.autoscaled),

@@ -37,7 +37,7 @@ struct OneBackend {
     (void)client->remove(resources::kNodes, "", node);
   }
   std::optional<Backend> only() {
-    auto backends = source.backends();
+    auto backends = *source.backends();
     return backends.size() == 1 ? std::optional(backends[0]) : std::nullopt;
   }
 };

@@ -122,9 +122,9 @@ class FakeBackendSource : public BackendSource {
   void start() override {}
   void stop() override {}
   bool ready() const override { return true; }
-  std::vector<Backend> backends() const override {
+  BackendSnapshot backends() const override {
     std::lock_guard lock(mutex_);
-    return backends_;
+    return std::make_shared<const std::vector<Backend>>(backends_);
   }
   void set(std::vector<Backend> backends) {
     std::lock_guard lock(mutex_);

@@ -178,7 +178,7 @@ namespace {
 class HeldBackendSource : public FakeBackendSource {
  public:
   using FakeBackendSource::FakeBackendSource;
-  std::vector<Backend> backends() const override {
+  BackendSnapshot backends() const override {
     std::unique_lock lock(heldMutex_);
     ++entered_;
     changed_.notify_all();

@@ -40,7 +40,7 @@ TEST_CASE("host names resolve to one backend per IPv4 address, failures keep the
   source.start();
   CHECK(source.ready());
   CHECK(changes == 1);
-  auto backends = source.backends();
+  auto backends = *source.backends();
   REQUIRE(backends.size() == 3);
   CHECK(backends[0].endpoint() == "192.0.2.1:9999");
   CHECK(backends[1].endpoint() == "192.0.2.2:9999");
@@ -53,7 +53,7 @@ TEST_CASE("host names resolve to one backend per IPv4 address, failures keep the
     answers.at("gpu.example.com") = gvirtus::fail("timeout");
   }
   source.resolveAll();
-  CHECK(source.backends().size() == 3);
+  CHECK(source.backends()->size() == 3);
   CHECK(changes == 1);
 
   {
@@ -61,7 +61,7 @@ TEST_CASE("host names resolve to one backend per IPv4 address, failures keep the
     answers.at("gpu.example.com") = std::vector<std::string>{"192.0.2.3"};
   }
   source.resolveAll();
-  backends = source.backends();
+  backends = *source.backends();
   REQUIRE(backends.size() == 2);
   CHECK(backends[0].endpoint() == "192.0.2.3:9999");
   CHECK(changes == 2);

@@ -45,7 +45,9 @@ class FixedBackends : public BackendSource {
   void start() override {}
   void stop() override {}
   bool ready() const override { return true; }
-  std::vector<Backend> backends() const override { return backends_; }
+  BackendSnapshot backends() const override {
+    return std::make_shared<const std::vector<Backend>>(backends_);
+  }
 
  private:
   std::vector<Backend> backends_;
