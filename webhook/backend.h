@@ -84,6 +84,20 @@ struct Backend {
   std::string endpoint() const { return ip + ":" + std::to_string(port); }
   // "namespace/name"; empty for static backends.
   std::string podRef() const { return podName.empty() ? "" : podNamespace + "/" + podName; }
+  // The same backend without `shares` and `assigned`, as a choice carries it: those lists
+  // grow long during a burst of pods, and a choice is copied on.
+  Backend withoutPods() const {
+    return Backend{.ip = ip,
+                   .port = port,
+                   .podNamespace = podNamespace,
+                   .podName = podName,
+                   .node = node,
+                   .zone = zone,
+                   .load = load,
+                   .draining = draining,
+                   .shares = {},
+                   .assigned = {}};
+  }
   bool operator==(const Backend&) const = default;
 };
 

@@ -288,7 +288,12 @@ ChooseResult BackendChooser::choose(const std::vector<Backend>& backends,
       break;
     }
   }
-  Choice choice{*chosen->backend, policy, preferredZone, chosen->gpuIndex, chosen->memoryMiB, 0};
+  Choice choice{chosen->backend->withoutPods(),
+                policy,
+                preferredZone,
+                chosen->gpuIndex,
+                chosen->memoryMiB,
+                0};
   if (record) {
     choice.reservation = nextReservation_++;
     assignments_[choice.backend.endpoint()].push_back(

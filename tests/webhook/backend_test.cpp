@@ -46,3 +46,22 @@ TEST_CASE("a backend's endpoint is IPv4:PORT", "[backend]") {
   b.podName = "backend-0";
   CHECK(b.podRef() == "gvirtus-system/backend-0");
 }
+
+TEST_CASE("a backend without its pods keeps everything else", "[backend]") {
+  Backend full;
+  full.ip = "10.0.0.7";
+  full.port = 9999;
+  full.podNamespace = "gvirtus-system";
+  full.podName = "backend-7";
+  full.node = "gpu-7";
+  full.zone = "zone-a";
+  full.load = BackendLoad{};
+  full.load->connections = 3;
+  full.draining = true;
+  full.shares = {GpuShare{}};
+  full.assigned = {AssignedPod{std::chrono::system_clock::now(), "webhook-a"}};
+  Backend expected = full;
+  expected.shares.clear();
+  expected.assigned.clear();
+  CHECK(full.withoutPods() == expected);
+}
