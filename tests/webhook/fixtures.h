@@ -117,23 +117,25 @@ inline Backend backend(const std::string& ip, int64_t connections = 0, int64_t m
 
 class FakeBackendSource : public BackendSource {
  public:
-  explicit FakeBackendSource(std::vector<Backend> backends = {}) : backends_(std::move(backends)) {}
+  explicit FakeBackendSource(std::vector<Backend> backends = {})
+      : backends_(std::make_shared<const std::vector<Backend>>(std::move(backends))) {}
   void setOnChange(std::function<void()>) override {}
   void start() override {}
   void stop() override {}
   bool ready() const override { return true; }
+  // A snapshot made once per set(), as the cluster source makes one per change.
   BackendSnapshot backends() const override {
     std::lock_guard lock(mutex_);
-    return std::make_shared<const std::vector<Backend>>(backends_);
+    return backends_;
   }
   void set(std::vector<Backend> backends) {
     std::lock_guard lock(mutex_);
-    backends_ = std::move(backends);
+    backends_ = std::make_shared<const std::vector<Backend>>(std::move(backends));
   }
 
  private:
   mutable std::mutex mutex_;
-  std::vector<Backend> backends_;
+  BackendSnapshot backends_;
 };
 
 }  // namespace gvirtus::webhook::testing
