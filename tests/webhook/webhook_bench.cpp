@@ -62,32 +62,6 @@ TEST_CASE("webhook benchmark: the handler alone", "[bench]") {
               total * 1e6 / count, percentile(samples, 0.5), percentile(samples, 0.99));
 }
 
-TEST_CASE("webhook benchmark: the handler alone during a burst", "[bench]") {
-  // Four cluster backends that were given 1,000 pods within the assignment window, by this
-  // replica and another one: what every review during a burst of pods sees.
-  gvirtus::log::configure(gvirtus::log::Level::Warn, gvirtus::log::Format::Text);
-  std::vector<Backend> backends;
-  for (int b = 0; b < 4; ++b) {
-    Backend one = backend("10.0.0." + std::to_string(b + 1), 0, 0, "backend-" + std::to_string(b));
-    for (int p = 0; p < 250; ++p) {
-      one.assigned.push_back({std::chrono::system_clock::now(), "gvirtus-webhook-7d9f8b6c5-x2k4q"});
-    }
-    backends.push_back(std::move(one));
-  }
-  FakeBackendSource source(std::move(backends));
-  BackendChooser chooser;
-  MutateHandler handler(MutateConfig{}, source, chooser);
-  const std::string body = admissionReview(gvirtusPod({"app", "worker"})).dump();
-  const int count = envInt("BENCH_REVIEWS", 20000);
-  const auto start = Clock::now();
-  for (int i = 0; i < count; ++i) {
-    REQUIRE(handler.handle(body).status == 200);
-  }
-  const double total = std::chrono::duration<double>(Clock::now() - start).count();
-  std::printf("handler alone, 1000 recent assignments on 4 backends: %d reviews, %.1f us/review\n",
-              count, total * 1e6 / count);
-}
-
 TEST_CASE("webhook benchmark: over TLS with keep-alive", "[bench]") {
   TempDir dir;
   TlsFiles tls(dir);
