@@ -37,17 +37,25 @@ Result<std::string> optionalString(const json& object, const char* key) {
 JsonShape shapeOf(std::string_view text) {
   JsonShape shape;
   int depth = 0;
-  bool inString = false;
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
-    if (inString) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        inString = false;
+    if (c == '"') {
+      // Most of a review is strings: jump from quote to quote (memchr), past the quotes
+      // escaped by an odd run of backslashes.
+      for (size_t end = i;;) {
+        end = text.find('"', end + 1);
+        if (end == std::string_view::npos) {
+          return shape;
+        }
+        size_t backslashes = 0;
+        while (text[end - 1 - backslashes] == '\\') {
+          ++backslashes;
+        }
+        if (backslashes % 2 == 0) {
+          i = end;
+          break;
+        }
       }
-    } else if (c == '"') {
-      inString = true;
     } else if (c == '[' || c == '{') {
       shape.depth = std::max(shape.depth, ++depth);
       ++shape.values;

@@ -100,3 +100,19 @@ TEST_CASE("the answer echoes the uid and carries a base64 JSON patch", "[admissi
                                     {"allowed", false},
                                     {"status", {{"code", 400}, {"message", "no \\ way"}}}}));
 }
+
+TEST_CASE("the shape of a text counts containers and separators outside strings only",
+          "[admission-review]") {
+  auto shape = [](std::string_view text) {
+    const JsonShape s = shapeOf(text);
+    return std::pair{s.depth, s.values};
+  };
+  CHECK(shape(R"({"a":[1,2,{"b":3}]})") == std::pair{3, std::size_t{5}});  // 3 containers, 2 commas
+  // Brackets, commas and escaped quotes inside strings count for nothing.
+  CHECK(shape(R"({"a":"[{,}]","b":"say \"[,]\"","c":"\\","d":"\\\"{"})") ==
+        std::pair{1, std::size_t{4}});
+  CHECK(shape(R"(["x\\\\",[[]]])") == std::pair{3, std::size_t{4}});
+  // An unterminated string ends the count.
+  CHECK(shape(R"([[1,"open [[[)") == std::pair{2, std::size_t{3}});
+  CHECK(shape("") == std::pair{0, std::size_t{0}});
+}
