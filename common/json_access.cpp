@@ -36,7 +36,9 @@ json& valueAt(json& object, std::initializer_list<std::string_view> path, json e
     if (!node->is_object()) {
       *node = json::object();
     }
-    node = &(*node)[std::string(key)];
+    // Found without building a key; a missing one is added.
+    auto it = node->find(key);
+    node = it != node->end() ? &*it : &(*node)[std::string(key)];
   }
   if (node->type() != empty.type()) {
     *node = std::move(empty);

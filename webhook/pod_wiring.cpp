@@ -76,6 +76,11 @@ const json& configMount() {
   return mount;
 }
 
+const json& configEnv() {
+  static const json env = {{"name", kConfigEnv}, {"value", kConfigPath}};
+  return env;
+}
+
 void addVolume(json& pod) {
   json& volumes = arrayAt(pod, {"spec", "volumes"});
   if (auto index = findNamed(&volumes, kConfigVolume); !index) {
@@ -107,7 +112,7 @@ Result<void> wireContainer(json& container, const std::string& name) {
   }
 
   if (!findNamed(member(container, "env"), kConfigEnv)) {
-    arrayAt(container, {"env"}).push_back({{"name", kConfigEnv}, {"value", kConfigPath}});
+    arrayAt(container, {"env"}).push_back(configEnv());
   }
   return {};
 }
