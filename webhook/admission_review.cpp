@@ -77,7 +77,7 @@ Result<AdmissionRequest> parseAdmissionReview(std::string_view body, const JsonS
   }
   auto parsed = readJson(body, kMaxDepth);
   if (!parsed) {
-    return fail("the body is not JSON (" + parsed.error().message + ")");
+    return fail(parsed.error().context("the body is not JSON"));
   }
   json& doc = *parsed;
   if (!doc.is_object()) {

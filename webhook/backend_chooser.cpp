@@ -296,7 +296,7 @@ ChooseResult BackendChooser::choose(const std::vector<Backend>& backends,
                 0};
   if (record) {
     choice.reservation = nextReservation_++;
-    assignments_[choice.backend.endpoint()].push_back(
+    assignments_[chosen->endpoint].push_back(
         {now, choice.reservation, chosen->gpuIndex, chosen->memoryMiB, pod.pod});
   }
   return choice;
