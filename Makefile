@@ -104,8 +104,9 @@ fuzz: deps
 
 # The end-to-end scenarios on their own local cluster with real nodes: the project's
 # images run as pods under kubelet + containerd.
-e2e-test: node-image
-	@bash tests/e2e/real/run-e2e.sh gvirtus-e2e
+# K8S_VERSION=v1.35.4 make e2e-test: the same on the oldest supported release.
+e2e-test: node-image tools
+	@HELM=$$(source tests/tools/versions.sh && echo "$$HELM_BIN") bash tests/e2e/real/run-e2e.sh gvirtus-e2e
 
 # helm and promtool from the Go module proxy, cached by version (tests/tools/versions.sh),
 # with the Go that cluster-build finds or installs.

@@ -38,6 +38,7 @@ COPY device-plugin/ device-plugin/
 COPY webhook/ webhook/
 COPY backend-shim/ backend-shim/
 COPY kai-reservation/ kai-reservation/
+COPY kubectl-gvirtus/ kubectl-gvirtus/
 COPY images/stage-rootfs.sh images/cross-env.sh images/print_ids.c images/
 
 # Empty: as many jobs as the build machine has cores. -O2, as the tested builds (GCC 12
@@ -48,5 +49,5 @@ RUN set -eu; . /src/images/cross-env.sh; \
       -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" -DBUILD_TESTING=OFF $CROSS_CMAKE_ARGS; \
     cmake --build /build -j "${BUILD_JOBS:-$(nproc)}" --target \
       gvirtus-labeler gvirtus-device-plugin gvirtus-webhook gvirtus-backend-shim \
-      gvirtus-kai-reservation; \
+      gvirtus-kai-reservation kubectl-gvirtus; \
     bash /src/images/stage-rootfs.sh /build/bin /out

@@ -3,11 +3,13 @@
 # and pushes one manifest list per image to a registry. The C++ is compiled once per
 # platform, cross-compiled for the platforms that are not the build machine's.
 #
-#   images/build.sh [--test] [IMAGE...]
+#   images/build.sh [--test] [--plugin DIR] [IMAGE...]
 #
-#   IMAGE   labeler device-plugin webhook backend kai-reservation testapp (default: all but
-#           testapp)
-#   --test  then check the pushed images (images/test.sh)
+#   IMAGE     labeler device-plugin webhook backend kai-reservation testapp (default: all
+#             but testapp)
+#   --test    then check the pushed images (images/test.sh)
+#   --plugin  also write the kubectl plugin's krew payload for every platform to
+#             DIR/linux_ARCH (from the same builder; images/release.sh packs it)
 #
 # Without REGISTRY (make images): the local registry and BuildKit daemon of
 # tests/cluster/registry are started when they are not running, and the images go to
@@ -26,6 +28,8 @@
 #   BASE_IMAGE        Debian base of the builder (default debian:bookworm-slim)
 #   GVIRTUS_IMAGE     the GVirtuS image the backend extends; "standin" for the stand-in
 #   BUILD_JOBS        compile jobs inside the builder (default: all cores)
+#   SBOM=1            attach an SBOM attestation to each pushed image (BuildKit's SBOM
+#                     scanner image must be pullable: the release workflow, not here)
 #
 # Prints how long each platform took: the build machine's platform alone first (not
 # pushed), then all of them (the first cached) and the push.
@@ -34,10 +38,17 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 
-test_images=0 wanted=()
-for arg in "$@"; do
+test_images=0 wanted=() plugin_dir=""
+while [ $# -gt 0 ]; do
+  arg=$1
+  shift
   case $arg in
     --test) test_images=1 ;;
+    --plugin)
+      plugin_dir=${1:?build.sh: --plugin needs a folder}
+      shift
+      mkdir -p "$plugin_dir" && plugin_dir=$(cd "$plugin_dir" && pwd)
+      ;;
     labeler | device-plugin | webhook | backend | kai-reservation | testapp) wanted+=("$arg") ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "build.sh: unknown argument \"$arg\" (see --help)" >&2; exit 2 ;;
@@ -102,8 +113,16 @@ bake "$logs/bake-$(tr / _ <<<"$build_platform").log" --set "*.platform=$build_pl
 timed "$build_platform (build machine)" $((SECONDS - start))
 start=$SECONDS
 say "building ${wanted[*]} for $PLATFORMS (backend: $BACKEND_PLATFORMS) and pushing to $REGISTRY ..."
-bake "$logs/bake-all.log" --push "${wanted[@]}"
+attest=()
+[ "${SBOM:-0}" = 1 ] && attest=(--set '*.attest=type=sbom' --set '*.attest=type=provenance,mode=max')
+bake "$logs/bake-all.log" --push "${attest[@]}" "${wanted[@]}"
 timed "+ the other platforms, and the push" $((SECONDS - start))
+if [ -n "$plugin_dir" ]; then
+  start=$SECONDS
+  say "kubectl plugin for $PLATFORMS -> $plugin_dir ..."
+  bake "$logs/bake-plugin.log" --set "kubectl-plugin.output=type=local,dest=$plugin_dir" kubectl-plugin
+  timed "kubectl plugin, every platform" $((SECONDS - start))
+fi
 say "build times:"
 for t in "${timings[@]}"; do printf '    %s\n' "$t" >&2; done
 for name in "${wanted[@]}"; do

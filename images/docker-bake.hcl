@@ -117,3 +117,14 @@ target "tools" {
   platforms          = split(",", PLATFORMS)
   output             = ["type=local,dest=${TOOLS_DIR}"]
 }
+
+# The kubectl plugin's krew payload from the builder (launcher, binary, libraries), one
+# folder per platform under PLUGIN_DIR; images/release.sh packs and checksums them.
+variable "PLUGIN_DIR" { default = "build/release/plugin" }
+target "kubectl-plugin" {
+  context           = "images"
+  contexts          = { "gvirtus-k8s-builder" = "target:builder" }
+  dockerfile-inline = "FROM gvirtus-k8s-builder AS build\nFROM scratch\nCOPY --from=build /out/kubectl-gvirtus/ /\n"
+  platforms         = split(",", PLATFORMS)
+  output            = ["type=local,dest=${PLUGIN_DIR}"]
+}

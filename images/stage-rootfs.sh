@@ -14,6 +14,9 @@
 #   non-root user 65532, CA certificates, an empty /tmp. No shell, no package manager.
 # OUT/backend-shim: /opt/gvirtus-k8s/{bin,lib}, a self-contained gvirtus-backend-shim
 #   to drop into any GVirtuS image, whatever its C library (see Dockerfile.backend).
+# OUT/kubectl-gvirtus: the kubectl plugin as its krew archive holds it, for any Linux
+#   whatever its C library: a launcher script, the binary and every library it needs,
+#   the loader included (images/release.sh packs it).
 # OUT/tools/print-ids: a static program that prints its user and group ids; the image
 #   tests mount it into the images, which have no `id` of their own.
 set -euo pipefail
@@ -136,11 +139,46 @@ stage_backend_shim() {
   cp -a "$prefix" "$out/backend-shim/opt/"
 }
 
+# kubectl-gvirtus for users' machines: krew unpacks the archive wherever it likes, so no
+# path can be fixed in the binary (PT_INTERP, DT_RPATH are absolute or $ORIGIN-relative
+# only to the binary, and the loader's own path must be absolute). The launcher runs the
+# bundled loader on the binary with the bundled libraries; the machine's C library is
+# never used, so an older glibc (Ubuntu 22.04's 2.35) runs it too.
+stage_plugin() {
+  local program=kubectl-gvirtus root=$out/kubectl-gvirtus
+  say "kubectl-gvirtus: launcher, binary and libraries"
+  rm -rf "$root"
+  install -d -m 0755 "$root/lib"
+  install -m 0755 "$bin/$program" "$root/lib/$program"
+  "${CROSS_PREFIX}strip" --strip-unneeded "$root/lib/$program"
+  local lib interp
+  for lib in $(libraries_of "$bin/$program"); do
+    install -m 0755 "$(readlink -f "$lib")" "$root/lib/$(basename "$lib")"
+  done
+  interp=$(patchelf --print-interpreter "$bin/$program")
+  install -m 0755 "$(readlink -f "$interp")" "$root/lib/$(basename "$interp")"
+  cat >"$root/$program" <<LAUNCHER
+#!/bin/sh
+# kubectl-gvirtus: runs the plugin with the loader and libraries that came with it.
+lib=\$(dirname "\$(readlink -f "\$0")")/lib
+exec "\$lib/$(basename "$interp")" --library-path "\$lib" "\$lib/$program" "\$@"
+LAUNCHER
+  chmod 0755 "$root/$program"
+  # Proof that it runs from nothing but what was staged.
+  if [ -z "$TARGET_EMULATOR" ]; then
+    env -i "$root/$program" --version >/dev/null
+  else
+    run_target "$root/lib/$(basename "$interp")" --library-path "$root/lib" \
+      "$root/lib/$program" --version >/dev/null
+  fi
+}
+
 stage_scratch labeler gvirtus-labeler
 stage_scratch device-plugin gvirtus-device-plugin
 stage_scratch webhook gvirtus-webhook
 stage_scratch kai-reservation gvirtus-kai-reservation
 stage_backend_shim
+stage_plugin
 install -d "$out/tools"
 "${CROSS_PREFIX}gcc" -static -O2 -o "$out/tools/print-ids" "$here/print_ids.c"
 say "done: $(du -sh "$out"/* | tr '\n\t' '  ')"

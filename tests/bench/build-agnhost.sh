@@ -24,16 +24,16 @@ if [ -x "$binary" ]; then
   exit 0
 fi
 
-# A Go of at least 1.24: the one on PATH, /usr/local/go, or the one tests/cluster/build.sh
+# A Go of at least 1.$GO_MIN_MINOR: the one on PATH, /usr/local/go, or the one tests/cluster/build.sh
 # installed into the cache (run it first on a machine without Go).
 go_bin=
 for candidate in "$(command -v go || true)" /usr/local/go/bin/go "$CLUSTER_CACHE/go/bin/go"; do
   [ -x "$candidate" ] || continue
   minor=$("$candidate" env GOVERSION | sed -E 's/^go1\.([0-9]+).*/\1/')
-  if [ "${minor:-0}" -ge 24 ]; then go_bin=$candidate; break; fi
+  if [ "${minor:-0}" -ge "$GO_MIN_MINOR" ]; then go_bin=$candidate; break; fi
 done
 if [ -z "$go_bin" ]; then
-  say "no Go >= 1.24: run tests/cluster/build.sh (make cluster-build) first, it installs one"
+  say "no Go >= 1.$GO_MIN_MINOR: run tests/cluster/build.sh (make cluster-build) first, it installs one"
   exit 1
 fi
 

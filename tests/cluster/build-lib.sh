@@ -1,22 +1,22 @@
 # shellcheck shell=bash
 # Shared by the scripts that build test tooling from the Go module proxy (sourced; the
 # caller defines say() and sources versions.sh):
-#   ensure_go                  puts a Go of at least 1.24 first on PATH: the machine's, or
+#   ensure_go                  puts a Go of at least 1.$GO_MIN_MINOR first on PATH: the machine's, or
 #                              one installed into the cache through the module proxy
 #   with_progress WHAT CMD...  runs a minutes-long build with a heartbeat every 30 s
 
-# Debian's golang-go is older than 1.24, so it only serves to fetch the toolchain module.
+# Debian's golang-go is older than that, so it only serves to fetch the toolchain module.
 ensure_go() {
   local go_bin minor
   for go_bin in "$(command -v go || true)" /usr/local/go/bin/go "$CLUSTER_CACHE/go/bin/go"; do
     [ -x "$go_bin" ] || continue
     minor=$("$go_bin" env GOVERSION | sed -E 's/^go1\.([0-9]+).*/\1/')
-    if [ "${minor:-0}" -ge 24 ]; then
+    if [ "${minor:-0}" -ge "$GO_MIN_MINOR" ]; then
       export PATH=$(dirname "$go_bin"):$PATH
       return
     fi
   done
-  say "no Go >= 1.24 found; installing Debian's golang-go to fetch go$GO_FALLBACK_VERSION"
+  say "no Go >= 1.$GO_MIN_MINOR found; installing Debian's golang-go to fetch go$GO_FALLBACK_VERSION"
   command -v /usr/lib/go/bin/go >/dev/null 2>&1 || {
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq golang-go >/dev/null
   }

@@ -22,14 +22,16 @@ missing() { local b; for b in "$@"; do [ -x "$CLUSTER_BIN/$b" ] || return 0; don
 if missing kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy; then
   # One go build for all six: they share most packages. kubelet and kube-proxy run in
   # the real node containers (tests/cluster/node/).
-  (cd "$here/modules/kubernetes" && with_progress "kubernetes $K8S_VERSION" \
+  [ -f "$KUBERNETES_MODULE/go.mod" ] || { say "no wrapper module for Kubernetes $K8S_VERSION" \
+    "(tested: $K8S_TESTED_VERSIONS; bash tests/cluster/modules/new-version.sh kubernetes $K8S_VERSION writes one)"; exit 2; }
+  (cd "$KUBERNETES_MODULE" && with_progress "kubernetes $K8S_VERSION" \
     go build -ldflags "$ldflags" -o "$CLUSTER_BIN/" \
     k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
     k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl \
     k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy)
 fi
 if missing etcd; then
-  (cd "$here/modules/etcd" && with_progress "etcd $ETCD_VERSION" \
+  (cd "$ETCD_MODULE" && with_progress "etcd $ETCD_VERSION" \
     go build -ldflags "-s -w" -o "$CLUSTER_BIN/etcd" go.etcd.io/etcd/server/v3)
 fi
 if missing kwok kwokctl; then

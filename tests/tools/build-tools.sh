@@ -6,8 +6,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/versions.sh"
-# GOTOOLCHAIN=auto: helm v3.21 needs Go 1.26, newer than the Go that the control plane's
-# build installs (1.24); go then fetches the toolchain it needs through the module proxy
+# GOTOOLCHAIN=auto: should a tool need a newer Go than the one the control plane's build
+# found or installed (1.26), go fetches the toolchain it needs through the module proxy
 # (and uses the local one when it is new enough, as on most machines).
 export GOTOOLCHAIN=auto GOWORK=off CGO_ENABLED=0 GOFLAGS=-trimpath
 

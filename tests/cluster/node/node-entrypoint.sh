@@ -55,8 +55,11 @@ CNI
 cat >"$conf/kubelet.yaml" <<KUBELET
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-# cgroup v1 with cgroupfs; the node's pods live under /$cgroup_root in every hierarchy.
-cgroupDriver: cgroupfs
+# The node's pods live under /$cgroup_root in every cgroup v1 hierarchy. The cgroup
+# driver is asked of containerd over CRI (cgroupfs: SystemdCgroup = false); the kubelet's
+# own cgroupDriver setting is deprecated. From 1.35 the kubelet refuses cgroup v1 unless
+# failCgroupV1 is false: a temporary override for this machine's local nodes only
+# (production nodes run cgroup v2, docs/local-clusters.md).
 cgroupRoot: /$cgroup_root
 failCgroupV1: false
 containerRuntimeEndpoint: unix:///run/containerd/containerd.sock

@@ -2,7 +2,9 @@
 # The end-to-end tests on real nodes: GVirtuS installed as an operator would (real/up.sh),
 # then the shared scenarios (tests/e2e/scenarios, the same ones kind runs) and the ones
 # that need this harness (tests/e2e/real/scenarios: they restart kubelets, kill
-# processes, restart the API server), then with NVIDIA KAI-Scheduler (tests/e2e/kai).
+# processes, restart the API server), then with NVIDIA KAI-Scheduler (tests/e2e/kai),
+# then reinstalled from the release's OCI chart in the loopback registry
+# (install-from-oci.sh, which needs HELM).
 # Always stops everything. Closes with
 # "e2e: N passed, N failed".
 #   real/run-e2e.sh [NAME] [PATTERN]   (PATTERN: only scenarios whose name contains it)
@@ -57,6 +59,12 @@ if bash "$repo/tests/cluster/kai/up.sh" "$name" &&
   for scenario in "$here"/../kai/[0-9]*.sh; do run "$scenario"; done
 else
   failed=$((failed + 1)); names+=("kai-scheduler-setup")
+fi
+# Last: the release as operators install it, from the OCI chart in the loopback registry.
+if [ -n "${HELM:-}" ]; then
+  run "$here/install-from-oci.sh"
+else
+  echo "[e2e-real] install-from-oci skipped: HELM is not set (make e2e-test sets it)" >&2
 fi
 if [ "$failed" != 0 ]; then
   echo "[e2e-real] failed: ${names[*]}; artifacts in $E2E_ARTIFACTS" >&2
