@@ -131,8 +131,12 @@ operator-test: build cluster-build tools
 	  ctest --test-dir $(BUILD_DIR) -L '^operator-cluster$$' --output-on-failure && \
 	echo "[operator-test] done in $$((SECONDS - start))s"
 
-test: format-check docs-check unit-test fuzz operator-test integration-test e2e-test images-test
-	@echo "[test] all suites passed"
+# One stage after another, each timed (tests/lib/stages.sh): first what the suites share,
+# built and cached by version, then the suites.
+TEST_STAGES := deps format-check build cluster-build tools node-image docs-check unit-test fuzz \
+  operator-test integration-test e2e-test images-test
+test:
+	@bash tests/lib/stages.sh $(TEST_STAGES) && echo "[test] all suites passed"
 
 # Benchmarks against peers (agnhost), not part of make test: writes docs/performance.md.
 bench: deps cluster-build

@@ -52,6 +52,17 @@ cat >/etc/cni/net.d/10-gvirtus-pods.conflist <<CNI
 }
 CNI
 
+# NODE_TAINTS (key[=value]:Effect,...) as the configuration's registerWithTaints: the
+# kubelet's flags for configuration fields are deprecated.
+taints="registerWithTaints: []"
+IFS=, read -ra node_taints <<<"${NODE_TAINTS:-}"
+[ ${#node_taints[@]} = 0 ] || taints="registerWithTaints:"
+for taint in "${node_taints[@]}"; do
+  key=${taint%%:*} value=""
+  [[ $key == *=* ]] && value=${key#*=} key=${key%%=*}
+  taints+=$'\n'"  - {key: \"$key\", value: \"$value\", effect: \"${taint##*:}\"}"
+done
+
 cat >"$conf/kubelet.yaml" <<KUBELET
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -79,6 +90,8 @@ serializeImagePulls: false
 # The disk is the host's, shared by every node: never evict for it.
 evictionHard: {memory.available: "100Mi", nodefs.available: "0%", imagefs.available: "0%"}
 imageGCHighThresholdPercent: 100
+logging: {verbosity: ${KUBELET_VERBOSITY:-1}}
+$taints
 KUBELET
 
 cat >"$conf/kube-proxy.yaml" <<PROXY
@@ -120,7 +133,6 @@ say "containerd ready"
 supervise kube-proxy kube-proxy --config "$conf/kube-proxy.yaml"
 supervise kubelet kubelet --config "$conf/kubelet.yaml" \
   --kubeconfig /etc/kubernetes/kubelet.kubeconfig --hostname-override "$NODE_NAME" \
-  --node-ip "$node_ip" --node-labels "${NODE_LABELS:-}" --register-with-taints "${NODE_TAINTS:-}" \
-  --v "${KUBELET_VERBOSITY:-1}"
+  --node-ip "$node_ip" --node-labels "${NODE_LABELS:-}"
 say "kubelet and kube-proxy started (node IP $node_ip, pods $POD_CIDR)"
 wait
