@@ -61,6 +61,9 @@ expect "tolerations" '^ +- key: dedicated$' --set 'webhook.tolerations[0].key=de
 expect_not "labeler.enabled=false" 'name: gvirtus-labeler$' --set labeler.enabled=false
 expect_not "namespace.create=false" '^kind: Namespace$' --set namespace.create=false
 expect "namespace.name" '^ +- --backend-namespace=gpu-system$' --set namespace.name=gpu-system
+expect "namespace.name reaches the admission policies" \
+  "system:serviceaccount:gpu-system:gvirtus-webhook'" --set namespace.name=gpu-system
+expect_not "admissionPolicies.enabled=false" '^kind: ValidatingAdmissionPolicy' --set admissionPolicies.enabled=false
 
 say "values.schema.json refuses what the binaries would"
 # expect_refused DESCRIPTION helm-template-args...: the schema stops the rendering.
@@ -79,6 +82,7 @@ expect_refused "a misspelt value" --set webhook.polciy=round-robin
 expect_refused "a static backend without a port" --set 'webhook.staticBackends={gpu1}'
 expect_refused "a port out of range" --set backend.port=70000
 expect_refused "a duration without a unit" --set backend.drainTimeout=30
+expect_refused "admissionPolicies.enabled not a boolean" --set-string admissionPolicies.enabled=no
 
 say "cert-manager"
 cm=(--set certManager.enabled=true)

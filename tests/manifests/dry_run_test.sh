@@ -24,7 +24,7 @@ else
   bad "apply -k manifests/:"; echo "$out" >&2
 fi
 
-for component in labeler device-plugin webhook backend; do
+for component in labeler device-plugin webhook backend policy; do
   say "component $component"
   if ! out=$(k apply --dry-run=server -f "$manifests/$component/" 2>&1); then
     bad "apply -f manifests/$component/:"; echo "$out" >&2; continue
@@ -84,7 +84,9 @@ fi
 say "nothing was created by the dry runs"
 left=$(k get all,serviceaccounts,roles,rolebindings,networkpolicies,poddisruptionbudgets -n "$ns" \
   -o name 2>/dev/null | grep -v '^serviceaccount/default$' || true)
-left+=$(k get clusterroles,clusterrolebindings,mutatingwebhookconfigurations -o name 2>/dev/null |
-  grep gvirtus || true)
+left+=$(k get clusterroles,clusterrolebindings,mutatingwebhookconfigurations \
+  -o name 2>/dev/null | grep gvirtus || true)
+left+=$(k get validatingadmissionpolicies,validatingadmissionpolicybindings \
+  -o name 2>/dev/null | grep gvirtus || true)
 [ -z "$left" ] && ok "no objects left" || bad "objects exist after dry runs: $left"
 finish

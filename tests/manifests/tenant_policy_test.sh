@@ -1,0 +1,305 @@
+#!/usr/bin/env bash
+# The ValidatingAdmissionPolicies of manifests/policy hold on the real API server, each
+# request made with that account's own token (docs/security.md):
+#   tenant   a ServiceAccount with the "edit" role in its namespace only: cannot label a
+#            pod gvirtus.io/enabled after creation, change what the webhook wrote or what
+#            is counted (gvirtus.io/ annotations, KAI shares), remove the gate, or create a
+#            pod carrying the gate or the webhook's annotations it was not given;
+#   webhook  releases a GVirtuS pod (annotations, gate, zone preference) and, with the
+#            autoscale overlay's RBAC, writes the backend keys of nodes; nothing else;
+#   labeler  its own node (the token's node-name claim), its three labels only;
+#   backend  its own pod (the token's pod-name claim), gvirtus.io/load only.
+# Allowed requests pass; refused ones are refused by the expected policy, whose message is
+# printed. No webhook runs here (fake nodes): the MutatingWebhookConfiguration is removed
+# and the test writes on pods what the webhook would. Also checks that the scheduler's
+# binding and kwok's status updates still go through.
+source "$(dirname "$0")/lib.sh"
+tenant_ns=mf-tenant
+scratch=""
+cleanup() {
+  k delete namespace "$tenant_ns" --ignore-not-found --wait=true --timeout=120s >/dev/null 2>&1 || true
+  k delete -f "$repo/overlays/autoscale/rbac.yaml" --ignore-not-found >/dev/null 2>&1 || true
+  delete_manifests
+  delete_test_nodes
+  [ -z "$scratch" ] || rm -rf "$scratch"
+}
+trap cleanup EXIT
+cleanup
+scratch=$(mktemp -d)
+
+F=gvirtus.io/frontend.allowed B=gvirtus.io/backend.allowed G=gvirtus.io/gpu.present
+say "fake nodes and kubectl apply -k manifests/"
+bash "$add_node" mf-pol-bare 2>/dev/null
+bash "$add_node" mf-pol-fe $F=true $B=false $G=false 2>/dev/null
+bash "$add_node" mf-pol-gpu1 $F=false $B=true $G=true 2>/dev/null
+bash "$add_node" mf-pol-gpu2 $F=false $B=true $G=true 2>/dev/null
+k apply -k "$manifests" >/dev/null 2>&1 || { k apply -k "$manifests"; bad "apply -k failed"; finish; }
+# Fake nodes run no webhook: with failurePolicy Fail, it would refuse every GVirtuS pod.
+k delete mutatingwebhookconfiguration gvirtus-webhook >/dev/null
+
+server=$(k config view --minify --raw -o jsonpath='{.clusters[0].cluster.server}')
+ca_file=$(k config view --minify --raw -o jsonpath='{.clusters[0].cluster.certificate-authority}')
+ca_data=$(k config view --minify --raw -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
+if [ -z "$ca_file" ]; then ca_file=$scratch/ca.crt; base64 -d <<<"$ca_data" >"$ca_file"; fi
+# raw_patch TOKEN pod|node NAME [-n NS] [--type=json|merge] -p BODY: one PATCH request, as
+# the components send it (kubectl patch reads the object first, which the webhook and the
+# shim may not); prints the refusal's message.
+raw_patch() {
+  local token=$1 kind=$2 name=$3 ns="" type=strategic body="" ct code; shift 3
+  while [ $# -gt 0 ]; do
+    case $1 in
+      -n) ns=$2; shift 2 ;;
+      --type=*) type=${1#--type=}; shift ;;
+      -p) body=$2; shift 2 ;;
+      *) echo "raw_patch: unknown argument $1" >&2; return 2 ;;
+    esac
+  done
+  case $type in
+    json) ct=application/json-patch+json ;;
+    merge) ct=application/merge-patch+json ;;
+    *) ct=application/strategic-merge-patch+json ;;
+  esac
+  code=$(curl -sS -o "$scratch/response" -w '%{http_code}' --max-time 30 --cacert "$ca_file" \
+    -H "Authorization: Bearer $token" -H "Content-Type: $ct" -X PATCH --data-binary "$body" \
+    "$server/api/v1/${ns:+namespaces/$ns/}${kind}s/$name") || return 1
+  [ "$code" = 200 ] && return 0
+  jq -r '.message // .' "$scratch/response" 2>/dev/null || cat "$scratch/response"
+  return 1
+}
+# as TOKEN kubectl-args...: a request with that token and nothing else of the kubeconfig
+# (`patch` goes through raw_patch).
+as() {
+  local token=$1; shift
+  if [ "$1" = patch ]; then raw_patch "$token" "${@:2}"; return; fi
+  kubectl --kubeconfig=/dev/null --server="$server" --certificate-authority="$ca_file" \
+    --token="$token" --request-timeout=30s "$@"
+}
+# allowed WHAT TOKEN kubectl-args...
+allowed() {
+  local what=$1 token=$2 out; shift 2
+  if out=$(as "$token" "$@" 2>&1); then ok "$what: allowed"; else bad "$what: refused: $out"; fi
+}
+# refused WHAT POLICY FRAGMENT TOKEN kubectl-args...: refused by POLICY with a message
+# matching FRAGMENT (both extended regular expressions: where two policies refuse, the API
+# server names either); the message is printed.
+refused() {
+  local what=$1 policy=$2 fragment=$3 token=$4 out; shift 4
+  if out=$(as "$token" "$@" 2>&1); then bad "$what: allowed"; return; fi
+  if grep -qE "ValidatingAdmissionPolicy '($policy)'" <<<"$out" && grep -qE -- "$fragment" <<<"$out"; then
+    ok "$what: refused: ${out##*denied request: }"
+  else
+    bad "$what: $out (want $policy: ...$fragment...)"
+  fi
+}
+# forbidden WHAT TOKEN kubectl-args...: refused by RBAC.
+forbidden() {
+  local what=$1 token=$2 out; shift 2
+  if out=$(as "$token" "$@" 2>&1); then bad "$what: allowed"
+  elif grep -q 'cannot' <<<"$out" && ! grep -q ValidatingAdmissionPolicy <<<"$out"; then ok "$what: forbidden by RBAC"
+  else bad "$what: $out"; fi
+}
+
+say "a tenant: ServiceAccount $tenant_ns/tenant with the edit role in $tenant_ns"
+k create namespace "$tenant_ns" >/dev/null
+k create serviceaccount tenant -n "$tenant_ns" >/dev/null
+k create rolebinding tenant-edit --clusterrole=edit --serviceaccount="$tenant_ns:tenant" -n "$tenant_ns" >/dev/null
+tenant=$(k create token tenant -n "$tenant_ns" --duration=30m)
+webhook=$(k create token gvirtus-webhook -n "$ns" --duration=30m)
+
+# pod NAME LABELS-JSON ANNOTATIONS-JSON GATES-JSON: a pod for mf-pol-fe.
+pod() {
+  cat <<JSON
+{"apiVersion": "v1", "kind": "Pod",
+ "metadata": {"name": "$1", "namespace": "$tenant_ns", "labels": $2, "annotations": $3},
+ "spec": {"nodeSelector": {"kubernetes.io/hostname": "mf-pol-fe"}, "schedulingGates": $4,
+          "containers": [{"name": "app", "image": "example.com/app:1"}]}}
+JSON
+}
+gate='[{"name": "gvirtus.io/backend"}]'
+gv='{"gvirtus.io/enabled": "true"}'
+
+say "waiting for the policies to be in force (up to 60s)"
+for _ in $(seq 1 60); do
+  out=$(pod probe '{}' '{}' "$gate" | as "$tenant" create --dry-run=server -f - 2>&1 || true)
+  grep -q "ValidatingAdmissionPolicy 'gvirtus-pod-keys'" <<<"$out" && break
+  sleep 1
+done
+grep -q "ValidatingAdmissionPolicy" <<<"$out" && ok "policies in force" || bad "policies not in force: $out"
+
+say "tenant: pods created as the webhook would leave them pass"
+allowed "create a plain pod" "$tenant" create -f - < <(pod plain '{}' '{}' '[]')
+# What the webhook writes when it assigns a backend at admission.
+assigned_annotations='{"gvirtus.io/backend": "10.0.0.1:9999", "gvirtus.io/backend-pod": "gvirtus-system/be-1",
+  "gvirtus.io/backend-gpu": "0", "gvirtus.io/properties": "{}", "gvirtus.io/assigned-by": "webhook-a",
+  "gvirtus.io/gpu-memory": "1024", "gpu-fraction": "0.5"}'
+allowed "create an assigned GVirtuS pod" "$tenant" create -f - < <(pod assigned "$gv" "$assigned_annotations" '[]')
+# What it writes when no backend can take the pod.
+allowed "create a waiting GVirtuS pod (gate, backend-status)" "$tenant" create -f - \
+  < <(pod waiting "$gv" '{"gvirtus.io/backend-status": "waiting"}' "$gate")
+allowed "tenant's own annotation on a GVirtuS pod" "$tenant" annotate pod assigned -n "$tenant_ns" example.com/note=mine
+allowed "tenant's own label on a waiting pod" "$tenant" label pod waiting -n "$tenant_ns" team=a
+
+say "tenant: refused"
+P=gvirtus-pod-keys
+refused "label gvirtus.io/enabled=true after creation" $P "cannot be added to an existing pod" "$tenant" \
+  label pod plain -n "$tenant_ns" gvirtus.io/enabled=true
+refused "edit gvirtus.io/gpu-memory" $P "refused: gvirtus.io/gpu-memory" "$tenant" \
+  annotate pod assigned -n "$tenant_ns" gvirtus.io/gpu-memory=80000 --overwrite
+refused "edit gvirtus.io/backend-pod" $P "refused: gvirtus.io/backend-pod" "$tenant" \
+  annotate pod assigned -n "$tenant_ns" gvirtus.io/backend-pod=gvirtus-system/be-2 --overwrite
+refused "edit gvirtus.io/backend-gpu" $P "refused: gvirtus.io/backend-gpu" "$tenant" \
+  annotate pod assigned -n "$tenant_ns" gvirtus.io/backend-gpu=1 --overwrite
+refused "remove gvirtus.io/assigned-by" $P "refused: gvirtus.io/assigned-by" "$tenant" \
+  annotate pod assigned -n "$tenant_ns" gvirtus.io/assigned-by-
+refused "add gvirtus.io/assigned-by to a waiting pod" $P "refused: gvirtus.io/assigned-by" "$tenant" \
+  annotate pod waiting -n "$tenant_ns" gvirtus.io/assigned-by=webhook-b
+refused "edit KAI's gpu-fraction of a GVirtuS pod" $P "fixed at its creation" "$tenant" \
+  annotate pod assigned -n "$tenant_ns" gpu-fraction=0.1 --overwrite
+refused "remove the label gvirtus.io/enabled" $P "refused: gvirtus.io/enabled" "$tenant" \
+  label pod assigned -n "$tenant_ns" gvirtus.io/enabled-
+refused "remove the gate gvirtus.io/backend" $P "only the GVirtuS webhook may remove the scheduling gate" "$tenant" \
+  patch pod waiting -n "$tenant_ns" --type=json -p '[{"op": "remove", "path": "/spec/schedulingGates/0"}]'
+refused "create a pod with the gate but no label" $P "only a pod labelled gvirtus.io/enabled=true may carry it" "$tenant" \
+  create -f - < <(pod gated-unlabelled '{}' '{}' "$gate")
+refused "create a pod with the webhook's annotations but no label" $P "gvirtus.io/backend-pod" "$tenant" \
+  create -f - < <(pod forged-unlabelled '{}' '{"gvirtus.io/backend-pod": "gvirtus-system/be-1", "gvirtus.io/backend-gpu": "0"}' '[]')
+refused "create a waiting GVirtuS pod with a forged assignment" $P "cannot carry the annotations of an assignment" "$tenant" \
+  create -f - < <(pod forged-waiting "$gv" '{"gvirtus.io/backend-status": "waiting",
+    "gvirtus.io/backend-pod": "gvirtus-system/be-1", "gvirtus.io/backend-gpu": "0",
+    "gvirtus.io/assigned-by": "webhook-a"}' "$gate")
+
+say "webhook: releases a waiting pod (annotations, gate, zone preference)"
+release='[
+  {"op": "remove", "path": "/metadata/annotations/gvirtus.io~1backend-status"},
+  {"op": "add", "path": "/metadata/annotations/gvirtus.io~1backend", "value": "10.0.0.1:9999"},
+  {"op": "add", "path": "/metadata/annotations/gvirtus.io~1backend-pod", "value": "gvirtus-system/be-1"},
+  {"op": "add", "path": "/metadata/annotations/gvirtus.io~1properties", "value": "{}"},
+  {"op": "add", "path": "/metadata/annotations/gvirtus.io~1assigned-by", "value": "webhook-a"},
+  {"op": "add", "path": "/spec/affinity", "value": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution":
+    [{"weight": 100, "preference": {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["z1"]}]}}]}}},
+  {"op": "remove", "path": "/spec/schedulingGates/0"}]'
+W=gvirtus-webhook-pods
+refused "a required node affinity term" $W "may add only a preferred node affinity term" "$webhook" \
+  patch pod waiting -n "$tenant_ns" --type=json -p '[{"op": "add", "path": "/spec/affinity", "value": {"nodeAffinity":
+    {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions":
+    [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["mf-pol-fe"]}]}]}}}}]'
+allowed "release: backend annotations, gate removed, zone preference" "$webhook" \
+  patch pod waiting -n "$tenant_ns" --type=json -p "$release"
+# The scheduler binds the released pod and kwok marks it Running (status updates).
+for _ in $(seq 1 60); do
+  phase=$(k get pod waiting -n "$tenant_ns" -o jsonpath='{.spec.nodeName} {.status.phase}')
+  [ "$phase" = "mf-pol-fe Running" ] && break
+  sleep 1
+done
+[ "$phase" = "mf-pol-fe Running" ] && ok "released pod bound and Running (binding, status updates pass)" ||
+  bad "released pod: node and phase \"$phase\""
+
+say "webhook: refused"
+refused "change a container's image" $W "not its containers, images" "$webhook" \
+  patch pod assigned -n "$tenant_ns" --type=json -p '[{"op": "replace", "path": "/spec/containers/0/image", "value": "evil:1"}]'
+refused "add a toleration" $W "tolerations" "$webhook" \
+  patch pod assigned -n "$tenant_ns" --type=json -p '[{"op": "add", "path": "/spec/tolerations/-", "value": {"operator": "Exists"}}]'
+refused "a label of a GVirtuS pod" $W "does not change the labels" "$webhook" \
+  patch pod assigned -n "$tenant_ns" --type=merge -p '{"metadata": {"labels": {"team": "b"}}}'
+refused "another annotation of a GVirtuS pod" $W "refused: example.com/note" "$webhook" \
+  patch pod assigned -n "$tenant_ns" --type=merge -p '{"metadata": {"annotations": {"example.com/note": "theirs"}}}'
+refused "a gvirtus.io/ annotation of a pod that is not a GVirtuS pod" $W "only GVirtuS pods" "$webhook" \
+  patch pod plain -n "$tenant_ns" --type=merge -p '{"metadata": {"annotations": {"gvirtus.io/backend": "10.0.0.1:9999"}}}'
+refused "label gvirtus.io/enabled=true after creation" "$P|$W" \
+  "cannot be added to an existing pod|may change only GVirtuS pods" "$webhook" \
+  patch pod plain -n "$tenant_ns" --type=merge -p '{"metadata": {"labels": {"gvirtus.io/enabled": "true"}}}'
+webhook_pod=$(k get pods -n "$ns" -l app.kubernetes.io/name=gvirtus-webhook -o jsonpath='{.items[0].metadata.name}')
+refused "its own replica's image" $W "only GVirtuS pods" "$webhook" \
+  patch pod "$webhook_pod" -n "$ns" --type=json -p '[{"op": "replace", "path": "/spec/containers/0/image", "value": "evil:1"}]'
+
+say "webhook as the backend autoscaler (overlays/autoscale's RBAC): the backend keys of nodes"
+k apply -f "$repo/overlays/autoscale/rbac.yaml" >/dev/null
+N=gvirtus-webhook-nodes
+for _ in $(seq 1 30); do
+  as "$webhook" auth can-i patch nodes 2>/dev/null | grep -q yes && break
+  sleep 1
+done
+allowed "opt in: backend.allowed=true, autoscaled" "$webhook" patch node mf-pol-fe --type=json -p \
+  '[{"op": "replace", "path": "/metadata/labels/gvirtus.io~1backend.allowed", "value": "true"},
+    {"op": "add", "path": "/metadata/annotations/gvirtus.io~1autoscaled", "value": "2026-01-01T00:00:00Z"}]'
+allowed "drain: backend.draining" "$webhook" patch node mf-pol-fe --type=merge \
+  -p '{"metadata": {"annotations": {"gvirtus.io/backend.draining": "2026-01-01T00:10:00Z"}}}'
+allowed "opt out: backend.allowed=false, annotations removed" "$webhook" patch node mf-pol-fe --type=json -p \
+  '[{"op": "replace", "path": "/metadata/labels/gvirtus.io~1backend.allowed", "value": "false"},
+    {"op": "remove", "path": "/metadata/annotations/gvirtus.io~1autoscaled"},
+    {"op": "remove", "path": "/metadata/annotations/gvirtus.io~1backend.draining"}]'
+refused "another gvirtus.io/ label" $N "refused: gvirtus.io/frontend.allowed" "$webhook" \
+  patch node mf-pol-fe --type=merge -p '{"metadata": {"labels": {"gvirtus.io/frontend.allowed": "false"}}}'
+refused "another label" $N "refused: example.com/pool" "$webhook" \
+  patch node mf-pol-fe --type=merge -p '{"metadata": {"labels": {"example.com/pool": "x"}}}'
+refused "cordon" $N "does not change a node's spec" "$webhook" \
+  patch node mf-pol-fe -p '{"spec": {"unschedulable": true}}'
+refused "remove backend.allowed" $N "never removes it" "$webhook" \
+  patch node mf-pol-fe --type=merge -p '{"metadata": {"labels": {"gvirtus.io/backend.allowed": null}}}'
+k delete -f "$repo/overlays/autoscale/rbac.yaml" >/dev/null
+
+# pod_on KIND NODE: the name of that component's pod on NODE, once bound (up to 120s).
+pod_on() {
+  local name
+  for _ in $(seq 1 120); do
+    name=$(k get pods -n "$ns" -l "app.kubernetes.io/name=$1" --field-selector "spec.nodeName=$2" \
+      -o jsonpath='{.items[0].metadata.name}' 2>/dev/null || true)
+    [ -n "$name" ] && { echo "$name"; return; }
+    sleep 1
+  done
+}
+
+say "labeler: token bound to its pod on mf-pol-bare"
+labeler_pod=$(pod_on gvirtus-labeler mf-pol-bare)
+[ -n "$labeler_pod" ] || { bad "no labeler pod on mf-pol-bare"; finish; }
+labeler=$(k create token gvirtus-labeler -n "$ns" --bound-object-kind Pod --bound-object-name "$labeler_pod" --duration=30m)
+L=gvirtus-labeler-nodes
+allowed "its node: the missing role labels and gpu.present" "$labeler" patch node mf-pol-bare --type=merge -p \
+  '{"metadata": {"labels": {"gvirtus.io/frontend.allowed": "true", "gvirtus.io/backend.allowed": "false", "gvirtus.io/gpu.present": "false"}}}'
+allowed "its node: gpu.present changes with the truth" "$labeler" label node mf-pol-bare gvirtus.io/gpu.present=true --overwrite
+refused "its node: change an existing role label" $L "refused: gvirtus.io/backend.allowed" "$labeler" \
+  label node mf-pol-bare gvirtus.io/backend.allowed=true --overwrite
+refused "its node: remove gpu.present" $L "refused: gvirtus.io/gpu.present" "$labeler" \
+  label node mf-pol-bare gvirtus.io/gpu.present-
+refused "its node: another label" $L "refused: example.com/pool" "$labeler" label node mf-pol-bare example.com/pool=x
+refused "its node: an annotation" $L "changes only labels of its node" "$labeler" annotate node mf-pol-bare example.com/a=b
+refused "its node: a taint" $L "changes only labels of its node" "$labeler" \
+  taint node mf-pol-bare example.com/evict=true:NoExecute
+refused "another node" $L "may change only that node, not mf-pol-fe" "$labeler" \
+  label node mf-pol-fe gvirtus.io/gpu.present=true --overwrite
+unbound=$(k create token gvirtus-labeler -n "$ns" --duration=10m)
+refused "a token bound to no pod" $L "this token names no node" "$unbound" \
+  label node mf-pol-bare gvirtus.io/gpu.present=false --overwrite
+
+say "backend shim: token bound to its pod on mf-pol-gpu1"
+backend_pod=$(pod_on gvirtus-backend mf-pol-gpu1)
+other_backend=$(pod_on gvirtus-backend mf-pol-gpu2)
+[ -n "$backend_pod" ] && [ -n "$other_backend" ] || { bad "no backend pods on mf-pol-gpu1/2"; finish; }
+shim=$(k create token gvirtus-backend -n "$ns" --bound-object-kind Pod --bound-object-name "$backend_pod" --duration=30m)
+S=gvirtus-backend-pods
+load='{"metadata": {"annotations": {"gvirtus.io/load":
+  "{\"connections\":0,\"maxSessions\":16,\"gpus\":[],\"updated\":\"2026-01-01T00:00:00Z\"}"}}}'
+allowed "its pod: gvirtus.io/load (merge patch, as the shim writes it)" "$shim" patch pod "$backend_pod" -n "$ns" \
+  --type=merge -p "$load"
+refused "its pod: another annotation" $S "refused: gvirtus.io/backend-pod" "$shim" \
+  patch pod "$backend_pod" -n "$ns" --type=merge -p '{"metadata": {"annotations": {"gvirtus.io/backend-pod": "x"}}}'
+refused "its pod: a label" $S "not its labels, spec" "$shim" \
+  patch pod "$backend_pod" -n "$ns" --type=merge -p '{"metadata": {"labels": {"example.com/x": "y"}}}'
+refused "its pod: the image" $S "not its labels, spec" "$shim" patch pod "$backend_pod" -n "$ns" --type=json \
+  -p '[{"op": "replace", "path": "/spec/containers/0/image", "value": "evil:1"}]'
+refused "another backend's gvirtus.io/load" $S "may change only that pod, not $ns/$other_backend" "$shim" \
+  patch pod "$other_backend" -n "$ns" --type=merge -p "$load"
+refused "the webhook's image" $S "may change only that pod, not $ns/$webhook_pod" "$shim" \
+  patch pod "$webhook_pod" -n "$ns" --type=json -p '[{"op": "replace", "path": "/spec/containers/0/image", "value": "evil:1"}]'
+forbidden "read pods" "$shim" get pod "$backend_pod" -n "$ns"
+forbidden "a pod outside $ns" "$shim" patch pod plain -n "$tenant_ns" --type=merge -p "$load"
+unbound=$(k create token gvirtus-backend -n "$ns" --duration=10m)
+refused "a token bound to no pod" $S "this token names no pod" "$unbound" \
+  patch pod "$backend_pod" -n "$ns" --type=merge -p "$load"
+refused "tenant: gvirtus.io/load of its own pod" $P "refused: gvirtus.io/load" "$tenant" \
+  annotate pod assigned -n "$tenant_ns" gvirtus.io/load=x
+
+say "the DaemonSet pods still run (kwok's status updates pass the policies)"
+running=$(k get pods -n "$ns" --field-selector status.phase=Running -o name | wc -l)
+[ "$running" -ge 6 ] && ok "$running pods Running in $ns" || bad "only $running pods Running in $ns"
+finish
