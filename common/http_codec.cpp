@@ -252,6 +252,107 @@ std::optional<uint64_t> parseChunkSize(std::string_view line) {
   return size;
 }
 
+RequestScanner::State RequestScanner::scan(std::string_view buffered) {
+  bool refused = false;
+  auto waitOrRefuse = [&] { return refused ? (state_ = State::Refused) : state_; };
+  while (state_ == State::NeedMore) {
+    switch (phase_) {
+      case Phase::Head: {
+        auto end = buffered.find("\r\n\r\n", pos_);
+        if (end == std::string_view::npos || end + 4 > limits_.headBytes) {
+          if (buffered.size() >= limits_.headBytes)
+            return state_ = State::Refused;
+          pos_ = buffered.size() >= 3 ? buffered.size() - 3 : 0;
+          return state_;
+        }
+        auto head = parseRequestHead(buffered.substr(0, end + 4));
+        if (!head)
+          return state_ = State::Refused;
+        pos_ = end + 4;
+        expectContinue_ = head->expectContinue;
+        if (head->framing == BodyFraming::None) {
+          phase_ = Phase::Done;
+          state_ = State::Complete;
+        } else if (head->framing == BodyFraming::Chunked) {
+          phase_ = Phase::ChunkSize;
+        } else if (head->contentLength > limits_.maxBodyBytes) {
+          return state_ = State::Refused;
+        } else {
+          bodyEnd_ = pos_ + head->contentLength;
+          phase_ = Phase::Body;
+        }
+        break;
+      }
+      case Phase::Body:
+        if (buffered.size() < bodyEnd_)
+          return state_;
+        phase_ = Phase::Done;
+        state_ = State::Complete;
+        break;
+      case Phase::ChunkSize: {
+        auto text = line(buffered, limits_.chunkLineBytes, refused);
+        if (!text)
+          return waitOrRefuse();
+        framing_ += text->size() + 4;
+        auto size = parseChunkSize(*text);
+        if (framing_ > limits_.maxChunkFraming() || !size ||
+            *size > limits_.maxBodyBytes - bodyBytes_) {
+          return state_ = State::Refused;
+        }
+        if (*size == 0) {
+          phase_ = Phase::Trailer;
+        } else {
+          bodyBytes_ += *size;
+          bodyEnd_ = pos_ + *size;
+          phase_ = Phase::ChunkEnd;
+        }
+        break;
+      }
+      case Phase::ChunkEnd:
+        if (buffered.size() < bodyEnd_ + 2)
+          return state_;
+        if (buffered.substr(bodyEnd_, 2) != "\r\n")
+          return state_ = State::Refused;
+        pos_ = bodyEnd_ + 2;
+        phase_ = Phase::ChunkSize;
+        break;
+      case Phase::Trailer: {
+        auto text = line(buffered, limits_.chunkLineBytes, refused);
+        if (!text)
+          return waitOrRefuse();
+        if (text->empty()) {
+          phase_ = Phase::Done;
+          state_ = State::Complete;
+          break;
+        }
+        trailers_ += text->size() + 2;
+        if (trailers_ > limits_.headBytes)
+          return state_ = State::Refused;
+        break;
+      }
+      case Phase::Done:
+        return state_;
+    }
+  }
+  return state_;
+}
+
+bool RequestScanner::wantsContinue() const {
+  return expectContinue_ && state_ == State::NeedMore && phase_ != Phase::Head;
+}
+
+std::optional<std::string_view> RequestScanner::line(std::string_view buffered, size_t limit,
+                                                     bool& refused) {
+  std::string_view rest = buffered.substr(pos_);
+  auto end = rest.find("\r\n");
+  if (end != std::string_view::npos && end <= limit) {
+    pos_ += end + 2;
+    return rest.substr(0, end);
+  }
+  refused = rest.size() > limit + 1;
+  return std::nullopt;
+}
+
 std::string_view reasonPhrase(int status) {
   switch (status) {
     case 100:

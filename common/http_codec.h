@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <expected>
 #include <optional>
@@ -46,6 +47,59 @@ struct HeadError {
 // Transfer-Encoding (request smuggling); 501 for a transfer coding other than chunked;
 // 505 for a version other than HTTP/1.0 and HTTP/1.1.
 std::expected<RequestHead, HeadError> parseRequestHead(std::string_view head);
+
+// What one request may take; the scanner below and the server's reader share them.
+struct RequestLimits {
+  // The request line and header fields; also the trailer fields of a chunked body.
+  size_t headBytes = 64 * 1024;
+  size_t maxBodyBytes = 1024 * 1024;
+  // A chunk-size line or a trailer field.
+  size_t chunkLineBytes = 4096;
+  // Chunk-size lines may add this much to a body: every byte of a request is held until
+  // the request is whole, so many tiny chunks with long extensions are bounded too.
+  size_t maxChunkFraming() const { return headBytes + maxBodyBytes; }
+};
+
+// Tells, as the bytes of one request arrive, when all of it is there: the head, and the
+// body its framing announces. Each call looks only at what arrived since the last one, so
+// a request that trickles in costs no more to watch than one that arrives at once.
+class RequestScanner {
+ public:
+  enum class State {
+    NeedMore,
+    // The head and its whole body (more bytes may follow: a pipelined request).
+    Complete,
+    // A rule or a limit is broken; the bytes so far are enough to answer it (the same
+    // rules as parseRequestHead and parseChunkSize, within `limits`).
+    Refused,
+  };
+
+  explicit RequestScanner(RequestLimits limits) : limits_(limits) {}
+
+  // `buffered`: the request from its first byte on (leading empty lines dropped), the
+  // same bytes at each call with more appended; it may have moved in memory.
+  State scan(std::string_view buffered);
+  // The head is in, asks for 100-continue, and its body is still to come.
+  bool wantsContinue() const;
+  // For the next request.
+  void reset() { *this = RequestScanner(limits_); }
+
+ private:
+  enum class Phase { Head, Body, ChunkSize, ChunkEnd, Trailer, Done };
+  // One CRLF-ended line from pos_ within `limit` bytes; nullopt: not there yet, and
+  // `refused` when it cannot end within the limit.
+  std::optional<std::string_view> line(std::string_view buffered, size_t limit, bool& refused);
+
+  RequestLimits limits_;
+  Phase phase_ = Phase::Head;
+  State state_ = State::NeedMore;
+  size_t pos_ = 0;      // the next byte to look at (Head: where the search goes on)
+  size_t bodyEnd_ = 0;  // Body: the end of a Content-Length body; ChunkEnd: of a chunk
+  uint64_t bodyBytes_ = 0;
+  size_t framing_ = 0;
+  size_t trailers_ = 0;
+  bool expectContinue_ = false;
+};
 
 // The size in a chunk-size line ("1a;ext=x", without CRLF); nullopt when malformed or
 // beyond 2^40.

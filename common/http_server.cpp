@@ -3,6 +3,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -19,6 +21,7 @@
 #include <set>
 #include <shared_mutex>
 #include <thread>
+#include <unordered_map>
 
 #include "common/http_codec.h"
 #include "common/log.h"
@@ -43,6 +46,10 @@ constexpr std::size_t kChunkLineLimit = 4096;
 // reset (a "lingering close").
 constexpr auto kLingerTime = std::chrono::seconds(2);
 constexpr std::size_t kLingerBytes = 16 * 1024 * 1024;
+// How often the reader closes the connections past their deadlines.
+constexpr auto kDeadlineSweep = std::chrono::milliseconds(50);
+// Warnings about refused connections: at most one per kind in this time.
+constexpr int64_t kRefusalLogMillis = 10000;
 
 // ---- One connection's byte stream, plain or TLS, buffered ------------------------------------
 
@@ -52,20 +59,75 @@ class Connection {
       : fd_(fd), tls_(tls), readTimeout_(readTimeout), writeTimeout_(writeTimeout) {}
 
   enum class Read { Ok, Closed, TooLarge };
+  // What a read that may not wait found.
+  enum class Fill { Got, WantRead, WantWrite, Closed };
 
-  // Waits up to `timeout` for the first byte of a next request, giving up early when
-  // `giveUp` says so (checked every 50 ms).
-  bool waitForRequest(Duration timeout, const std::function<bool()>& giveUp) const {
-    if (hasBuffered())
-      return true;
-    auto deadline = Clock::now() + timeout;
-    for (;;) {
-      auto slice = std::min(deadline, Clock::now() + std::chrono::milliseconds(50));
-      if (waitForFd(fd_, POLLIN, slice))
-        return true;
-      if (Clock::now() >= deadline || giveUp())
-        return false;
+  // Reads that wait end by this time at the latest: the deadline of the request.
+  void setReadDeadline(Clock::time_point deadline) { readDeadline_ = deadline; }
+
+  // The bytes read and not yet taken.
+  std::string_view buffered() const { return {buf_.data() + begin_, end_ - begin_}; }
+
+  // Leading empty lines do not start a request (RFC 9112 §2.2).
+  void skipEmptyLines() {
+    while (end_ - begin_ >= 2 && buf_[begin_] == '\r' && buf_[begin_ + 1] == '\n')
+      begin_ += 2;
+  }
+
+  // Reads what the socket has now into the buffer, without waiting.
+  Fill fillNow() {
+    makeRoom();
+    char* at = buf_.data() + end_;
+    size_t room = buf_.size() - end_;
+    if (tls_ != nullptr) {
+      size_t got = 0;
+      switch (tls_->readSome(at, room, got)) {
+        case TlsSession::Step::Done:
+          end_ += got;
+          return Fill::Got;
+        case TlsSession::Step::WantRead:
+          return Fill::WantRead;
+        case TlsSession::Step::WantWrite:
+          return Fill::WantWrite;
+        case TlsSession::Step::Closed:
+        case TlsSession::Step::Failed:
+          return Fill::Closed;
+      }
+      return Fill::Closed;
     }
+    for (;;) {
+      ssize_t n = ::recv(fd_, at, room, MSG_DONTWAIT);
+      if (n > 0) {
+        end_ += static_cast<size_t>(n);
+        return Fill::Got;
+      }
+      if (n == 0)
+        return Fill::Closed;
+      if (errno == EINTR)
+        continue;
+      return errno == EAGAIN || errno == EWOULDBLOCK ? Fill::WantRead : Fill::Closed;
+    }
+  }
+
+  // Writes `data` without waiting; false when the socket does not take all of it at once
+  // (short answers of the reader: 100 Continue, 408, 503).
+  bool writeNow(std::string_view data) {
+    while (!data.empty()) {
+      size_t moved = 0;
+      if (tls_ != nullptr) {
+        if (tls_->writeSome(data.data(), data.size(), moved) != TlsSession::Step::Done)
+          return false;
+      } else {
+        ssize_t n = ::send(fd_, data.data(), data.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+          continue;
+        if (n <= 0)
+          return false;
+        moved = static_cast<size_t>(n);
+      }
+      data.remove_prefix(moved);
+    }
+    return true;
   }
 
   // The next request head, up to and including its empty line, at most `limit` bytes; it
@@ -73,21 +135,17 @@ class Connection {
   Read readHead(size_t limit, std::string_view& head) {
     size_t scanned = 0;
     for (;;) {
-      std::string_view buffered(buf_.data() + begin_, end_ - begin_);
-      // Leading empty lines do not start a request (RFC 9112 §2.2).
-      while (buffered.starts_with("\r\n")) {
-        begin_ += 2;
-        buffered.remove_prefix(2);
-      }
-      auto end = buffered.find("\r\n\r\n", scanned);
+      skipEmptyLines();
+      std::string_view pending = buffered();
+      auto end = pending.find("\r\n\r\n", scanned);
       if (end != std::string_view::npos && end + 4 <= limit) {
-        head = buffered.substr(0, end + 4);
+        head = pending.substr(0, end + 4);
         begin_ += end + 4;
         return Read::Ok;
       }
-      if (buffered.size() >= limit)
+      if (pending.size() >= limit)
         return Read::TooLarge;
-      scanned = buffered.size() >= 3 ? buffered.size() - 3 : 0;
+      scanned = pending.size() >= 3 ? pending.size() - 3 : 0;
       if (!fill())
         return Read::Closed;
     }
@@ -97,16 +155,16 @@ class Connection {
   Read readLine(size_t limit, std::string& line) {
     size_t scanned = 0;
     for (;;) {
-      std::string_view buffered(buf_.data() + begin_, end_ - begin_);
-      auto end = buffered.find("\r\n", scanned);
+      std::string_view pending = buffered();
+      auto end = pending.find("\r\n", scanned);
       if (end != std::string_view::npos && end <= limit) {
-        line.assign(buffered.substr(0, end));
+        line.assign(pending.substr(0, end));
         begin_ += end + 2;
         return Read::Ok;
       }
-      if (buffered.size() > limit + 1)
+      if (pending.size() > limit + 1)
         return Read::TooLarge;
-      scanned = buffered.empty() ? 0 : buffered.size() - 1;
+      scanned = pending.empty() ? 0 : pending.size() - 1;
       if (!fill())
         return Read::Closed;
     }
@@ -147,10 +205,9 @@ class Connection {
   }
 
  private:
-  bool hasBuffered() const { return begin_ < end_ || (tls_ != nullptr && tls_->pending()); }
-
-  // Reads what the socket has into the buffer; false on end of stream, error or timeout.
-  bool fill() {
+  // Space after end_: the unread bytes moved to the front, or the buffer doubled when they
+  // fill it (a request over the buffer: bounded by the limits of its reader).
+  void makeRoom() {
     if (begin_ == end_) {
       begin_ = end_ = 0;
     } else if (end_ == buf_.size()) {
@@ -159,9 +216,15 @@ class Connection {
         end_ -= begin_;
         begin_ = 0;
       } else {
-        buf_.resize(buf_.size() * 2);  // a head over the buffer: bounded by its limit
+        buf_.resize(buf_.size() * 2);
       }
     }
+  }
+
+  // Reads what the socket has into the buffer, waiting for it; false on end of stream,
+  // error or timeout.
+  bool fill() {
+    makeRoom();
     ssize_t n = rawRead(buf_.data() + end_, buf_.size() - end_);
     if (n <= 0)
       return false;
@@ -187,7 +250,7 @@ class Connection {
   }
 
   ssize_t rawRead(char* ptr, size_t size) {
-    auto deadline = Clock::now() + readTimeout_;
+    auto deadline = std::min(Clock::now() + readTimeout_, readDeadline_);
     if (tls_ != nullptr)
       return tls_->read(ptr, size, deadline);
     for (;;) {
@@ -207,40 +270,438 @@ class Connection {
   TlsSession* tls_;
   Duration readTimeout_;
   Duration writeTimeout_;
+  Clock::time_point readDeadline_ = Clock::time_point::max();
   std::vector<char> buf_ = std::vector<char>(kReadBufferSize);
   size_t begin_ = 0;  // unread bytes are buf_[begin_, end_)
   size_t end_ = 0;
 };
 
-// A fixed pool of workers with a bounded wait queue; a connection beyond the queue is
-// refused at once. `waiting` counts the connections no idle worker is about to take, for
-// idle keep-alive connections, which give their worker up while others wait.
-class ConnectionWorkers {
- public:
-  using Serve = std::function<void(UniqueFd)>;
+// ---- The open connections, by peer -----------------------------------------------------------
 
-  ConnectionWorkers(size_t workers, size_t maxQueued, std::atomic<size_t>& waiting, Serve serve)
-      : maxQueued_(maxQueued), waiting_(waiting), serve_(std::move(serve)) {
+class ConnectionRegistry {
+ public:
+  enum class Admit { Ok, PeerFull, ServerFull, Stopping };
+
+  Admit admit(int fd, const std::string& peer, size_t perPeer, size_t total) {
+    std::lock_guard lock(mutex_);
+    if (stopping_)
+      return Admit::Stopping;
+    if (fds_.size() >= total)
+      return Admit::ServerFull;
+    size_t& count = peers_[peer];
+    if (count >= perPeer)
+      return Admit::PeerFull;  // the entry exists: this peer has connections open
+    ++count;
+    fds_.insert(fd);
+    return Admit::Ok;
+  }
+
+  void release(int fd, const std::string& peer) {
+    std::lock_guard lock(mutex_);
+    fds_.erase(fd);
+    auto it = peers_.find(peer);
+    if (it != peers_.end() && --it->second == 0)
+      peers_.erase(it);
+  }
+
+  // Admits nothing more and shuts every open connection down: whatever waits on one wakes.
+  void shutdownAll() {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    for (int fd : fds_)
+      ::shutdown(fd, SHUT_RDWR);
+  }
+
+  size_t size() const {
+    std::lock_guard lock(mutex_);
+    return fds_.size();
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::set<int> fds_;
+  std::unordered_map<std::string, size_t> peers_;
+  bool stopping_ = false;
+};
+
+// ---- One client connection, between the reader and the workers --------------------------------
+
+// Where a connection is while the reader holds it.
+enum class Phase {
+  Handshake,  // TLS, until handshakeTimeout
+  Idle,       // before a request's first byte: readTimeout, or keepAliveTimeout between two
+  Reading,    // a request has begun: its head and body until requestTimeout
+  Draining,   // answered and closing: what it still sends is dropped, for kLingerTime
+};
+
+// Owned by one thread at a time: the reader while it waits for bytes, a worker while it
+// serves a request.
+struct Client {
+  Client(ConnectionRegistry& reg, UniqueFd socket, std::pair<std::string, int> peer,
+         std::unique_ptr<TlsSession> session, const HttpServerOptions& options)
+      : registry(reg),
+        fd(std::move(socket)),
+        addr(std::move(peer.first)),
+        port(peer.second),
+        tls(std::move(session)),
+        stream(fd.get(), tls.get(), options.readTimeout, options.writeTimeout),
+        scanner(RequestLimits{kHeaderBudget, options.maxBodyBytes, kChunkLineLimit}),
+        remaining(std::max<size_t>(options.keepAliveMaxRequests, 1)) {}
+  // Leaves the registry before the socket closes, so that stop() never shuts down a
+  // descriptor number that was reused.
+  ~Client() {
+    if (admitted)
+      registry.release(fd.get(), addr);
+  }
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  ConnectionRegistry& registry;
+  UniqueFd fd;
+  std::string addr;
+  int port;
+  std::unique_ptr<TlsSession> tls;
+  Connection stream;
+  RequestScanner scanner;
+  // Requests it may still serve.
+  size_t remaining;
+  bool admitted = false;
+  Phase phase = Phase::Idle;
+  Clock::time_point deadline;
+  bool continueSent = false;
+  size_t drained = 0;
+  uint32_t watched = 0;  // the epoll events it is registered for; 0: none
+};
+
+// Answers with `status`, closes the sending side and drops what the client still sends.
+void answerAndDrain(Client& client, int status, std::string_view body) {
+  std::string out;
+  appendResponseHead(out, {.status = status,
+                           .contentType = "text/plain; charset=utf-8",
+                           .contentLength = body.size(),
+                           .close = true});
+  out += body;
+  client.stream.writeNow(out);  // best effort: the connection closes either way
+  if (client.tls)
+    client.tls->shutdown();
+  ::shutdown(client.fd.get(), SHUT_WR);
+  client.phase = Phase::Draining;
+  client.deadline = Clock::now() + kLingerTime;
+  client.drained = 0;
+}
+
+// ---- The reader: every connection that waits for bytes, on one thread --------------------------
+
+// Handshakes, waits between requests and reads requests until they are whole, for every
+// connection at once, and hands complete requests to the workers. A client that trickles
+// its bytes costs a buffer here, never a worker, and is closed at its deadline.
+class ConnectionReader {
+ public:
+  struct Settings {
+    Duration readTimeout;
+    Duration requestTimeout;
+    std::string name;
+  };
+  struct Hooks {
+    // Takes the client to a worker, or leaves it (every worker busy and the queue full).
+    std::function<bool(std::unique_ptr<Client>&)> dispatch;
+    std::function<void()> overloaded;
+    // A request or handshake missed its deadline (`what` says which).
+    std::function<void(const Client&, std::string_view what)> timedOut;
+  };
+
+  static Result<std::unique_ptr<ConnectionReader>> create(Settings settings, Hooks hooks) {
+    UniqueFd epoll(::epoll_create1(EPOLL_CLOEXEC));
+    if (!epoll.valid())
+      return fail("epoll_create1: " + errnoText(errno));
+    UniqueFd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    if (!wake.valid())
+      return fail("eventfd: " + errnoText(errno));
+    epoll_event event{};
+    event.events = EPOLLIN;
+    event.data.fd = wake.get();
+    if (::epoll_ctl(epoll.get(), EPOLL_CTL_ADD, wake.get(), &event) != 0)
+      return fail("epoll_ctl: " + errnoText(errno));
+    return std::make_unique<ConnectionReader>(std::move(settings), std::move(hooks),
+                                              std::move(epoll), std::move(wake));
+  }
+  ConnectionReader(Settings settings, Hooks hooks, UniqueFd epoll, UniqueFd wake)
+      : settings_(std::move(settings)),
+        hooks_(std::move(hooks)),
+        epoll_(std::move(epoll)),
+        wake_(std::move(wake)),
+        thread_([this] { loop(); }) {}
+  ~ConnectionReader() { stop(); }
+  ConnectionReader(const ConnectionReader&) = delete;
+  ConnectionReader& operator=(const ConnectionReader&) = delete;
+
+  // Takes a connection whose phase and deadline are set (any thread); once stopped, closes
+  // it instead.
+  void add(std::unique_ptr<Client> client) {
+    {
+      std::lock_guard lock(mutex_);
+      if (stopped_)
+        return;
+      arrived_.push_back(std::move(client));
+    }
+    ::eventfd_write(wake_.get(), 1);
+  }
+
+  // Closes every connection it holds and joins its thread. Idempotent.
+  void stop() {
+    {
+      std::lock_guard lock(mutex_);
+      stopped_ = true;
+    }
+    ::eventfd_write(wake_.get(), 1);
+    if (thread_.joinable())
+      thread_.join();
+  }
+
+ private:
+  enum class Next { Wait, Dispatch, Close };
+
+  void loop() {
+    std::array<epoll_event, 64> events{};
+    auto nextSweep = Clock::now() + kDeadlineSweep;
+    for (;;) {
+      auto wait = std::chrono::ceil<std::chrono::milliseconds>(nextSweep - Clock::now());
+      int n = ::epoll_wait(epoll_.get(), events.data(), static_cast<int>(events.size()),
+                           static_cast<int>(std::max<int64_t>(wait.count(), 0)));
+      if (n < 0 && errno != EINTR) {
+        log::error("HTTP reader failed", {{"server", settings_.name}, {"error", errnoText(errno)}});
+        break;
+      }
+      bool woken = false;
+      for (int i = 0; i < n; ++i) {
+        if (events[static_cast<size_t>(i)].data.fd == wake_.get()) {
+          woken = true;
+        } else {
+          int fd = events[static_cast<size_t>(i)].data.fd;
+          if (auto it = clients_.find(fd); it != clients_.end())
+            advance(*it->second);
+        }
+      }
+      if (woken) {
+        eventfd_t ignored = 0;
+        ::eventfd_read(wake_.get(), &ignored);
+        std::vector<std::unique_ptr<Client>> arrived;
+        {
+          std::lock_guard lock(mutex_);
+          if (stopped_)
+            break;
+          arrived.swap(arrived_);
+        }
+        for (auto& client : arrived)
+          take(std::move(client));
+      }
+      auto now = Clock::now();
+      if (now >= nextSweep) {
+        sweep(now);
+        nextSweep = now + kDeadlineSweep;
+      }
+    }
+    std::lock_guard lock(mutex_);
+    stopped_ = true;
+    arrived_.clear();
+    clients_.clear();
+  }
+
+  void take(std::unique_ptr<Client> client) {
+    Client& c = *client;
+    clients_.emplace(c.fd.get(), std::move(client));
+    advance(c);
+  }
+
+  void advance(Client& c) {
+    switch (step(c)) {
+      case Next::Wait:
+        return;
+      case Next::Dispatch:
+        dispatch(c.fd.get());
+        return;
+      case Next::Close:
+        close(c.fd.get());
+        return;
+    }
+  }
+
+  Next step(Client& c) {
+    if (c.phase == Phase::Handshake) {
+      switch (c.tls->handshake()) {
+        case TlsSession::Step::Done:
+          c.phase = Phase::Idle;
+          c.deadline = Clock::now() + settings_.readTimeout;
+          break;
+        case TlsSession::Step::WantRead:
+          return watch(c, EPOLLIN);
+        case TlsSession::Step::WantWrite:
+          return watch(c, EPOLLOUT);
+        case TlsSession::Step::Closed:
+        case TlsSession::Step::Failed:
+          return Next::Close;
+      }
+    }
+    if (c.phase == Phase::Draining)
+      return drain(c);
+    for (;;) {
+      if (c.phase == Phase::Idle && !c.stream.buffered().empty()) {
+        // The request's first byte: from now on its head and body have requestTimeout.
+        c.phase = Phase::Reading;
+        c.deadline = Clock::now() + settings_.requestTimeout;
+      }
+      if (c.phase == Phase::Reading) {
+        c.stream.skipEmptyLines();
+        if (c.scanner.scan(c.stream.buffered()) != RequestScanner::State::NeedMore)
+          return Next::Dispatch;
+        if (c.scanner.wantsContinue() && !c.continueSent) {
+          c.continueSent = true;
+          if (!c.stream.writeNow("HTTP/1.1 100 Continue\r\n\r\n"))
+            return Next::Close;
+        }
+      }
+      switch (c.stream.fillNow()) {
+        case Connection::Fill::Got:
+          continue;
+        case Connection::Fill::WantRead:
+          return watch(c, EPOLLIN);
+        case Connection::Fill::WantWrite:
+          return watch(c, EPOLLOUT);
+        case Connection::Fill::Closed:
+          return Next::Close;
+      }
+    }
+  }
+
+  // Reads and drops what the client still sends, then closes (a lingering close).
+  Next drain(Client& c) {
+    std::array<char, 16 * 1024> sink{};
+    for (;;) {
+      ssize_t n = ::recv(c.fd.get(), sink.data(), sink.size(), MSG_DONTWAIT);
+      if (n > 0) {
+        c.drained += static_cast<size_t>(n);
+        if (c.drained >= kLingerBytes)
+          return Next::Close;
+        continue;
+      }
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return watch(c, EPOLLIN);
+      return Next::Close;
+    }
+  }
+
+  Next watch(Client& c, uint32_t events) {
+    if (c.watched == events)
+      return Next::Wait;
+    epoll_event event{};
+    event.events = events;
+    event.data.fd = c.fd.get();
+    int op = c.watched == 0 ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
+    if (::epoll_ctl(epoll_.get(), op, c.fd.get(), &event) != 0) {
+      log::error("HTTP reader cannot watch a connection",
+                 {{"server", settings_.name}, {"error", errnoText(errno)}});
+      return Next::Close;
+    }
+    c.watched = events;
+    return Next::Wait;
+  }
+
+  // Takes the client out of the reader's hands.
+  std::unique_ptr<Client> release(int fd) {
+    auto it = clients_.find(fd);
+    std::unique_ptr<Client> client = std::move(it->second);
+    clients_.erase(it);
+    if (client->watched != 0) {
+      ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
+      client->watched = 0;
+    }
+    return client;
+  }
+
+  void close(int fd) { release(fd); }
+
+  void dispatch(int fd) {
+    std::unique_ptr<Client> client = release(fd);
+    client->stream.setReadDeadline(client->deadline);
+    if (hooks_.dispatch(client))
+      return;
+    hooks_.overloaded();
+    answerAndDrain(*client, 503, "server busy\n");
+    take(std::move(client));
+  }
+
+  void sweep(Clock::time_point now) {
+    std::vector<int> expired;
+    for (const auto& [fd, client] : clients_) {
+      if (client->deadline <= now)
+        expired.push_back(fd);
+    }
+    for (int fd : expired) {
+      Client& c = *clients_.at(fd);
+      switch (c.phase) {
+        case Phase::Handshake:
+          hooks_.timedOut(c, "TLS handshake");
+          close(fd);
+          break;
+        case Phase::Reading:
+          hooks_.timedOut(c, "request");
+          answerAndDrain(c, 408, "request timeout\n");
+          advance(c);
+          break;
+        case Phase::Idle:
+        case Phase::Draining:
+          close(fd);
+          break;
+      }
+    }
+  }
+
+  const Settings settings_;
+  const Hooks hooks_;
+  UniqueFd epoll_;
+  UniqueFd wake_;
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<Client>> arrived_;  // under mutex_
+  bool stopped_ = false;                          // under mutex_
+  // Only the reader's thread touches these.
+  std::unordered_map<int, std::unique_ptr<Client>> clients_;
+  std::jthread thread_;
+};
+
+// A fixed pool of workers with a bounded wait queue, for requests that have arrived whole.
+class RequestWorkers {
+ public:
+  using Serve = std::function<void(std::unique_ptr<Client>)>;
+
+  RequestWorkers(size_t workers, size_t maxQueued, Serve serve)
+      : maxQueued_(maxQueued), serve_(std::move(serve)) {
     workers = std::max<size_t>(workers, 1);
     threads_.reserve(workers);
     for (size_t i = 0; i < workers; ++i)
       threads_.emplace_back([this] { work(); });
   }
-  ~ConnectionWorkers() { shutdown(); }
-  ConnectionWorkers(const ConnectionWorkers&) = delete;
-  ConnectionWorkers& operator=(const ConnectionWorkers&) = delete;
+  ~RequestWorkers() { shutdown(); }
+  RequestWorkers(const RequestWorkers&) = delete;
+  RequestWorkers& operator=(const RequestWorkers&) = delete;
 
-  // False, leaving `fd` with the caller, when the queue is full or shutting down.
-  bool submit(UniqueFd& fd) {
+  // False, leaving `client` with the caller, when the queue is full or shutting down.
+  bool submit(std::unique_ptr<Client>& client) {
     {
       std::lock_guard lock(mutex_);
-      if (shutdown_ || queue_.size() >= idle_ + maxQueued_)
+      if (fullLocked())
         return false;
-      queue_.push_back(std::move(fd));
-      publishWaiting();
+      queue_.push_back(std::move(client));
     }
     cv_.notify_one();
     return true;
+  }
+
+  // Every worker is busy and maxQueued requests wait.
+  bool full() {
+    std::lock_guard lock(mutex_);
+    return fullLocked();
   }
 
   // Closes the connections still queued and joins the workers.
@@ -249,19 +710,17 @@ class ConnectionWorkers {
       std::lock_guard lock(mutex_);
       shutdown_ = true;
       queue_.clear();
-      publishWaiting();
     }
     cv_.notify_all();
     threads_.clear();
   }
 
  private:
-  // Connections queued beyond the idle workers about to take them (under mutex_).
-  void publishWaiting() { waiting_ = queue_.size() > idle_ ? queue_.size() - idle_ : 0; }
+  bool fullLocked() const { return shutdown_ || queue_.size() >= idle_ + maxQueued_; }
 
   void work() {
     for (;;) {
-      UniqueFd fd;
+      std::unique_ptr<Client> client;
       {
         std::unique_lock lock(mutex_);
         ++idle_;
@@ -269,20 +728,18 @@ class ConnectionWorkers {
         --idle_;
         if (queue_.empty())
           return;
-        fd = std::move(queue_.front());
+        client = std::move(queue_.front());
         queue_.pop_front();
-        publishWaiting();
       }
-      serve_(std::move(fd));
+      serve_(std::move(client));
     }
   }
 
   const size_t maxQueued_;
-  std::atomic<size_t>& waiting_;
   Serve serve_;
   std::mutex mutex_;
   std::condition_variable cv_;
-  std::deque<UniqueFd> queue_;
+  std::deque<std::unique_ptr<Client>> queue_;
   size_t idle_ = 0;
   bool shutdown_ = false;
   std::vector<std::jthread> threads_;
@@ -299,6 +756,15 @@ std::string upper(std::string s) {
   for (char& c : s)
     c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return s;
+}
+
+// At most one warning per kRefusalLogMillis through `last` (a steady-clock millisecond).
+bool logDue(std::atomic<int64_t>& last) {
+  int64_t now =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch())
+          .count();
+  int64_t seen = last.load();
+  return now - seen >= kRefusalLogMillis && last.compare_exchange_strong(seen, now);
 }
 
 }  // namespace
@@ -331,6 +797,7 @@ bool HttpRequest::hasQueryParam(std::string_view name) const {
 }
 
 // ---- The server ----------------------------------------------------------------------------
+// ---- The server ----------------------------------------------------------------------------
 
 struct HttpServer::Impl {
   explicit Impl(HttpServerOptions o);
@@ -350,24 +817,25 @@ struct HttpServer::Impl {
   bool started = false;
   std::atomic<bool> stopping{false};
   UniqueFd listenFd;
-  std::unique_ptr<ConnectionWorkers> workers;
+  ConnectionRegistry registry;
+  std::unique_ptr<RequestWorkers> workers;
+  std::unique_ptr<ConnectionReader> reader;
   std::jthread thread;
   std::atomic<int> port{0};
 
-  std::mutex connMutex;
-  std::set<int> connections;
-  std::atomic<size_t> waitingConnections{0};
   std::atomic<size_t> rejected{0};
+  std::atomic<size_t> peerRejected{0};
+  std::atomic<size_t> timedOut{0};
   std::atomic<int64_t> lastRejectLog{0};
+  std::atomic<int64_t> lastPeerRejectLog{0};
 
   Result<void> bindListener();
   void serveLoop();
   void acceptConnections();
-  void serveConnection(UniqueFd fd);
-  void lingeringClose(int fd);
+  void admit(UniqueFd fd);
+  void serve(std::unique_ptr<Client> client);
   void noteRejected();
-  bool registerConnection(int fd);
-  void unregisterConnection(int fd);
+  void notePeerRejected(const std::string& peer);
 
   // What the connection does after a request was answered.
   enum class After { KeepAlive, Close, DrainAndClose };
@@ -394,14 +862,12 @@ Result<void> HttpServer::Impl::bindListener() {
   return {};
 }
 
-// Hands accepted connections to the workers until the listener is shut down or fails.
+// Hands accepted connections to the reader until the listener is shut down or fails.
 void HttpServer::Impl::acceptConnections() {
   for (;;) {
     int accepted = ::accept4(listenFd.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (accepted >= 0) {
-      UniqueFd fd(accepted);
-      if (stopping || !workers->submit(fd))
-        noteRejected();  // closed as `fd` goes
+      admit(UniqueFd(accepted));
       continue;
     }
     int err = errno;
@@ -423,6 +889,51 @@ void HttpServer::Impl::acceptConnections() {
     }
     return;
   }
+}
+
+// A new connection goes to the reader, or is closed at once: the server is stopping or
+// full, or its peer has maxConnectionsPerPeer open.
+void HttpServer::Impl::admit(UniqueFd fd) {
+  if (stopping)
+    return;
+  if (workers->full()) {
+    noteRejected();
+    return;
+  }
+  int socket = fd.get();
+  int one = 1;
+  ::setsockopt(socket, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  std::unique_ptr<TlsSession> session;
+  if (tls) {
+    session = tls->newSession(socket);
+    if (!session)
+      return;
+  }
+  auto client = std::make_unique<Client>(registry, std::move(fd), peerAddress(socket),
+                                         std::move(session), options);
+  switch (
+      registry.admit(socket, client->addr, options.maxConnectionsPerPeer, options.maxConnections)) {
+    case ConnectionRegistry::Admit::Ok:
+      client->admitted = true;
+      break;
+    case ConnectionRegistry::Admit::PeerFull:
+      notePeerRejected(client->addr);
+      return;
+    case ConnectionRegistry::Admit::ServerFull:
+      noteRejected();
+      return;
+    case ConnectionRegistry::Admit::Stopping:
+      return;
+  }
+  auto now = Clock::now();
+  if (tls) {
+    client->phase = Phase::Handshake;
+    client->deadline = now + options.handshakeTimeout;
+  } else {
+    client->phase = Phase::Idle;
+    client->deadline = now + options.readTimeout;
+  }
+  reader->add(std::move(client));
 }
 
 void HttpServer::Impl::serveLoop() {
@@ -447,16 +958,14 @@ void HttpServer::Impl::serveLoop() {
     if (stopping || !reopen(lock))
       break;
   }
+  // The reader first: what a worker hands back afterwards is closed.
+  reader->stop();
   workers->shutdown();
 }
 
 void HttpServer::Impl::noteRejected() {
   size_t total = ++rejected;
-  int64_t now =
-      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch())
-          .count();
-  int64_t last = lastRejectLog.load();
-  if (!stopping && now - last >= 10000 && lastRejectLog.compare_exchange_strong(last, now)) {
+  if (!stopping && logDue(lastRejectLog)) {
     log::warn("HTTP server busy: closing new connections", {{"server", options.name},
                                                             {"workers", options.workers},
                                                             {"maxQueued", options.maxQueued},
@@ -464,76 +973,47 @@ void HttpServer::Impl::noteRejected() {
   }
 }
 
-bool HttpServer::Impl::registerConnection(int fd) {
-  std::lock_guard lock(connMutex);
-  if (stopping)
-    return false;
-  connections.insert(fd);
-  return true;
-}
-
-void HttpServer::Impl::unregisterConnection(int fd) {
-  std::lock_guard lock(connMutex);
-  connections.erase(fd);
-}
-
-void HttpServer::Impl::lingeringClose(int fd) {
-  ::shutdown(fd, SHUT_WR);
-  auto deadline = Clock::now() + kLingerTime;
-  size_t drained = 0;
-  std::array<char, 16 * 1024> sink{};
-  while (drained < kLingerBytes && !stopping && waitForFd(fd, POLLIN, deadline)) {
-    ssize_t n = ::recv(fd, sink.data(), sink.size(), 0);
-    if (n == 0)
-      break;
-    if (n < 0) {
-      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
-        continue;
-      break;
-    }
-    drained += static_cast<size_t>(n);
+void HttpServer::Impl::notePeerRejected(const std::string& peer) {
+  size_t total = ++peerRejected;
+  if (!stopping && logDue(lastPeerRejectLog)) {
+    log::warn("HTTP peer at its connection limit: closing its new connections",
+              {{"server", options.name},
+               {"peer", peer},
+               {"maxConnectionsPerPeer", options.maxConnectionsPerPeer},
+               {"rejectedTotal", total}});
   }
 }
 
-void HttpServer::Impl::serveConnection(UniqueFd fd) {
-  if (!registerConnection(fd.get()))
-    return;
+// Serves the request the reader found whole, then hands the connection back to the reader
+// to wait for the next one (or to drain it), or closes it.
+void HttpServer::Impl::serve(std::unique_ptr<Client> client) {
+  Client& c = *client;
+  After after = After::Close;
   try {
-    int one = 1;
-    ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    std::unique_ptr<TlsSession> session;
-    if (tls)
-      session = tls->accept(fd.get(), Clock::now() + options.readTimeout);
-    if (!tls || session) {
-      auto [remoteAddr, remotePort] = peerAddress(fd.get());
-      Connection connection(fd.get(), session.get(), options.readTimeout, options.writeTimeout);
-      size_t remaining = std::max<size_t>(options.keepAliveMaxRequests, 1);
-      bool first = true;
-      // The first request may take the read timeout to arrive; between requests an idle
-      // connection waits for the keep-alive timeout, or less when connections are queued
-      // for a worker (the client reconnects when it needs to).
-      auto giveUp = [&] { return stopping || (!first && waitingConnections > 0); };
-      After after = After::Close;
-      while (remaining > 0 && !stopping &&
-             connection.waitForRequest(first ? options.readTimeout : options.keepAliveTimeout,
-                                       giveUp)) {
-        first = false;
-        after = serveRequest(connection, remoteAddr, remotePort, remaining);
-        if (after != After::KeepAlive)
-          break;
-        --remaining;
-      }
-      if (session)
-        session->shutdown();
-      if (after == After::DrainAndClose)
-        lingeringClose(fd.get());
-    }
+    after = serveRequest(c.stream, c.addr, c.port, c.remaining);
   } catch (const std::exception& e) {
     log::error("HTTP connection failed", {{"server", options.name}, {"error", e.what()}});
   } catch (...) {
     log::error("HTTP connection failed", {{"server", options.name}});
   }
-  unregisterConnection(fd.get());
+  if (after == After::KeepAlive && !stopping) {
+    --c.remaining;
+    c.scanner.reset();
+    c.continueSent = false;
+    c.phase = Phase::Idle;
+    c.deadline = Clock::now() + options.keepAliveTimeout;
+    reader->add(std::move(client));
+    return;
+  }
+  if (c.tls)
+    c.tls->shutdown();
+  if (after == After::DrainAndClose) {
+    ::shutdown(c.fd.get(), SHUT_WR);
+    c.phase = Phase::Draining;
+    c.deadline = Clock::now() + kLingerTime;
+    c.drained = 0;
+    reader->add(std::move(client));
+  }
 }
 
 HttpServer::Impl::After HttpServer::Impl::serveRequest(Connection& connection,
@@ -604,8 +1084,6 @@ HttpServer::Impl::After HttpServer::Impl::serveRequest(Connection& connection,
   if (hasBody) {
     if (head.framing == BodyFraming::ContentLength && head.contentLength > options.maxBodyBytes)
       return refuse(413, "request body too large");
-    if (head.expectContinue && !connection.writeAll("HTTP/1.1 100 Continue\r\n\r\n"))
-      return After::Close;
     switch (readBody(connection, head, request.body)) {
       case BodyRead::Ok:
         break;
@@ -674,7 +1152,8 @@ HttpServer::Impl::BodyRead HttpServer::Impl::readBody(Connection& connection,
   // Framing may add to the body's size, within a bound: many tiny chunks with long
   // extensions must not keep a worker reading without end.
   size_t framing = 0;
-  const size_t maxFraming = kHeaderBudget + 8 * options.maxBodyBytes;
+  const size_t maxFraming =
+      RequestLimits{kHeaderBudget, options.maxBodyBytes, kChunkLineLimit}.maxChunkFraming();
   for (;;) {
     if (auto failed = next(kChunkLineLimit))
       return *failed;
@@ -744,9 +1223,12 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(HttpServerOptions options
   if (options.maxBodyBytes == 0)
     return fail("maxBodyBytes must be positive");
   if (options.readTimeout <= Duration::zero() || options.writeTimeout <= Duration::zero() ||
-      options.keepAliveTimeout <= Duration::zero()) {
+      options.keepAliveTimeout <= Duration::zero() || options.requestTimeout <= Duration::zero() ||
+      options.handshakeTimeout <= Duration::zero()) {
     return fail("HTTP timeouts must be positive");
   }
+  if (options.maxConnections == 0 || options.maxConnectionsPerPeer == 0)
+    return fail("HTTP connection limits must be positive");
   auto impl = std::make_unique<Impl>(std::move(options));
   impl->host = address->first;
   impl->requestedPort = address->second;
@@ -775,13 +1257,31 @@ Result<void> HttpServer::start() {
     return fail("HTTP server " + impl_->options.name + " was stopped");
   if (impl_->started)
     return fail("HTTP server " + impl_->options.name + " already started");
+  Impl* self = impl_.get();
+  auto reader = ConnectionReader::create(
+      {.readTimeout = self->options.readTimeout,
+       .requestTimeout = self->options.requestTimeout,
+       .name = self->options.name},
+      {.dispatch =
+           [self](std::unique_ptr<Client>& client) { return self->workers->submit(client); },
+       .overloaded = [self] { self->noteRejected(); },
+       .timedOut =
+           [self](const Client& client, std::string_view what) {
+             ++self->timedOut;
+             log::debug("HTTP connection closed: missed its deadline",
+                        {{"server", self->options.name},
+                         {"what", std::string(what)},
+                         {"peer", client.addr}});
+           }});
+  if (!reader)
+    return fail(reader.error().context("HTTP server " + impl_->options.name));
   if (auto r = impl_->bindListener(); !r)
     return r;
   impl_->started = true;
-  Impl* self = impl_.get();
-  impl_->workers = std::make_unique<ConnectionWorkers>(
-      self->options.workers, self->options.maxQueued, self->waitingConnections,
-      [self](UniqueFd fd) { self->serveConnection(std::move(fd)); });
+  impl_->workers = std::make_unique<RequestWorkers>(
+      self->options.workers, self->options.maxQueued,
+      [self](std::unique_ptr<Client> client) { self->serve(std::move(client)); });
+  impl_->reader = std::move(*reader);
   impl_->thread = std::jthread([self] { self->serveLoop(); });
   log::info("HTTP server listening", {{"server", impl_->options.name},
                                       {"address", impl_->options.address},
@@ -803,12 +1303,8 @@ void HttpServer::stop() {
       ::shutdown(impl_->listenFd.get(), SHUT_RDWR);
   }
   impl_->stateCv.notify_all();
-  {
-    // Wakes workers blocked on idle or slow connections.
-    std::lock_guard lock(impl_->connMutex);
-    for (int fd : impl_->connections)
-      ::shutdown(fd, SHUT_RDWR);
-  }
+  // Wakes workers blocked on slow connections.
+  impl_->registry.shutdownAll();
   if (impl_->thread.joinable())
     impl_->thread.join();
 }
@@ -831,9 +1327,16 @@ size_t HttpServer::rejectedConnections() const {
   return impl_->rejected;
 }
 
+size_t HttpServer::peerRejectedConnections() const {
+  return impl_->peerRejected;
+}
+
+size_t HttpServer::timedOutConnections() const {
+  return impl_->timedOut;
+}
+
 size_t HttpServer::openConnections() const {
-  std::lock_guard lock(impl_->connMutex);
-  return impl_->connections.size();
+  return impl_->registry.size();
 }
 
 }  // namespace gvirtus

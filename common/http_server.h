@@ -70,14 +70,29 @@ struct HttpServerOptions {
 
   // Larger request bodies are answered 413 without being read.
   std::size_t maxBodyBytes = 1024 * 1024;
-  // Each connection is served by one of `workers` threads; up to `maxQueued` more
-  // connections wait for one. Beyond that a new connection is closed at once. An idle
-  // keep-alive connection gives its worker up as soon as another connection waits.
+
+  // One thread reads every connection (TLS handshakes, idle keep-alive waits, requests on
+  // their way in) without waiting on any; a request goes to one of `workers` threads only
+  // once its head and body are all there, so a client that trickles its bytes holds no
+  // worker. Up to `maxQueued` whole requests wait for a worker; beyond that a new connection
+  // is closed at once, and a request that arrives is answered 503.
   std::size_t workers = 16;
   std::size_t maxQueued = 64;
-  // Per read or write; also the time a new connection has for its TLS handshake and the
-  // start of its first request.
+  // Connections open at once, in all and from one peer (source address); a new connection
+  // beyond either is closed at once. The per-peer default leaves an API server room for its
+  // pool of kept-alive connections.
+  std::size_t maxConnections = 1024;
+  std::size_t maxConnectionsPerPeer = 64;
+
+  // A request's head and body must arrive within requestTimeout of its first byte, and a
+  // TLS handshake within handshakeTimeout of the connection, however steadily the bytes
+  // trickle in; past it the connection is closed, after a 408 for a request.
+  Duration requestTimeout = std::chrono::seconds(10);
+  Duration handshakeTimeout = std::chrono::seconds(5);
+  // How long a new connection may stay silent before its first request (after the
+  // handshake); also the most one read may wait, within the request's deadline.
   Duration readTimeout = std::chrono::seconds(10);
+  // Per write of a response.
   Duration writeTimeout = std::chrono::seconds(10);
   // How long an idle connection is kept between requests, and for how many requests.
   Duration keepAliveTimeout = std::chrono::seconds(30);
@@ -114,9 +129,14 @@ class HttpServer {
   // The notAfter of the serving certificate in use (nullopt: not TLS, or none loaded).
   std::optional<std::chrono::system_clock::time_point> certificateNotAfter() const;
 
-  // Connections closed at once because every worker was busy and the queue full.
+  // Connections closed at once, and requests answered 503, because every worker was busy
+  // and the queue full, or maxConnections were open.
   std::size_t rejectedConnections() const;
-  // Connections a worker serves now (kept-alive idle ones included).
+  // Connections closed at once because their peer had maxConnectionsPerPeer open.
+  std::size_t peerRejectedConnections() const;
+  // Connections closed because a request or a TLS handshake missed its deadline.
+  std::size_t timedOutConnections() const;
+  // Connections open now: handshaking, idle between requests, on their way in or served.
   std::size_t openConnections() const;
 
   struct Impl;

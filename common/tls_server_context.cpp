@@ -192,8 +192,9 @@ int alpnSelect(SSL*, const unsigned char** out, unsigned char* outLen, const uns
 // ---- A session ------------------------------------------------------------------------------
 
 struct TlsSession::Impl {
-  explicit Impl(int socket) : fd(socket) {}
-  int fd;  // read by the BIO through its data pointer: this object does not move
+  Impl(int socket, std::string serverName) : fd(socket), name(std::move(serverName)) {}
+  int fd;            // read by the BIO through its data pointer: this object does not move
+  std::string name;  // of the server, for log lines
   SslPtr ssl;
 };
 
@@ -221,7 +222,66 @@ ssize_t transferTls(SSL* ssl, int fd, TlsSession::Deadline deadline, Transfer tr
   }
 }
 
+// One SSL call that may not wait on the socket; `rc` is what it returned.
+TlsSession::Step stepOf(SSL* ssl, int rc) {
+  switch (SSL_get_error(ssl, rc)) {
+    case SSL_ERROR_WANT_READ:
+      return TlsSession::Step::WantRead;
+    case SSL_ERROR_WANT_WRITE:
+      return TlsSession::Step::WantWrite;
+    case SSL_ERROR_ZERO_RETURN:
+      ERR_clear_error();
+      return TlsSession::Step::Closed;
+    default:
+      return TlsSession::Step::Failed;
+  }
+}
+
 }  // namespace
+
+TlsSession::Step TlsSession::handshake() {
+  SSL* ssl = impl_->ssl.get();
+  ERR_clear_error();
+  int rc = SSL_do_handshake(ssl);
+  if (rc == 1)
+    return Step::Done;
+  Step step = stepOf(ssl, rc);
+  if (step != Step::WantRead && step != Step::WantWrite) {
+    if (log::enabled(log::Level::Debug))
+      log::debug("TLS handshake failed", {{"server", impl_->name}, {"error", opensslErrors()}});
+    ERR_clear_error();
+    return Step::Failed;
+  }
+  return step;
+}
+
+TlsSession::Step TlsSession::readSome(char* data, size_t size, size_t& moved) {
+  SSL* ssl = impl_->ssl.get();
+  moved = 0;
+  ERR_clear_error();
+  int n = SSL_read(ssl, data, static_cast<int>(std::min<size_t>(size, 1 << 30)));
+  if (n > 0) {
+    moved = static_cast<size_t>(n);
+    return Step::Done;
+  }
+  Step step = stepOf(ssl, n);
+  ERR_clear_error();
+  return step;
+}
+
+TlsSession::Step TlsSession::writeSome(const char* data, size_t size, size_t& moved) {
+  SSL* ssl = impl_->ssl.get();
+  moved = 0;
+  ERR_clear_error();
+  int n = SSL_write(ssl, data, static_cast<int>(std::min<size_t>(size, 64 * 1024)));
+  if (n > 0) {
+    moved = static_cast<size_t>(n);
+    return Step::Done;
+  }
+  Step step = stepOf(ssl, n);
+  ERR_clear_error();
+  return step == Step::Closed ? Step::Failed : step;  // a write moves bytes or fails
+}
 
 ssize_t TlsSession::read(char* data, size_t size, Deadline deadline) {
   int want = static_cast<int>(std::min<size_t>(size, 1 << 30));
@@ -382,8 +442,8 @@ Result<std::unique_ptr<TlsServerContext>> TlsServerContext::create(TlsServerOpti
   return std::make_unique<TlsServerContext>(std::move(impl));
 }
 
-std::unique_ptr<TlsSession> TlsServerContext::accept(int fd, TlsSession::Deadline deadline) {
-  auto session = std::make_unique<TlsSession::Impl>(fd);
+std::unique_ptr<TlsSession> TlsServerContext::newSession(int fd) {
+  auto session = std::make_unique<TlsSession::Impl>(fd, impl_->options.name);
   ERR_clear_error();
   SslPtr& ssl = session->ssl;
   ssl.reset(SSL_new(impl_->sslCtx.get()));
@@ -396,29 +456,7 @@ std::unique_ptr<TlsSession> TlsServerContext::accept(int fd, TlsSession::Deadlin
   BIO_set_data(bio, &session->fd);
   SSL_set_bio(ssl.get(), bio, bio);  // the SSL owns the BIO now
   SSL_set_accept_state(ssl.get());
-  for (;;) {
-    ERR_clear_error();
-    int rc = SSL_do_handshake(ssl.get());
-    if (rc == 1)
-      return std::make_unique<TlsSession>(std::move(session));
-    int err = SSL_get_error(ssl.get(), rc);
-    bool ready = false;
-    if (err == SSL_ERROR_WANT_READ) {
-      ready = waitForFd(fd, POLLIN, deadline);
-    } else if (err == SSL_ERROR_WANT_WRITE) {
-      ready = waitForFd(fd, POLLOUT, deadline);
-    }
-    if (!ready) {
-      if (log::enabled(log::Level::Debug)) {
-        std::string why = err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE
-                              ? std::string("timed out")
-                              : opensslErrors();
-        log::debug("TLS handshake failed", {{"server", impl_->options.name}, {"error", why}});
-      }
-      ERR_clear_error();
-      return nullptr;
-    }
-  }
+  return std::make_unique<TlsSession>(std::move(session));
 }
 
 Result<void> TlsServerContext::setCertificate(const PemKeyPair& pair) {

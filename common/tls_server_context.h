@@ -37,6 +37,16 @@ class TlsSession {
   TlsSession(const TlsSession&) = delete;
   TlsSession& operator=(const TlsSession&) = delete;
 
+  // The steps below never wait: each says what it needs from the socket to go on, so that
+  // one thread can carry many handshakes and slow requests at once.
+  enum class Step { Done, WantRead, WantWrite, Closed, Failed };
+  // The server handshake, as far as the socket allows (Done: finished). A failure is
+  // logged at debug: scanners and health probes fail handshakes all day.
+  Step handshake();
+  // Done with `moved` > 0 bytes, or what blocks; Closed: the peer closed (reads).
+  Step readSome(char* data, size_t size, size_t& moved);
+  Step writeSome(const char* data, size_t size, size_t& moved);
+
   // As recv(2) and send(2) on the socket, waiting up to `deadline`: the bytes moved (> 0),
   // 0 when the peer closed (reads), -1 on an error or when the deadline passes.
   ssize_t read(char* data, size_t size, Deadline deadline);
@@ -61,10 +71,10 @@ class TlsServerContext {
   TlsServerContext(const TlsServerContext&) = delete;
   TlsServerContext& operator=(const TlsServerContext&) = delete;
 
-  // The server handshake on `fd` (connected, non-blocking; it must outlive the session),
-  // until `deadline`. nullptr when it fails (logged at debug: scanners and health probes
-  // fail handshakes all day).
-  std::unique_ptr<TlsSession> accept(int fd, TlsSession::Deadline deadline);
+  // A server session on `fd` (connected, non-blocking; it must outlive the session), its
+  // handshake not begun (TlsSession::handshake). nullptr when OpenSSL cannot make one
+  // (logged).
+  std::unique_ptr<TlsSession> newSession(int fd);
 
   // Replaces the certificate for new handshakes; an invalid pair is an error and the
   // previous one keeps serving.

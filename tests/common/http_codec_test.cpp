@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 #include <string>
+#include <vector>
 
 using namespace gvirtus;
 
@@ -135,4 +136,100 @@ TEST_CASE("percentDecode decodes escapes and, in queries, plus signs", "[http_co
   CHECK_FALSE(percentDecode("%", false));
   CHECK_FALSE(percentDecode("%2", false));
   CHECK_FALSE(percentDecode("%g0", false));
+}
+
+namespace {
+
+// Feeds `request` to a scanner one byte at a time: the state after each byte.
+std::vector<RequestScanner::State> scanByteByByte(const std::string& request,
+                                                  RequestLimits limits = {}) {
+  RequestScanner scanner(limits);
+  std::vector<RequestScanner::State> states;
+  for (size_t n = 1; n <= request.size(); ++n)
+    states.push_back(scanner.scan(std::string_view(request).substr(0, n)));
+  return states;
+}
+
+// The number of bytes after which the scanner first left NeedMore (0: never).
+size_t decidedAfter(const std::vector<RequestScanner::State>& states) {
+  for (size_t i = 0; i < states.size(); ++i) {
+    if (states[i] != RequestScanner::State::NeedMore)
+      return i + 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("RequestScanner finds the end of a request as its bytes trickle in", "[http_codec]") {
+  using State = RequestScanner::State;
+  const std::string get = "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n";
+  auto states = scanByteByByte(get + "GET /next");
+  CHECK(decidedAfter(states) == get.size());
+  CHECK(states.back() == State::Complete);  // what follows is the next request's
+
+  const std::string post = "POST /mutate HTTP/1.1\r\nContent-Length: 5\r\n\r\n";
+  states = scanByteByByte(post + "hello");
+  CHECK(decidedAfter(states) == post.size() + 5);
+  CHECK(states.back() == State::Complete);
+
+  const std::string chunked =
+      "POST /mutate HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "3;ext=1\r\nabc\r\n2\r\nde\r\n0\r\nX-Trailer: t\r\n\r\n";
+  states = scanByteByByte(chunked + "GET");
+  CHECK(decidedAfter(states) == chunked.size());
+  CHECK(states.back() == State::Complete);
+
+  // At once, as when the whole request is in one read.
+  RequestScanner scanner({});
+  CHECK(scanner.scan(chunked) == State::Complete);
+  scanner.reset();
+  CHECK(scanner.scan("GET / HTTP/1.1\r\n") == State::NeedMore);
+}
+
+TEST_CASE("RequestScanner refuses what the server would refuse, without waiting for more",
+          "[http_codec]") {
+  using State = RequestScanner::State;
+  RequestLimits limits;
+  limits.maxBodyBytes = 8;
+  auto verdict = [&](const std::string& request) {
+    RequestScanner scanner(limits);
+    return scanner.scan(request);
+  };
+  CHECK(verdict("GET /hello HTTP/3.0\r\n\r\n") == State::Refused);
+  CHECK(verdict("POST / HTTP/1.1\r\nContent-Length: 9\r\n\r\n") == State::Refused);
+  CHECK(verdict("POST / HTTP/1.1\r\nContent-Length: 8\r\n\r\n") == State::NeedMore);
+  CHECK(verdict("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n") == State::Refused);
+  CHECK(verdict("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n9\r\n") ==
+        State::Refused);  // over maxBodyBytes
+  CHECK(verdict("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabXY") ==
+        State::Refused);  // no CRLF after the chunk's data
+  CHECK(verdict("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1;" +
+                std::string(5000, 'e')) == State::Refused);  // an endless chunk-size line
+  CHECK(verdict("GET / HTTP/1.1\r\nX: " + std::string(70 * 1024, 'x')) == State::Refused);
+  // Chunk framing is bounded: many one-byte chunks with extensions.
+  std::string tiny = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (int i = 0; i < 8; ++i)
+    tiny += "0001;" + std::string(4000, 'e') + "\r\nx\r\n";
+  RequestLimits small;
+  small.headBytes = 1024;
+  small.maxBodyBytes = 16;
+  RequestScanner bounded(small);
+  CHECK(bounded.scan(tiny) == State::Refused);
+}
+
+TEST_CASE("RequestScanner says when a 100 Continue is owed", "[http_codec]") {
+  RequestScanner scanner({});
+  const std::string head = "POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n";
+  CHECK(scanner.scan(head.substr(0, head.size() - 1)) == RequestScanner::State::NeedMore);
+  CHECK_FALSE(scanner.wantsContinue());  // the head is not in yet
+  CHECK(scanner.scan(head) == RequestScanner::State::NeedMore);
+  CHECK(scanner.wantsContinue());
+  CHECK(scanner.scan(head + "body") == RequestScanner::State::Complete);
+  CHECK_FALSE(scanner.wantsContinue());
+
+  RequestScanner plain({});
+  CHECK(plain.scan("POST / HTTP/1.1\r\nContent-Length: 4\r\n\r\n") ==
+        RequestScanner::State::NeedMore);
+  CHECK_FALSE(plain.wantsContinue());
 }

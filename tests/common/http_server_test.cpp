@@ -7,6 +7,7 @@
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -37,11 +38,20 @@ using testing::eventually;
 
 class Socket {
  public:
-  explicit Socket(int port, bool ipv6 = false) {
+  // `source`: the IPv4 loopback address to connect from (any of 127.0.0.0/8), to be another
+  // peer.
+  explicit Socket(int port, bool ipv6 = false, const char* source = nullptr) {
     fd_ = ::socket(ipv6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
     timeval tv{5, 0};
     ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    if (source != nullptr) {
+      sockaddr_in from{};
+      from.sin_family = AF_INET;
+      ::inet_pton(AF_INET, source, &from.sin_addr);
+      if (::bind(fd_, reinterpret_cast<sockaddr*>(&from), sizeof(from)) != 0)
+        return;
+    }
     if (ipv6) {
       sockaddr_in6 addr{};
       addr.sin6_family = AF_INET6;
@@ -135,6 +145,47 @@ RawResponse post(int port, const std::string& target, const std::string& body) {
                               " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
                               "Content-Type: text/plain\r\nContent-Length: " +
                               std::to_string(body.size()) + "\r\n\r\n" + body);
+}
+
+// One response off a kept-alive connection: its head, and the body its Content-Length
+// announces.
+RawResponse readOne(Socket& s) {
+  std::string raw;
+  char buf[4096];
+  for (;;) {
+    auto end = raw.find("\r\n\r\n");
+    if (end != std::string::npos) {
+      auto at = raw.find("Content-Length: ");
+      size_t length = at == std::string::npos ? 0 : std::stoul(raw.substr(at + 16));
+      if (raw.size() >= end + 4 + length)
+        return parseResponse(raw.substr(0, end + 4 + length));
+    }
+    ssize_t n = ::recv(s.fd(), buf, sizeof(buf), 0);
+    if (n <= 0)
+      return parseResponse(raw);
+    raw.append(buf, static_cast<size_t>(n));
+  }
+}
+
+// Sends `request` one byte every `gap`, as a slow client does, until the server answers or
+// closes; then reads what it answered.
+struct Trickled {
+  RawResponse response;
+  std::chrono::steady_clock::duration took{};  // from the first byte to the answer
+};
+Trickled trickle(Socket& s, const std::string& request, std::chrono::milliseconds gap) {
+  Trickled result;
+  auto begin = std::chrono::steady_clock::now();
+  for (char c : request) {
+    if (!s.send(std::string(1, c)))
+      break;
+    pollfd ready{s.fd(), POLLIN, 0};
+    if (::poll(&ready, 1, static_cast<int>(gap.count())) > 0)
+      break;  // answered, or closed
+  }
+  result.response = parseResponse(s.readAll());
+  result.took = std::chrono::steady_clock::now() - begin;
+  return result;
 }
 
 bool hasIpv6Loopback() {
@@ -644,6 +695,157 @@ TEST_CASE("HttpServer idle keep-alive connections yield to waiting ones", "[http
   auto begin = std::chrono::steady_clock::now();
   CHECK(get(port, "/hello").status == 200);
   CHECK(std::chrono::steady_clock::now() - begin < 2s);
+}
+
+TEST_CASE("HttpServer closes a request that trickles past its deadline with 408", "[http_server]") {
+  HttpServerOptions options;
+  options.requestTimeout = 600ms;
+  auto server = startServer(options);
+  server->handle("POST", "/echo", [](const HttpRequest& req) { return text(req.body); });
+  startOrFail(*server);
+  Socket s(server->port());
+  REQUIRE(s.connected());
+  // Each byte comes well within any per-read timeout; the whole request never comes in time.
+  SECTION("its head") {
+    auto t = trickle(
+        s, "GET /hello HTTP/1.1\r\nHost: x\r\nX-Pad: " + std::string(100, 'p') + "\r\n\r\n", 50ms);
+    CHECK(t.response.status == 408);
+    CHECK(t.response.head.find("Connection: close") != std::string::npos);
+    CHECK(t.took >= 550ms);
+    CHECK(t.took < 3s);
+  }
+  SECTION("its body") {
+    REQUIRE(s.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n"));
+    auto t = trickle(s, std::string(100, 'b'), 50ms);
+    CHECK(t.response.status == 408);
+    CHECK(t.took < 3s);
+  }
+  SECTION("empty lines before it") {
+    std::string emptyLines;
+    for (int i = 0; i < 100; ++i)
+      emptyLines += "\r\n";
+    auto t = trickle(s, emptyLines, 50ms);
+    CHECK(t.response.status == 408);
+  }
+  CHECK(server->timedOutConnections() == 1);
+  // A request that arrives in time on a new connection is served.
+  CHECK(get(server->port(), "/hello").status == 200);
+}
+
+TEST_CASE("HttpServer serves a slow request that arrives within its deadline", "[http_server]") {
+  HttpServerOptions options;
+  options.requestTimeout = 5s;
+  auto server = startServer(options);
+  startOrFail(*server);
+  Socket s(server->port());
+  auto t = trickle(s, "GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 10ms);
+  CHECK(t.response.status == 200);
+  CHECK(server->timedOutConnections() == 0);
+}
+
+TEST_CASE("HttpServer gives no worker to a client that trickles its request", "[http_server]") {
+  HttpServerOptions options;
+  options.workers = 1;
+  options.maxQueued = 1;
+  auto server = startServer(options);
+  startOrFail(*server);
+  int port = server->port();
+  // More slow clients than workers and queue together, each sending a byte every 100 ms of
+  // a request that would take seconds.
+  constexpr int kSlow = 8;
+  std::atomic<int> started{0};
+  std::vector<std::jthread> slow;  // stopped and joined however the test ends
+  for (int i = 0; i < kSlow; ++i) {
+    slow.emplace_back([&](std::stop_token stop) {
+      Socket s(port);
+      std::string request = "GET /hello HTTP/1.1\r\nX-Pad: " + std::string(200, 'p') + "\r\n\r\n";
+      for (size_t at = 0; at < request.size() && !stop.stop_requested(); ++at) {
+        if (!s.send(request.substr(at, 1)))
+          break;
+        if (at == 0)
+          ++started;
+        std::this_thread::sleep_for(100ms);  // the trickle itself
+      }
+    });
+  }
+  REQUIRE(eventually([&] { return started == kSlow && server->openConnections() == kSlow; }));
+  auto begin = std::chrono::steady_clock::now();
+  for (int i = 0; i < 20; ++i)
+    CHECK(get(port, "/hello").status == 200);
+  CHECK(std::chrono::steady_clock::now() - begin < 2s);
+  CHECK(server->rejectedConnections() == 0);
+}
+
+TEST_CASE("HttpServer closes a TLS handshake past its deadline", "[http_server][tls]") {
+  Pki pki = makePki("handshake");
+  HttpServerOptions options;
+  options.certificate = pki.serving;
+  options.handshakeTimeout = 300ms;
+  auto server = startServer(options);
+  startOrFail(*server);
+  Socket silent(server->port());
+  REQUIRE(silent.connected());
+  auto begin = std::chrono::steady_clock::now();
+  CHECK(silent.readAll().empty());  // closed by the server, no ClientHello ever sent
+  auto took = std::chrono::steady_clock::now() - begin;
+  CHECK(took >= 250ms);
+  CHECK(took < 3s);
+  CHECK(server->timedOutConnections() == 1);
+  CHECK(tlsGet(server->port(), pki.ca.certPem).response.status == 200);
+}
+
+TEST_CASE("HttpServer limits the connections of one peer", "[http_server]") {
+  HttpServerOptions options;
+  options.maxConnectionsPerPeer = 3;
+  auto server = startServer(options);
+  startOrFail(*server);
+  int port = server->port();
+  std::vector<std::unique_ptr<Socket>> held;
+  for (int i = 0; i < 3; ++i) {
+    held.push_back(std::make_unique<Socket>(port));
+    REQUIRE(held.back()->connected());
+  }
+  REQUIRE(eventually([&] { return server->openConnections() == 3; }));
+
+  // The fourth from the same address is closed at once, without an answer.
+  Socket fourth(port);
+  REQUIRE(fourth.connected());
+  fourth.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto begin = std::chrono::steady_clock::now();
+  CHECK(fourth.readAll().empty());
+  CHECK(std::chrono::steady_clock::now() - begin < 2s);
+  CHECK(server->peerRejectedConnections() == 1);
+
+  // Another peer is served; so is this one once it has closed one of its connections.
+  Socket other(port, false, "127.0.0.2");
+  REQUIRE(other.connected());
+  REQUIRE(other.send("GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  CHECK(parseResponse(other.readAll()).status == 200);
+  held.pop_back();
+  REQUIRE(eventually([&] { return server->openConnections() == 2; }));
+  CHECK(get(port, "/hello").status == 200);
+  CHECK(server->peerRejectedConnections() == 1);
+}
+
+TEST_CASE("HttpServer keeps a connection idle between requests past the request deadline",
+          "[http_server]") {
+  HttpServerOptions options;
+  options.requestTimeout = 300ms;
+  options.keepAliveTimeout = 30s;
+  auto server = startServer(options);
+  startOrFail(*server);
+  Socket s(server->port());
+  REQUIRE(s.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n"));
+  auto first = readOne(s);
+  CHECK(first.status == 200);
+  CHECK(first.head.find("Connection: keep-alive") != std::string::npos);
+  // The threshold is the subject: idle for longer than a request may take to arrive.
+  std::this_thread::sleep_for(700ms);
+  REQUIRE(s.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n"));
+  auto second = readOne(s);
+  CHECK(second.status == 200);
+  CHECK(second.body == "hello\n");
+  CHECK(server->timedOutConnections() == 0);
 }
 
 TEST_CASE("HttpServer serves TLS 1.2 and 1.3 but not older", "[http_server][tls]") {
