@@ -44,19 +44,21 @@ Result<BackendLoad> parseBackendLoad(std::string_view annotation);
 // (gvirtus.io/backend-gpu). A share is a reservation: an idle pod uses none of it yet, and a
 // second pod must not be promised it.
 struct GpuShare {
-  std::string pod;  // "namespace/name"
+  std::string pod = {};  // "namespace/name"
   int64_t gpuIndex = 0;
   BackendRequirements demand;
 
   bool operator==(const GpuShare&) const = default;
 };
 
-// A GVirtuS pod given a backend, as another webhook replica sees it in the cluster: when it
+// A GVirtuS pod given a backend, as the webhook replicas see it in the cluster: when it
 // was created and which webhook instance assigned it (gvirtus.io/assigned-by; empty when
-// none says).
+// none says). A replica counts the others' from these, and its own from memory: one of its
+// own seen here confirms that an assignment it made at admission was for a real pod.
 struct AssignedPod {
   std::chrono::system_clock::time_point created;
   std::string assignedBy;
+  std::string pod = {};  // "namespace/name"
 
   bool operator==(const AssignedPod&) const = default;
 };

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <memory>
 #include <random>
+#include <string_view>
 #include <tuple>
 
 #include <unistd.h>
@@ -79,12 +80,79 @@ BackendChooser::BackendChooser(ChooserOptions options) : options_(std::move(opti
 }
 
 void BackendChooser::pruneLocked(TimePoint now) {
+  const Duration window = options_.assignmentWindow;
+  const Duration unconfirmed = options_.unconfirmedLifetime > Duration::zero()
+                                   ? std::min(options_.unconfirmedLifetime, window)
+                                   : window;
   for (auto it = assignments_.begin(); it != assignments_.end();) {
-    auto& times = it->second;
-    while (!times.empty() && now - times.front().at >= options_.assignmentWindow) {
-      times.pop_front();
+    auto& reservations = it->second;
+    while (!reservations.empty() && now - reservations.front().at >= window) {
+      reservations.pop_front();
     }
-    it = times.empty() ? assignments_.erase(it) : std::next(it);
+    // In time order: when the oldest unconfirmed one still counts, all of them do.
+    auto oldest =
+        std::ranges::find_if(reservations, [](const Reservation& r) { return !r.confirmed; });
+    if (oldest != reservations.end() && now - oldest->at >= unconfirmed) {
+      std::erase_if(reservations, [&](const Reservation& r) {
+        return !r.confirmed && now - r.at >= unconfirmed;
+      });
+    }
+    it = reservations.empty() ? assignments_.erase(it) : std::next(it);
+  }
+}
+
+void BackendChooser::confirmLocked(const Backend& backend) {
+  if (backend.assigned.empty()) {
+    return;
+  }
+  auto it = assignments_.find(backend.endpoint());
+  if (it == assignments_.end()) {
+    return;
+  }
+  auto& reservations = it->second;
+  auto oldest =
+      std::ranges::find_if(reservations, [](const Reservation& r) { return !r.confirmed; });
+  if (oldest == reservations.end()) {
+    return;
+  }
+  // This instance's pods of the backend not yet matched to an assignment, created no
+  // earlier than the oldest unconfirmed one could be (a creationTimestamp is in whole
+  // seconds, from the API server's clock, and set after the review).
+  constexpr auto kCreationSlack = std::chrono::seconds(2);
+  std::vector<std::string_view> seen;
+  for (const auto& r : reservations) {
+    if (!r.seenAs.empty()) {
+      seen.push_back(r.seenAs);
+    }
+  }
+  std::vector<const AssignedPod*> unmatched;
+  for (const auto& pod : backend.assigned) {
+    if (pod.assignedBy == options_.instance && !pod.pod.empty() &&
+        pod.created >= oldest->at - kCreationSlack &&
+        std::ranges::find(seen, std::string_view(pod.pod)) == seen.end()) {
+      unmatched.push_back(&pod);
+    }
+  }
+  auto confirm = [&](Reservation& r, auto match) {
+    auto found = std::ranges::find_if(unmatched, match);
+    if (found != unmatched.end()) {
+      r.confirmed = true;
+      r.seenAs = (*found)->pod;
+      unmatched.erase(found);
+    }
+  };
+  // By name first: a pod named in its review confirms only its own assignment. Then the
+  // pods reviewed without a name (generateName), each confirming one assignment made
+  // before it was created.
+  for (auto r = oldest; r != reservations.end() && !unmatched.empty(); ++r) {
+    if (!r->confirmed && !r->pod.empty()) {
+      confirm(*r, [&](const AssignedPod* pod) { return pod->pod == r->pod; });
+    }
+  }
+  for (auto r = oldest; r != reservations.end() && !unmatched.empty(); ++r) {
+    if (!r->confirmed && r->pod.empty()) {
+      confirm(*r, [&](const AssignedPod* pod) { return pod->created >= r->at - kCreationSlack; });
+    }
   }
 }
 
@@ -126,7 +194,13 @@ void BackendChooser::recordAssignment(const std::string& endpoint) {
   std::lock_guard lock(mutex_);
   const auto now = options_.now();
   pruneLocked(now);
-  assignments_[endpoint].push_back({now, nextReservation_++, std::nullopt, 0, ""});
+  assignments_[endpoint].push_back({.at = now,
+                                    .id = nextReservation_++,
+                                    .gpuIndex = std::nullopt,
+                                    .memoryMiB = 0,
+                                    .pod = "",
+                                    .confirmed = true,
+                                    .seenAs = ""});
 }
 
 void BackendChooser::cancelAssignment(const Choice& choice) {
@@ -144,16 +218,48 @@ void BackendChooser::cancelAssignment(const Choice& choice) {
   }
 }
 
+void BackendChooser::confirmAssignment(const Choice& choice) {
+  if (choice.reservation == 0) {
+    return;
+  }
+  std::lock_guard lock(mutex_);
+  auto it = assignments_.find(choice.backend.endpoint());
+  if (it == assignments_.end()) {
+    return;
+  }
+  for (auto& r : it->second) {
+    if (r.id == choice.reservation) {
+      r.confirmed = true;
+      // Its pod, seen in the cluster later, confirms nothing else.
+      r.seenAs = r.pod;
+      return;
+    }
+  }
+}
+
 int64_t BackendChooser::recentAssignments(const std::string& endpoint) {
   std::lock_guard lock(mutex_);
   pruneLocked(options_.now());
   return recentLocked(endpoint);
 }
 
+int64_t BackendChooser::unconfirmedAssignments(const std::string& endpoint) {
+  std::lock_guard lock(mutex_);
+  pruneLocked(options_.now());
+  auto it = assignments_.find(endpoint);
+  return it == assignments_.end()
+             ? 0
+             : std::ranges::count_if(it->second, [](const auto& r) { return !r.confirmed; });
+}
+
 ChooseResult BackendChooser::choose(const std::vector<Backend>& backends,
                                     const BackendRequirements& pod, bool record) {
   std::lock_guard lock(mutex_);
   const auto now = options_.now();
+  // Before the pruning: an assignment whose pod shows up now holds, however late it is seen.
+  for (const auto& backend : backends) {
+    confirmLocked(backend);
+  }
   pruneLocked(now);
   const Policy policy = pod.policy.value_or(options_.policy);
   const TieOrder tieOrder = tieOrder_.load(std::memory_order_relaxed);
@@ -296,8 +402,13 @@ ChooseResult BackendChooser::choose(const std::vector<Backend>& backends,
                 0};
   if (record) {
     choice.reservation = nextReservation_++;
-    assignments_[chosen->endpoint].push_back(
-        {now, choice.reservation, chosen->gpuIndex, chosen->memoryMiB, pod.pod});
+    assignments_[chosen->endpoint].push_back({.at = now,
+                                              .id = choice.reservation,
+                                              .gpuIndex = chosen->gpuIndex,
+                                              .memoryMiB = chosen->memoryMiB,
+                                              .pod = pod.pod,
+                                              .confirmed = false,
+                                              .seenAs = ""});
   }
   return choice;
 }

@@ -43,6 +43,14 @@ struct ChooserOptions {
   // Own assignments count as connections (and against maxSessions) for this long, so that
   // a burst of pods does not all land on one backend before its load report catches up.
   Duration assignmentWindow = std::chrono::minutes(1);
+  // An assignment made at admission counts only this long unless its pod is seen: among
+  // the backend's pods (Backend::assigned) as one this instance assigned, by name, or when
+  // the review had no name yet (generateName), created since. Whoever reaches the webhook's
+  // port can post reviews for pods that are never created; each would otherwise hold a
+  // session for the whole window. Assignments of pods that exist (confirmAssignment(): the
+  // waiting-pod controller's releases) count for the window. Zero: every assignment counts
+  // for the window (static backends, whose pods no one watches).
+  Duration unconfirmedLifetime = std::chrono::seconds(5);
   // A load report older than this is unknown: such backends rank after fresh ones.
   Duration staleAfter = std::chrono::minutes(1);
   // A load report older than this means the backend is gone.
@@ -90,17 +98,26 @@ class BackendChooser {
   explicit BackendChooser(ChooserOptions options = {});
 
   // `record`: count the assignment and advance round-robin (false for dry runs, which
-  // must have no side effect).
+  // must have no side effect). The assignment counts for unconfirmedLifetime until its pod
+  // is seen among `backends` (or confirmAssignment()), then for the window. First confirms
+  // earlier assignments whose pods `backends` show.
   ChooseResult choose(const std::vector<Backend>& backends, const BackendRequirements& pod,
                       bool record);
 
-  // Counts an assignment made elsewhere.
+  // Counts an assignment made elsewhere, for the window.
   void recordAssignment(const std::string& endpoint);
   // Takes back an assignment choose() recorded (the pod was not given the backend after
   // all: its patch failed). Does nothing for an unrecorded or expired one.
   void cancelAssignment(const Choice& choice);
-  // Assignments to `endpoint` within the window.
+  // Counts an assignment choose() recorded for the whole window: its pod exists (the
+  // waiting-pod controller read it from the cluster). Does nothing for an unrecorded or
+  // expired one.
+  void confirmAssignment(const Choice& choice);
+  // Assignments to `endpoint` still counted: confirmed within the window, unconfirmed
+  // within unconfirmedLifetime.
   int64_t recentAssignments(const std::string& endpoint);
+  // Of those, the ones not confirmed yet.
+  int64_t unconfirmedAssignments(const std::string& endpoint);
   Policy defaultPolicy() const { return options_.policy; }
   // Thread-safe; TieOrder::Own until set.
   void setTieOrder(TieOrder order) { tieOrder_.store(order, std::memory_order_relaxed); }
@@ -116,8 +133,13 @@ class BackendChooser {
     std::optional<int64_t> gpuIndex;
     int64_t memoryMiB = 0;
     std::string pod;  // "namespace/name"; empty when the pod had no name yet
+    // Its pod was seen (or exists): it counts for the whole window.
+    bool confirmed = false;
+    std::string seenAs;  // the pod seen for it ("namespace/name"), never matched again
   };
   void pruneLocked(TimePoint now);
+  // Confirms the unconfirmed assignments to `backend` whose pods it shows (Backend::assigned).
+  void confirmLocked(const Backend& backend);
   int64_t recentLocked(const std::string& endpoint) const;
   // Pods other webhook instances gave `backend` within the window.
   int64_t assignedElsewhere(const Backend& backend, TimePoint now) const;

@@ -65,7 +65,8 @@ std::optional<std::pair<std::string, AssignedPod>> assignedPod(const json& pod) 
   }
   return std::pair{
       endpoint,
-      AssignedPod{*created, stringAt(pod, {"metadata", "annotations", kAssignedByAnnotation})}};
+      AssignedPod{*created, stringAt(pod, {"metadata", "annotations", kAssignedByAnnotation}),
+                  cacheKey(pod)}};
 }
 
 std::optional<Backend> backendFromPod(const json& pod, const json* node, int port) {

@@ -27,15 +27,16 @@ std::optional<Backend> backendFromPod(const nlohmann::json& pod, const nlohmann:
 // has not finished. nullopt otherwise.
 std::optional<std::pair<std::string, GpuShare>> heldShare(const nlohmann::json& pod);
 
-// The backend a GVirtuS pod was given ("IP:PORT", when it was created and by which webhook
-// instance): it has gvirtus.io/backend and a creation time and has not finished. nullopt
-// otherwise.
+// The backend a GVirtuS pod was given ("IP:PORT", when it was created, by which webhook
+// instance, and its namespace/name): it has gvirtus.io/backend and a creation time and has
+// not finished. nullopt otherwise.
 std::optional<std::pair<std::string, AssignedPod>> assignedPod(const nlohmann::json& pod);
 
 // Backend pods in one namespace matching a label selector, from a watch cache of those
 // pods and one of the nodes (for their zones); and, from a third cache, the GVirtuS pods
 // (label gvirtus.io/enabled=true, every namespace) given them: the GPU shares they hold,
-// and those created within `assignmentWindow` (what other webhook replicas assigned).
+// and those created within `assignmentWindow` (what other webhook replicas assigned, and
+// which of this one's assignments at admission were for pods that exist).
 class ClusterBackendSource : public BackendSource {
  public:
   ClusterBackendSource(KubeClient& client, std::string ns, std::string labelSelector, int port,

@@ -118,7 +118,8 @@ Result<void> wireContainer(json& container, const std::string& name) {
 }
 
 // KAI-Scheduler gives a pod with gpu-fraction or gpu-memory a share of a device through a
-// reservation pod, and refuses the pod if it also asks for nvidia.com/gpu.
+// reservation pod, and refuses the pod if it also asks for nvidia.com/gpu. Other schedulers
+// ignore these annotations.
 bool asksForGpuShare(const json& pod) {
   const json* annotations = memberAt(pod, {"metadata", "annotations"});
   return annotations != nullptr && annotations->is_object() &&
@@ -192,16 +193,19 @@ Result<void> wirePod(json& pod, const WiringOptions& options) {
     }
   }
   objectAt(pod, {"spec", "nodeSelector"})[kFrontendNodeLabel] = "true";
-  if (options.addGpuLimit && !asksForGpuShare(pod) &&
-      std::none_of(targets->begin(), targets->end(),
-                   [&](const auto& target) { return asksForGpu(containerOf(target)); })) {
-    objectAt(containerOf(targets->front()), {"resources", "limits"})[kGpuResource] = "1";
-  }
   if (!options.schedulerName.empty()) {
     const std::string current = stringOf(memberAt(pod, {"spec", "schedulerName"}));
     if (current.empty() || current == "default-scheduler") {
       pod["spec"]["schedulerName"] = options.schedulerName;
     }
+  }
+  // After the scheduler name: a KAI share stands in for the limit only where KAI schedules.
+  const bool kaiShare = asksForGpuShare(pod) && !options.schedulerName.empty() &&
+                        stringOf(memberAt(pod, {"spec", "schedulerName"})) == options.schedulerName;
+  if (options.addGpuLimit && !kaiShare &&
+      std::none_of(targets->begin(), targets->end(),
+                   [&](const auto& target) { return asksForGpu(containerOf(target)); })) {
+    objectAt(containerOf(targets->front()), {"resources", "limits"})[kGpuResource] = "1";
   }
   if (!options.kaiQueue.empty() &&
       memberAt(pod, {"metadata", "labels", kKaiQueueLabel}) == nullptr) {
@@ -263,6 +267,16 @@ void markWaiting(json& pod) {
   if (!findNamed(memberAt(pod, {"spec", "schedulingGates"}), kSchedulingGate)) {
     arrayAt(pod, {"spec", "schedulingGates"}).push_back({{"name", kSchedulingGate}});
   }
+}
+
+bool gatedByWebhook(const json& pod) {
+  if (stringOf(memberAt(pod, {"metadata", "annotations", kBackendStatusAnnotation})) !=
+      kBackendStatusWaiting) {
+    return false;
+  }
+  const json* volumes = memberAt(pod, {"spec", "volumes"});
+  auto index = findNamed(volumes, kConfigVolume);
+  return index && isConfigVolume((*volumes)[*index]);
 }
 
 }  // namespace gvirtus::webhook

@@ -17,10 +17,14 @@
 namespace gvirtus::webhook {
 
 struct WiringOptions {
-  // limits nvidia.com/gpu: 1 on the first wired container when no wired container asks
-  // and the pod asks for no KAI GPU share (gpu-fraction, gpu-memory).
+  // limits nvidia.com/gpu: 1 on the first wired container when no wired container asks,
+  // unless KAI-Scheduler schedules the pod (its spec.schedulerName is `schedulerName`) and
+  // it asks for a KAI GPU share (gpu-fraction, gpu-memory): KAI then counts the share and
+  // refuses a pod that also asks for nvidia.com/gpu. Any other scheduler ignores the share,
+  // and without the limit a namespace's nvidia.com/gpu ResourceQuota would not count the pod.
   bool addGpuLimit = true;
-  // spec.schedulerName for pods that have none of their own (empty: leave it).
+  // spec.schedulerName for pods that have none of their own (empty: leave it): the
+  // KAI-Scheduler's name where KAI schedules GVirtuS pods.
   std::string schedulerName;
   // label kai.scheduler/queue for pods without one (empty: leave it).
   std::string kaiQueue;
@@ -65,5 +69,12 @@ void assignBackend(nlohmann::json& pod, const Assignment& assignment);
 // A pod no backend can take yet: the scheduling gate gvirtus.io/backend and
 // gvirtus.io/backend-status: waiting.
 void markWaiting(nlohmann::json& pod);
+
+// True for a pod that the webhook wired and gated at admission: it carries
+// gvirtus.io/backend-status: waiting (markWaiting()) and the gvirtus-config volume that
+// projects properties.json (wirePod()). A pod's volumes cannot change after creation: a pod
+// created with the gate but without the label gvirtus.io/enabled, which the webhook never
+// saw, lacks the volume however it is labelled and annotated later.
+bool gatedByWebhook(const nlohmann::json& pod);
 
 }  // namespace gvirtus::webhook

@@ -109,6 +109,11 @@ int run(const Options& options) {
       });
   ChooserOptions chooserOptions;
   chooserOptions.policy = options.policy;
+  if (!options.staticBackends.empty()) {
+    // No one watches the pods of static backends: nothing would confirm an assignment. They
+    // have no load report, so no maxSessions that assignments could fill either.
+    chooserOptions.unconfirmedLifetime = Duration::zero();
+  }
   BackendChooser chooser(chooserOptions);
   MutateConfig config;
   config.wiring = {options.addGpuLimit, options.schedulerName, options.kaiQueue};

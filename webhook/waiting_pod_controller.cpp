@@ -117,20 +117,21 @@ struct ReleaseUnit {
 };
 
 // The pass's units in the order of their oldest pod (`waiting` is oldest first).
-std::vector<ReleaseUnit> releaseUnits(const std::vector<json>& waiting, const GangLookup& gangOf) {
+std::vector<ReleaseUnit> releaseUnits(const std::vector<const json*>& waiting,
+                                      const GangLookup& gangOf) {
   std::vector<ReleaseUnit> units;
   std::map<std::string, size_t> unitOfGang;
-  for (const auto& pod : waiting) {
-    std::optional<Gang> gang = gangOf ? gangOf(pod) : std::nullopt;
+  for (const json* pod : waiting) {
+    std::optional<Gang> gang = gangOf ? gangOf(*pod) : std::nullopt;
     if (!gang || gang->minMember <= 1) {
-      units.push_back({{&pod}, std::nullopt});
+      units.push_back({{pod}, std::nullopt});
       continue;
     }
     auto [it, added] = unitOfGang.emplace(gang->name, units.size());
     if (added) {
       units.push_back({{}, std::move(gang)});
     }
-    units[it->second].pods.push_back(&pod);
+    units[it->second].pods.push_back(pod);
   }
   return units;
 }
@@ -160,6 +161,25 @@ std::vector<PodOutcome> releaseWaitingPods(const std::vector<json>& waiting,
     JsonPatch patch;
   };
   std::vector<PendingRelease> pending;
+  // Only pods the webhook wired and gated: a pod created with the gate but without the label,
+  // and labelled later, was never wired, and would reach a backend without the webhook's
+  // checks.
+  std::vector<const json*> wired;
+  for (const auto& pod : waiting) {
+    if (gatedByWebhook(pod)) {
+      wired.push_back(&pod);
+      continue;
+    }
+    PodOutcome refused;
+    refused.kind = PodOutcome::Kind::Refused;
+    refused.pod = pod;
+    refused.reason = "it carries the scheduling gate " + std::string(kSchedulingGate) +
+                     " but was not wired by the GVirtuS webhook at creation (no " +
+                     std::string(kEnabledLabel) +
+                     "=true label then); it is not given a backend: delete it and create it "
+                     "with the label";
+    outcomes.push_back(std::move(refused));
+  }
   // Writes what is pending, up to parallelWrites at once; a failed write gives its backend
   // back, to the pods chosen for after this.
   auto writePending = [&] {
@@ -179,7 +199,7 @@ std::vector<PodOutcome> releaseWaitingPods(const std::vector<json>& waiting,
     }
     pending.clear();
   };
-  for (const auto& unit : releaseUnits(waiting, gangOf)) {
+  for (const auto& unit : releaseUnits(wired, gangOf)) {
     if (stop.stop_requested()) {
       break;
     }
@@ -201,6 +221,9 @@ std::vector<PodOutcome> releaseWaitingPods(const std::vector<json>& waiting,
           requirements ? chooser.choose(backends, *requirements, true)
                        : ChooseResult(std::unexpect, NoBackend{requirements.error().message});
       if (choice) {
+        // The pod exists: its assignment counts for the whole window, not only for the short
+        // life of one made at admission for a pod that may never appear.
+        chooser.confirmAssignment(*choice);
         choices.push_back(std::move(*choice));
         continue;
       }
@@ -399,15 +422,24 @@ bool WaitingPodController::pass(std::stop_token stop, const std::vector<ObjectSn
   std::erase_if(state.releasedFrom,
                 [&](const auto& entry) { return !present.contains(entry.first); });
   if (metrics_ != nullptr) {
-    // Oldest first: the front's age, when its creation time is known.
+    // Oldest first: the front's age, when its creation time is known. Pods the webhook did not
+    // gate wait for nothing it can give: not counted.
     std::chrono::seconds oldest{0};
-    if (!waiting.empty()) {
-      if (const SystemTime created = createdAt(waiting.front()); created != SystemTime::max()) {
+    const json* front = nullptr;
+    double count = 0;
+    for (const auto& pod : waiting) {
+      if (gatedByWebhook(pod)) {
+        front = front != nullptr ? front : &pod;
+        ++count;
+      }
+    }
+    if (front != nullptr) {
+      if (const SystemTime created = createdAt(*front); created != SystemTime::max()) {
         oldest = std::max(std::chrono::seconds(0), std::chrono::duration_cast<std::chrono::seconds>(
                                                        std::chrono::system_clock::now() - created));
       }
     }
-    metrics_->waitingPods(static_cast<double>(waiting.size()), oldest);
+    metrics_->waitingPods(count, oldest);
   }
   if (waiting.empty()) {
     autoscale({}, candidates, state);
@@ -571,6 +603,17 @@ void WaitingPodController::report(const PodOutcome& outcome, RunState& state) {
       // A WaitingForBackend Event still queued is no longer true: it is not written.
       events_.withdraw(ref, kWaitingForBackendReason);
       events_.record(ref, EventType::Normal, kBackendAssignedReason, message);
+      return;
+    }
+    case PodOutcome::Kind::Refused: {
+      auto& told = state.told[podUid(pod)];
+      if (std::find(told.begin(), told.end(), outcome.reason) != told.end()) {
+        return;
+      }
+      told.push_back(outcome.reason);
+      log::warn("gated pod not wired by the webhook; not released", {{"pod", key}});
+      events_.record(ref, EventType::Warning, kNotWiredReason,
+                     "Not given a GVirtuS backend: " + outcome.reason);
       return;
     }
     case PodOutcome::Kind::Failed: {

@@ -33,6 +33,8 @@ class WebhookMetrics;
 // Event reasons on the pod.
 inline constexpr const char* kWaitingForBackendReason = "WaitingForBackend";
 inline constexpr const char* kBackendAssignedReason = "BackendAssigned";
+// A Warning: the pod carries the gate gvirtus.io/backend, but the webhook did not wire it.
+inline constexpr const char* kNotWiredReason = "NotWiredByWebhook";
 
 // A pod waits while it carries the gate gvirtus.io/backend and is not being deleted.
 bool isWaiting(const nlohmann::json& pod);
@@ -54,11 +56,12 @@ bool isReleaseConflict(const Error& error);
 
 // What one pass did with one waiting pod.
 struct PodOutcome {
-  enum class Kind { Released, Waiting, Failed };
+  // Refused: gated, but not by the webhook (gatedByWebhook() is false); never released.
+  enum class Kind { Released, Waiting, Failed, Refused };
   Kind kind = Kind::Waiting;
   nlohmann::json pod;                        // as the pass read it
   std::optional<Choice> choice;              // Released: the backend given
-  std::string reason;                        // Waiting: why no backend can take it
+  std::string reason;                        // Waiting, Refused: why it is not released
   bool forCapacity = false;                  // Waiting: because no backend has room for it
   std::optional<Error> error;                // Failed: the patch's error
   std::chrono::system_clock::time_point at;  // Released: when the patch succeeded
@@ -81,13 +84,14 @@ struct Gang {
 using GangLookup = std::function<std::optional<Gang>(const nlohmann::json& pod)>;
 
 // One pass over waiting pods, in the given order (oldest first): the chooser picks a
-// backend for each and records it, so that the next pod sees it taken (never more pods
-// than a backend's capacity), and `write` releases the pod; a failed write gives the
-// backend back. A pod no backend can take waits and the next one is tried. The waiting
-// members of a gang (`gangOf`) go at the place of their oldest member, all of them or
-// none: when fewer than minMember exist, or not all of them can get a backend, they all
-// wait with that reason and give back what was chosen for them. Stops early when `stop`
-// is requested.
+// backend for each and records it (confirmed: the pod exists), so that the next pod sees
+// it taken (never more pods than a backend's capacity), and `write` releases the pod; a
+// failed write gives the backend back. A pod the webhook did not wire and gate at
+// admission (gatedByWebhook()) is refused: it is given no backend and keeps its gate. A
+// pod no backend can take waits and the next one is tried. The waiting members of a gang
+// (`gangOf`) go at the place of their oldest member, all of them or none: when fewer than
+// minMember exist, or not all of them can get a backend, they all wait with that reason
+// and give back what was chosen for them. Stops early when `stop` is requested.
 //
 // The writes go `parallelWrites` at a time (each waits for the API server, not for the
 // others): the choices for that many pods are made, their writes run together, and the
@@ -117,7 +121,8 @@ struct WaitingPodControllerOptions {
 // namespace but the webhook's own) and the backends, and releases waiting pods in passes:
 // a pass runs on every change of either, and at least every `resync`. Records the Events
 // WaitingForBackend (once per pod and reason; withdrawn when the pod is released before it
-// was written) and BackendAssigned on the pods.
+// was written) and BackendAssigned on the pods, and NotWiredByWebhook (a Warning, once per
+// pod) on a gated pod the webhook never wired, which it leaves gated.
 //
 // run() is the leader's work (or everyone's without --leader-elect): it watches only while
 // it runs. backendsChanged() is called by the backend source on every replica, so that a

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "support/manual_clock.h"
 #include "webhook/fixtures.h"
 
 using namespace gvirtus::webhook;
@@ -25,6 +26,19 @@ ChooserOptions optionsFor(Policy policy, FakeClock& clock, double random = 0) {
   options.now = clock.fn();
   options.random = [random] { return random; };
   return options;
+}
+
+// The chooser's clock: the system time at the start, moved only when `clock` is advanced.
+std::function<system_clock::time_point()> timeOf(const gvirtus::testing::ManualClock& clock) {
+  return [&clock, start = clock.now(), base = system_clock::now()] {
+    return base + duration_cast<system_clock::duration>(clock.now() - start);
+  };
+}
+
+BackendRequirements podNamed(const std::string& name) {
+  BackendRequirements pod;
+  pod.pod = name;
+  return pod;
 }
 
 std::string pick(BackendChooser& chooser, const std::vector<Backend>& backends,
@@ -417,4 +431,116 @@ TEST_CASE_METHOD(HalvesOfOneGpu,
   clock.now += minutes(1);
   one.load->updated = clock.now;
   CHECK(chooser.choose({one}, half, false).has_value());
+}
+
+TEST_CASE("an assignment made at admission lapses within seconds unless its pod is seen",
+          "[chooser]") {
+  gvirtus::testing::ManualClock clock;
+  const auto now = timeOf(clock);
+  ChooserOptions options;
+  options.instance = "webhook-a";
+  options.now = now;
+  BackendChooser chooser(options);
+  REQUIRE(options.unconfirmedLifetime == seconds(5));
+  Backend one = backend("10.0.0.1", 0, 2);
+  REQUIRE(chooser.choose({one}, podNamed("team-a/real"), true).has_value());
+  REQUIRE(chooser.choose({one}, podNamed("team-a/forged"), true).has_value());
+  CHECK_FALSE(chooser.choose({one}, {}, false).has_value());  // 2 of 2 sessions
+  CHECK(chooser.unconfirmedAssignments("10.0.0.1:9999") == 2);
+
+  // The real pod is created; the webhook's cache shows it, assigned by this instance. The
+  // forged review's pod never appears.
+  clock.advance(seconds(1));
+  one.assigned = {AssignedPod{now(), "webhook-a", "team-a/real"}};
+  CHECK_FALSE(chooser.choose({one}, {}, false).has_value());  // both still count
+  CHECK(chooser.unconfirmedAssignments("10.0.0.1:9999") == 1);
+
+  // Five seconds after the review the forged one no longer counts; the confirmed one does.
+  clock.advance(seconds(4) - milliseconds(1));
+  CHECK(chooser.recentAssignments("10.0.0.1:9999") == 2);
+  clock.advance(milliseconds(1));
+  CHECK(chooser.recentAssignments("10.0.0.1:9999") == 1);
+  CHECK(chooser.unconfirmedAssignments("10.0.0.1:9999") == 0);
+  CHECK(pick(chooser, {one}, {}, false) == "10.0.0.1");
+
+  // The confirmed one holds for the whole window, as before.
+  clock.advance(seconds(54));
+  CHECK(chooser.recentAssignments("10.0.0.1:9999") == 1);
+  clock.advance(seconds(1));
+  CHECK(chooser.recentAssignments("10.0.0.1:9999") == 0);
+}
+
+TEST_CASE("a pod seen after the short lifetime still holds its assignment", "[chooser]") {
+  gvirtus::testing::ManualClock clock;
+  const auto now = timeOf(clock);
+  ChooserOptions options;
+  options.instance = "webhook-a";
+  options.now = now;
+  BackendChooser chooser(options);
+  Backend one = backend("10.0.0.1", 0, 4);
+  const auto reviewed = now();
+  REQUIRE(chooser.choose({one}, podNamed("team-a/slow"), true).has_value());
+  // The cache showed the pod at once, but no review came until ten seconds later: the
+  // next choice confirms before it prunes.
+  one.assigned = {AssignedPod{reviewed, "webhook-a", "team-a/slow"}};
+  clock.advance(seconds(10));
+  REQUIRE(chooser.choose({one}, {}, false).has_value());
+  CHECK(chooser.recentAssignments("10.0.0.1:9999") == 1);
+}
+
+TEST_CASE("a pod reviewed without a name confirms one assignment made before it was created",
+          "[chooser]") {
+  gvirtus::testing::ManualClock clock;
+  const auto now = timeOf(clock);
+  ChooserOptions options;
+  options.instance = "webhook-a";
+  options.now = now;
+  BackendChooser chooser(options);
+  Backend one = backend("10.0.0.1");
+  // Three reviews without a name (generateName): a Deployment's pod and two forged ones.
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE(chooser.choose({one}, {}, true).has_value());
+  }
+  clock.advance(seconds(1));
+  one.assigned = {
+      // The Deployment's pod, created after its review.
+      AssignedPod{now(), "webhook-a", "team-a/web-7d9f-x2x4q"},
+      // Another replica's pod confirms none of this one's.
+      AssignedPod{now(), "webhook-b", "team-a/other"},
+      // Nor does a pod of this instance created well before the reviews.
+      AssignedPod{now() - seconds(30), "webhook-a", "team-a/old"},
+  };
+  REQUIRE(chooser.choose({one}, {}, false).has_value());
+  CHECK(chooser.unconfirmedAssignments("10.0.0.1:9999") == 2);
+  // The same pod, seen again, confirms nothing more.
+  REQUIRE(chooser.choose({one}, {}, true).has_value());
+  REQUIRE(chooser.choose({one}, {}, false).has_value());
+  CHECK(chooser.unconfirmedAssignments("10.0.0.1:9999") == 3);
+  clock.advance(seconds(5));
+  CHECK(chooser.recentAssignments("10.0.0.1:9999") == 1);
+}
+
+TEST_CASE("an assignment whose pod exists holds for the window, and lifetime zero holds all",
+          "[chooser]") {
+  gvirtus::testing::ManualClock clock;
+  ChooserOptions options;
+  options.now = timeOf(clock);
+  BackendChooser chooser(options);
+  const std::vector<Backend> backends = {backend("10.0.0.1")};
+  // The waiting-pod controller releases a pod it read from the cluster.
+  auto released = chooser.choose(backends, podNamed("team-a/waited"), true);
+  REQUIRE(released.has_value());
+  chooser.confirmAssignment(*released);
+  CHECK(chooser.unconfirmedAssignments("10.0.0.1:9999") == 0);
+  clock.advance(seconds(30));
+  CHECK(chooser.recentAssignments("10.0.0.1:9999") == 1);
+
+  // Static backends: no one watches their pods, every assignment counts for the window.
+  options.unconfirmedLifetime = milliseconds::zero();
+  BackendChooser statics(options);
+  REQUIRE(statics.choose(backends, {}, true).has_value());
+  clock.advance(seconds(59));
+  CHECK(statics.recentAssignments("10.0.0.1:9999") == 1);
+  clock.advance(seconds(1));
+  CHECK(statics.recentAssignments("10.0.0.1:9999") == 0);
 }

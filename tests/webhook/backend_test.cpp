@@ -59,7 +59,7 @@ TEST_CASE("a backend without its pods keeps everything else", "[backend]") {
   full.load->connections = 3;
   full.draining = true;
   full.shares = {GpuShare{}};
-  full.assigned = {AssignedPod{std::chrono::system_clock::now(), "webhook-a"}};
+  full.assigned = {AssignedPod{std::chrono::system_clock::now(), "webhook-a", "team-a/app"}};
   Backend expected = full;
   expected.shares.clear();
   expected.assigned.clear();

@@ -79,7 +79,7 @@ TEST_CASE("an unreadable load report counts as unknown", "[cluster-backends]") {
   CHECK_FALSE(backend->load.has_value());
 }
 
-TEST_CASE("a GVirtuS pod given a backend: when, and by which webhook instance",
+TEST_CASE("a GVirtuS pod given a backend: when, by which webhook instance, and which pod",
           "[cluster-source]") {
   json pod = {{"metadata",
                {{"name", "app-1"},
@@ -94,6 +94,8 @@ TEST_CASE("a GVirtuS pod given a backend: when, and by which webhook instance",
   CHECK(assigned->first == "10.244.1.5:9999");
   CHECK(assigned->second.assignedBy == "gvirtus-webhook-0-1a2b3c4d");
   CHECK(gvirtus::formatRfc3339(assigned->second.created) == "2026-11-25T10:00:00Z");
+  // What confirms the assignment this webhook instance made at admission.
+  CHECK(assigned->second.pod == "team-a/app-1");
 
   json unclaimed = pod;
   unclaimed["metadata"]["annotations"].erase("gvirtus.io/assigned-by");

@@ -7,8 +7,10 @@
 #include <thread>
 
 #include "common/metrics.h"
+#include "support/manual_clock.h"
 #include "webhook/fixtures.h"
 #include "webhook/metrics.h"
+#include "webhook/waiting_pod_controller.h"
 
 using namespace gvirtus::webhook;
 using namespace gvirtus::webhook::testing;
@@ -430,4 +432,132 @@ TEST_CASE("a KAI gpu-fraction counts against the backend's GPU at admission", "[
   CHECK(denied["response"]["allowed"] == false);
   CHECK_THAT(denied["response"]["status"]["message"].get<std::string>(),
              Catch::Contains("gpu-fraction"));
+}
+
+TEST_CASE("the GPU limit is dropped for a KAI GPU share only where KAI schedules the pod",
+          "[mutate]") {
+  // A namespace's ResourceQuota on nvidia.com/gpu counts the pod unless KAI counts its share.
+  json half = gvirtusPod();
+  half["metadata"]["annotations"] = {{"gpu-fraction", "0.5"}};
+  const auto limits = [](const json& pod) {
+    return pod["spec"]["containers"][0]["resources"].value("limits", json::object());
+  };
+  Harness plain;
+  const json unscheduled = applied(half, patchOf(plain.post(admissionReview(half))));
+  CHECK(unscheduled["spec"]["schedulerName"] == "default-scheduler");
+  CHECK(limits(unscheduled)["nvidia.com/gpu"] == "1");
+
+  FakeBackendSource source{{backend("10.0.0.1", 0, 16, "backend-a")}};
+  BackendChooser chooser;
+  MutateConfig config;
+  config.wiring.schedulerName = "kai-scheduler";
+  MutateHandler kai(config, source, chooser);
+  const json kaiPod =
+      applied(half, patchOf(json::parse(kai.handle(admissionReview(half).dump()).body)));
+  CHECK(kaiPod["spec"]["schedulerName"] == "kai-scheduler");
+  CHECK_FALSE(limits(kaiPod).contains("nvidia.com/gpu"));
+  // The same webhook, a pod that names another scheduler: the limit stays.
+  json own = half;
+  own["spec"]["schedulerName"] = "my-scheduler";
+  const json ownPod =
+      applied(own, patchOf(json::parse(kai.handle(admissionReview(own, "uid-2").dump()).body)));
+  CHECK(limits(ownPod)["nvidia.com/gpu"] == "1");
+}
+
+namespace {
+
+// The chooser's clock: the system time at the start, moved only when `clock` is advanced.
+std::function<std::chrono::system_clock::time_point()> timeOf(
+    const gvirtus::testing::ManualClock& clock) {
+  return [&clock, start = clock.now(), base = std::chrono::system_clock::now()] {
+    return base +
+           std::chrono::duration_cast<std::chrono::system_clock::duration>(clock.now() - start);
+  };
+}
+
+}  // namespace
+
+TEST_CASE("forged reviews hold backends only seconds: real pods get them after the flood",
+          "[mutate]") {
+  using namespace std::chrono_literals;
+  gvirtus::testing::ManualClock clock;
+  const auto now = timeOf(clock);
+  ChooserOptions options;
+  options.instance = "webhook-a";
+  options.now = now;
+  BackendChooser chooser(options);
+  // Two backends of four sessions each.
+  FakeBackendSource source{
+      {backend("10.0.0.1", 0, 4, "backend-a"), backend("10.0.0.2", 0, 4, "backend-b")}};
+  MutateHandler handler(MutateConfig{}, source, chooser);
+  auto admit = [&](const json& pod, const std::string& uid) {
+    auto response = handler.handle(admissionReview(pod, uid).dump());
+    REQUIRE(response.status == 200);
+    return applied(pod, patchOf(json::parse(response.body)));
+  };
+  auto realPod = [](const std::string& name) {
+    json pod = gvirtusPod();
+    pod["metadata"]["name"] = name;
+    pod["metadata"]["namespace"] = "team-a";
+    return pod;
+  };
+
+  // A real pod admitted before the flood, which the API server then creates.
+  const json first = admit(realPod("real-0"), "uid-real-0");
+  const std::string firstBackend = annotations(first)["gvirtus.io/backend"];
+
+  // Whoever reaches the port posts non-dry-run reviews of pods that are never created, with
+  // names and without (generateName), 200 in a row: every session is taken.
+  int given = 0;
+  for (int i = 0; i < 200; ++i) {
+    json forged = realPod(i % 2 == 0 ? "forged-" + std::to_string(i) : "");
+    if (i % 2 == 1) {
+      forged["metadata"].erase("name");
+      forged["metadata"]["generateName"] = "forged-";
+    }
+    const json out = admit(forged, "uid-forged-" + std::to_string(i));
+    given += annotations(out).contains("gvirtus.io/backend") ? 1 : 0;
+  }
+  CHECK(given == 7);
+  // A real pod created during the flood is admitted waiting behind the gate.
+  json waiting = admit(realPod("real-1"), "uid-real-1");
+  REQUIRE(waiting["spec"]["schedulingGates"] == json::parse(R"([{"name":"gvirtus.io/backend"}])"));
+
+  // The webhook's cache shows the pods that exist; none of the forged ones.
+  clock.advance(1s);
+  std::vector<Backend> seen = *source.backends();
+  for (auto& b : seen) {
+    if (b.endpoint() == firstBackend) {
+      b.assigned = {AssignedPod{now(), "webhook-a", "team-a/real-0"}};
+    }
+  }
+  source.set(seen);
+
+  // Seconds later the forged reservations have lapsed: the waiting pod is released...
+  clock.advance(5s);
+  waiting["metadata"]["uid"] = "uid-real-1";
+  waiting["metadata"]["resourceVersion"] = "7";
+  json stored = waiting;
+  auto write = [&](const json&, const gvirtus::JsonPatch& patch) -> gvirtus::Result<void> {
+    auto result = gvirtus::applyJsonPatch(stored, patch.toJson());
+    if (!result) {
+      return gvirtus::fail(result.error());
+    }
+    stored = *result;
+    return {};
+  };
+  const auto outcomes = releaseWaitingPods({waiting}, *source.backends(), chooser, {}, write);
+  REQUIRE(outcomes.size() == 1);
+  CHECK(outcomes[0].kind == PodOutcome::Kind::Released);
+  CHECK(annotations(stored).contains("gvirtus.io/backend"));
+  CHECK(stored["spec"].value("schedulingGates", json::array()).empty());
+  // ... and a real pod created now gets a backend at admission.
+  const json third = admit(realPod("real-2"), "uid-real-2");
+  CHECK(annotations(third).contains("gvirtus.io/backend"));
+  // What counts: the first real pod (seen), the released one (it exists) and the newest.
+  CHECK(chooser.recentAssignments("10.0.0.1:9999") + chooser.recentAssignments("10.0.0.2:9999") ==
+        3);
+  CHECK(chooser.unconfirmedAssignments("10.0.0.1:9999") +
+            chooser.unconfirmedAssignments("10.0.0.2:9999") ==
+        1);
 }

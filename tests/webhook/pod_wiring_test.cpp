@@ -125,14 +125,48 @@ TEST_CASE("add-gpu-limit off adds no limit", "[pod-wiring]") {
   CHECK_FALSE(out["spec"]["containers"][0]["resources"].contains("limits"));
 }
 
-TEST_CASE("a KAI GPU share (gpu-fraction, gpu-memory) gets no GPU limit", "[pod-wiring]") {
+TEST_CASE("a KAI GPU share (gpu-fraction, gpu-memory) gets no GPU limit where KAI schedules",
+          "[pod-wiring]") {
+  WiringOptions kai;
+  kai.schedulerName = "kai-scheduler";
   for (const char* annotation : {"gpu-fraction", "gpu-memory"}) {
+    INFO(annotation);
     json pod = gvirtusPod();
     pod["metadata"]["annotations"][annotation] = "1";
-    const json out = wired(pod, WiringOptions{});
-    INFO(annotation);
+    // The webhook names KAI for the pod.
+    const json out = wired(pod, kai);
+    CHECK(out["spec"]["schedulerName"] == "kai-scheduler");
     CHECK_FALSE(out["spec"]["containers"][0]["resources"].contains("limits"));
     CHECK(out["spec"]["nodeSelector"]["gvirtus.io/frontend.allowed"] == "true");
+    // The pod names KAI itself.
+    pod["spec"]["schedulerName"] = "kai-scheduler";
+    CHECK_FALSE(wired(pod, kai)["spec"]["containers"][0]["resources"].contains("limits"));
+  }
+}
+
+TEST_CASE("a KAI GPU share where KAI does not schedule the pod still gets the GPU limit",
+          "[pod-wiring]") {
+  // Another scheduler ignores gpu-fraction and gpu-memory: without the limit a namespace's
+  // nvidia.com/gpu ResourceQuota would not count the pod at all.
+  for (const char* annotation : {"gpu-fraction", "gpu-memory"}) {
+    INFO(annotation);
+    json pod = gvirtusPod();
+    pod["metadata"]["annotations"][annotation] = "1";
+    // No KAI configured: the pod keeps the default scheduler.
+    json out = wired(pod, WiringOptions{});
+    CHECK(out["spec"]["schedulerName"] == "default-scheduler");
+    CHECK(out["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1");
+    // The pod names KAI, but the webhook was not told KAI schedules: not trusted.
+    pod["spec"]["schedulerName"] = "kai-scheduler";
+    out = wired(pod, WiringOptions{});
+    CHECK(out["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1");
+    // KAI configured, but the pod names a scheduler of its own.
+    WiringOptions kai;
+    kai.schedulerName = "kai-scheduler";
+    pod["spec"]["schedulerName"] = "my-scheduler";
+    out = wired(pod, kai);
+    CHECK(out["spec"]["schedulerName"] == "my-scheduler");
+    CHECK(out["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1");
   }
 }
 
@@ -188,6 +222,24 @@ TEST_CASE("scheduler name and queue only where the pod has none", "[pod-wiring]"
   const json out = wired(pod, options);
   CHECK(out["spec"]["schedulerName"] == "my-scheduler");
   CHECK(out["metadata"]["labels"]["kai.scheduler/queue"] == "mine");
+}
+
+TEST_CASE("gated by the webhook: wired at admission and marked waiting", "[pod-wiring]") {
+  const json admitted = waitingCopy(wired(gvirtusPod()));
+  CHECK(gatedByWebhook(admitted));
+  // The gate and the annotation a pod's author can write; the volume only at creation.
+  json forged = gvirtusPod();
+  forged["metadata"]["labels"].erase("gvirtus.io/enabled");
+  forged = waitingCopy(forged);
+  CHECK_FALSE(gatedByWebhook(forged));
+  forged["spec"]["volumes"] =
+      json::array({{{"name", "gvirtus-config"}, {"emptyDir", json::object()}}});
+  CHECK_FALSE(gatedByWebhook(forged));
+  // Wired but never gated by the webhook (it had a backend at admission).
+  CHECK_FALSE(gatedByWebhook(wired(gvirtusPod())));
+  json other = admitted;
+  other["metadata"]["annotations"]["gvirtus.io/backend-status"] = "something";
+  CHECK_FALSE(gatedByWebhook(other));
 }
 
 TEST_CASE("assignment: backend annotations, preferred zone, end of waiting", "[pod-wiring]") {

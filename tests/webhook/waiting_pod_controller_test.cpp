@@ -28,10 +28,11 @@ std::vector<gvirtus::ObjectSnapshot> snapshotsOf(const std::vector<json>& pods) 
   return out;
 }
 
-// A GVirtuS pod as the admission left it when no backend could take it.
+// A GVirtuS pod as the admission left it when no backend could take it: wired, and gated.
 json waitingPod(const std::string& name, const std::string& created,
                 json annotations = json::object(), const std::string& ns = "team-a") {
   json pod = gvirtusPod();
+  REQUIRE(wirePod(pod, {}).has_value());
   pod["metadata"]["name"] = name;
   pod["metadata"]["namespace"] = ns;
   pod["metadata"]["uid"] = "uid-" + ns + "-" + name;
@@ -414,4 +415,42 @@ TEST_CASE("a gang waits for its missing members, counting those released before"
                                 {backend("10.0.0.1", 0, 16)}, chooser, {}, api.writer(), {},
                                 gangOfTrainers(3, 1));
   CHECK(released(outcomes) == Names{"gang-1", "gang-2"});
+}
+
+TEST_CASE("a gated pod the webhook never wired is refused, not released", "[waiting]") {
+  // Created with the gate (and even the webhook's waiting annotation) but without the label
+  // gvirtus.io/enabled, so the webhook never saw it; labelled afterwards.
+  json unwired = gvirtusPod();
+  unwired["metadata"]["name"] = "sneaky";
+  unwired["metadata"]["namespace"] = "team-a";
+  unwired["metadata"]["uid"] = "uid-sneaky";
+  unwired["metadata"]["resourceVersion"] = "100";
+  unwired["metadata"]["creationTimestamp"] = "2026-11-22T10:00:00Z";
+  unwired["metadata"]["annotations"] = {{"gvirtus.io/backend-status", "waiting"}};
+  unwired["spec"]["schedulingGates"] = json::array({{{"name", "gvirtus.io/backend"}}});
+  REQUIRE(isWaiting(unwired));
+  const json admitted = waitingPod("admitted", "2026-11-22T10:00:01Z");
+  const auto pods = waitingPods(snapshotsOf({admitted, unwired}));
+  REQUIRE(pods.size() == 2);
+
+  BackendChooser chooser;
+  FakeApi api(pods);
+  const auto outcomes =
+      releaseWaitingPods(pods, {backend("10.0.0.1", 0, 16)}, chooser, {}, api.writer());
+  // The admitted pod is released; the other one is given nothing and keeps its gate.
+  CHECK(released(outcomes) == Names{"admitted"});
+  CHECK(api.written == Names{"admitted"});
+  CHECK(chooser.recentAssignments("10.0.0.1:9999") == 1);
+  const PodOutcome* refused = nullptr;
+  for (const auto& outcome : outcomes) {
+    if (nameOf(outcome.pod) == "sneaky") {
+      refused = &outcome;
+    }
+  }
+  REQUIRE(refused != nullptr);
+  CHECK(refused->kind == PodOutcome::Kind::Refused);
+  CHECK_FALSE(refused->choice.has_value());
+  CHECK_THAT(refused->reason, Catch::Contains("not wired by the GVirtuS webhook"));
+  CHECK(api.pods.at("sneaky") == unwired);
+  CHECK(std::string(kNotWiredReason) == "NotWiredByWebhook");
 }
