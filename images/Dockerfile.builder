@@ -43,8 +43,11 @@ COPY images/stage-rootfs.sh images/cross-env.sh images/print_ids.c images/
 
 # Empty: as many jobs as the build machine has cores. -O2, as the tested builds (GCC 12
 # at -O3 reports false -Wrestrict errors in std::string code, and warnings are errors).
+# The build folder is a BuildKit cache, one per target: after a change only what it
+# touches is compiled again (the sources keep their modification times).
 ARG BUILD_JOBS=
-RUN set -eu; . /src/images/cross-env.sh; \
+RUN --mount=type=cache,id=gvirtus-k8s-build-${TARGETARCH},target=/build \
+    set -eu; . /src/images/cross-env.sh; \
     cmake -S /src -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" -DBUILD_TESTING=OFF $CROSS_CMAKE_ARGS; \
     cmake --build /build -j "${BUILD_JOBS:-$(nproc)}" --target \
