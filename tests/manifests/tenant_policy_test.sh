@@ -281,7 +281,7 @@ load='{"metadata": {"annotations": {"gvirtus.io/load":
   "{\"connections\":0,\"maxSessions\":16,\"gpus\":[],\"updated\":\"2026-01-01T00:00:00Z\"}"}}}'
 allowed "its pod: gvirtus.io/load (merge patch, as the shim writes it)" "$shim" patch pod "$backend_pod" -n "$ns" \
   --type=merge -p "$load"
-refused "its pod: another annotation" $S "refused: gvirtus.io/backend-pod" "$shim" \
+refused "its pod: another annotation" "$S|$P" "refused: gvirtus.io/backend-pod" "$shim" \
   patch pod "$backend_pod" -n "$ns" --type=merge -p '{"metadata": {"annotations": {"gvirtus.io/backend-pod": "x"}}}'
 refused "its pod: a label" $S "not its labels, spec" "$shim" \
   patch pod "$backend_pod" -n "$ns" --type=merge -p '{"metadata": {"labels": {"example.com/x": "y"}}}'
