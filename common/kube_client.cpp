@@ -17,6 +17,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <utility>
@@ -557,6 +558,9 @@ class KubeClient::Impl {
   void giveBack(std::unique_ptr<Connection> connection);
   void dropIdle();
   httplib::Headers headers();
+  // Logs each distinct Warning header of the API server once (deprecated APIs, ignored
+  // fields): what an operator must see before the next release removes something.
+  void reportWarnings(const Call& call, const httplib::Response& response);
 
   const KubeConfig config_;
   const KubeClientOptions options_;
@@ -573,7 +577,27 @@ class KubeClient::Impl {
 
   mutable std::mutex countsMutex_;
   RequestCounts counts_;
+
+  std::mutex warningsMutex_;
+  std::set<std::string> warnings_;
 };
+
+void KubeClient::Impl::reportWarnings(const Call& call, const httplib::Response& response) {
+  // At most a handful of distinct texts exist; a server that sent endless new ones would
+  // only grow this set to the cap.
+  constexpr size_t kMaxDistinctWarnings = 64;
+  const size_t count = response.get_header_value_count("Warning");
+  for (size_t i = 0; i < count; ++i) {
+    std::string text = response.get_header_value("Warning", i);
+    {
+      std::lock_guard lock(warningsMutex_);
+      if (warnings_.size() >= kMaxDistinctWarnings || !warnings_.insert(text).second) {
+        continue;
+      }
+    }
+    log::warn("the API server warns", {{"request", call.what()}, {"warning", text}});
+  }
+}
 
 Result<std::unique_ptr<Connection>> KubeClient::Impl::newConnection(Duration readTimeout) {
   auto connection = std::make_unique<Connection>();
@@ -768,6 +792,7 @@ Result<httplib::Response> KubeClient::Impl::send(const Call& call) {
     }
     httplib::Response response = std::move(result.value());
     giveBack(std::move(connection));
+    reportWarnings(call, response);
     const int status = response.status;
     if ((status == 429 || status >= 500) && attempt < options_.maxRetries) {
       const auto retryAfter = retryAfterOf(response);

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -987,6 +988,48 @@ TEST_CASE("the client is safe to share between threads", "[kube_client]") {
   }
   CHECK(ok == 90);
   CHECK(client->requestCounts().byVerb["get"] == 90);
+}
+
+TEST_CASE("the API server's warnings are logged once each", "[kube_client]") {
+  testing::TlsTestServer server(pki());
+  server.http().Get("/api/v1/namespaces/default/pods/x", [](const httplib::Request&,
+                                                            httplib::Response& response) {
+    response.set_header("Warning", "299 - \"v1 Endpoints is deprecated in v1.33+\"");
+    response.set_header("Warning", "299 - \"unknown field \\\"spec.x\\\"\"");
+    response.set_content(R"({"kind":"Pod"})", "application/json");
+  });
+  server.start();
+  auto client = makeClient(server.kubeConfig(), {});
+
+  // The logger writes to stderr: read what it wrote across three requests.
+  std::FILE* captured = std::tmpfile();
+  REQUIRE(captured != nullptr);
+  std::fflush(stderr);
+  const int saved = ::dup(STDERR_FILENO);
+  ::dup2(::fileno(captured), STDERR_FILENO);
+  for (int i = 0; i < 3; ++i) {
+    CHECK(client->get(resources::kPods, "default", "x").has_value());
+  }
+  std::fflush(stderr);
+  ::dup2(saved, STDERR_FILENO);
+  ::close(saved);
+  std::string lines;
+  std::rewind(captured);
+  for (int c = std::fgetc(captured); c != EOF; c = std::fgetc(captured)) {
+    lines.push_back(static_cast<char>(c));
+  }
+  std::fclose(captured);
+
+  auto occurrences = [&](std::string_view needle) {
+    size_t n = 0;
+    for (size_t at = lines.find(needle); at != std::string::npos; at = lines.find(needle, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  CHECK(occurrences("the API server warns") == 2);
+  CHECK(occurrences("v1 Endpoints is deprecated") == 1);
+  CHECK(occurrences("unknown field") == 1);
 }
 
 }  // namespace
