@@ -53,6 +53,10 @@ expect "backend.port reaches the webhook" '^ +- --backend-port=7777$' --set back
 expect "backend.port reaches the shim" '^ +- --port=7777$' --set backend.port=7777
 expect "backend.maxSessions" '^ +- --max-sessions=4$' --set backend.maxSessions=4
 expect "backend.runtimeClassName" '^ +runtimeClassName: nvidia$' --set backend.runtimeClassName=nvidia
+expect "backend.gpus: the backend asks the allocator" '^ +nvidia.com/gpu: 4$' --set backend.gpus=4
+expect_not "backend.gpus: no GPU taken behind the allocator" 'name: NVIDIA_VISIBLE_DEVICES' --set backend.gpus=4
+expect "backend.gpus=0: every GPU of the node" '^ +- name: NVIDIA_VISIBLE_DEVICES$' --set backend.gpus=0
+expect_not "backend.gpus=0: no GPU request" '^ +nvidia.com/gpu: ' --set backend.gpus=0
 expect "devicePlugin.devices" '^ +- --devices=16$' --set devicePlugin.devices=16
 expect "nodeSelector" '^ +pool: gpu$' --set backend.nodeSelector.pool=gpu
 expect "resources" '^ +memory: 32Gi$' --set backend.resources.limits.memory=32Gi

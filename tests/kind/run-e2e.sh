@@ -114,6 +114,7 @@ apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
   - $(realpath --relative-to="$overlay" "$repo/manifests")
+  - $(realpath --relative-to="$overlay" "$repo/tests/e2e/nvidia-standin")
 images:
   - {name: $prefix/labeler, newTag: "$tag"}
   - {name: $prefix/device-plugin, newTag: "$tag"}

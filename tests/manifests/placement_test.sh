@@ -38,8 +38,11 @@ say "creating ${#cases[@]} fake nodes"
 declare -A want
 for c in "${cases[@]}"; do
   IFS='|' read -r node labels expected <<<"$c"
+  # A node with a GPU has NVIDIA's device plugin's nvidia.com/gpu, which the backend asks for.
+  gpus=()
+  [[ $labels == *gpu.present=true* ]] && gpus=(--capacity nvidia.com/gpu=2)
   # shellcheck disable=SC2086  # labels are words
-  bash "$add_node" "$node" $labels 2>/dev/null
+  bash "$add_node" "$node" $labels "${gpus[@]}" 2>/dev/null
   want[$node]=$expected
 done
 # Taints: the labeler and the device plugin tolerate every taint; the backend tolerates

@@ -31,8 +31,8 @@ F=gvirtus.io/frontend.allowed B=gvirtus.io/backend.allowed G=gvirtus.io/gpu.pres
 say "fake nodes and kubectl apply -k manifests/"
 bash "$add_node" mf-pol-bare 2>/dev/null
 bash "$add_node" mf-pol-fe $F=true $B=false $G=false 2>/dev/null
-bash "$add_node" mf-pol-gpu1 $F=false $B=true $G=true 2>/dev/null
-bash "$add_node" mf-pol-gpu2 $F=false $B=true $G=true 2>/dev/null
+bash "$add_node" mf-pol-gpu1 $F=false $B=true $G=true --capacity nvidia.com/gpu=1 2>/dev/null
+bash "$add_node" mf-pol-gpu2 $F=false $B=true $G=true --capacity nvidia.com/gpu=1 2>/dev/null
 k apply -k "$manifests" >/dev/null 2>&1 || { k apply -k "$manifests"; bad "apply -k failed"; finish; }
 # Fake nodes run no webhook: with failurePolicy Fail, it would refuse every GVirtuS pod.
 k delete mutatingwebhookconfiguration gvirtus-webhook >/dev/null
