@@ -59,6 +59,9 @@ struct AssignedPod {
   std::chrono::system_clock::time_point created;
   std::string assignedBy;
   std::string pod = {};  // "namespace/name"
+  // The backend pod it was given (gvirtus.io/backend-pod): a new backend pod that reuses
+  // an old one's IP does not inherit the old one's pods.
+  std::string backendPod = {};
 
   bool operator==(const AssignedPod&) const = default;
 };

@@ -55,7 +55,9 @@ std::optional<std::pair<std::string, GpuShare>> heldShare(const json& pod) {
 }
 
 std::optional<std::pair<std::string, AssignedPod>> assignedPod(const json& pod) {
-  if (finished(pod)) {
+  // A pod being deleted will never open its session: counting it would steer the next
+  // pods away from a backend for nothing.
+  if (finished(pod) || memberAt(pod, {"metadata", "deletionTimestamp"}) != nullptr) {
     return std::nullopt;
   }
   const std::string endpoint = stringAt(pod, {"metadata", "annotations", kBackendAnnotation});
@@ -66,7 +68,8 @@ std::optional<std::pair<std::string, AssignedPod>> assignedPod(const json& pod) 
   return std::pair{
       endpoint,
       AssignedPod{*created, stringAt(pod, {"metadata", "annotations", kAssignedByAnnotation}),
-                  cacheKey(pod)}};
+                  cacheKey(pod),
+                  stringAt(pod, {"metadata", "annotations", kBackendPodAnnotation})}};
 }
 
 std::optional<Backend> backendFromPod(const json& pod, const json* node, int port) {
@@ -116,7 +119,8 @@ namespace {
 json frontendFields(json pod) {
   json kept = {{"metadata", json::object()}};
   json& metadata = kept["metadata"];
-  for (const char* key : {"name", "namespace", "resourceVersion", "creationTimestamp"}) {
+  for (const char* key :
+       {"name", "namespace", "resourceVersion", "creationTimestamp", "deletionTimestamp"}) {
     if (const json* value = memberAt(pod, {"metadata", key})) {
       metadata[key] = *value;
     }
@@ -124,8 +128,8 @@ json frontendFields(json pod) {
   if (const json* annotations = memberAt(pod, {"metadata", "annotations"});
       annotations != nullptr && annotations->is_object()) {
     for (std::string_view key :
-         {kBackendAnnotation, kBackendGpuAnnotation, kAssignedByAnnotation, kGpuMemoryAnnotation,
-          kKaiGpuFractionAnnotation, kKaiGpuMemoryAnnotation}) {
+         {kBackendAnnotation, kBackendPodAnnotation, kBackendGpuAnnotation, kAssignedByAnnotation,
+          kGpuMemoryAnnotation, kKaiGpuFractionAnnotation, kKaiGpuMemoryAnnotation}) {
       if (auto it = annotations->find(key); it != annotations->end()) {
         metadata["annotations"][std::string(key)] = *it;
       }
@@ -308,9 +312,14 @@ std::vector<Backend> ClusterBackendSource::buildBackends() const {
     }
   }
   for (const auto& [pod, given] : assigned_) {
-    if (auto it = byEndpoint.find(given.first);
-        it != byEndpoint.end() && given.second.created > since) {
-      it->second->assigned.push_back(given.second);
+    auto it = byEndpoint.find(given.first);
+    if (it == byEndpoint.end() || given.second.created <= since) {
+      continue;
+    }
+    Backend& backend = *it->second;
+    const std::string& backendPod = given.second.backendPod;
+    if (backendPod.empty() || backendPod == backend.podNamespace + "/" + backend.podName) {
+      backend.assigned.push_back(given.second);
     }
   }
   return out;

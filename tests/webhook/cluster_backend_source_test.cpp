@@ -87,6 +87,7 @@ TEST_CASE("a GVirtuS pod given a backend: when, by which webhook instance, and w
                 {"creationTimestamp", "2026-11-25T10:00:00Z"},
                 {"annotations",
                  {{"gvirtus.io/backend", "10.244.1.5:9999"},
+                  {"gvirtus.io/backend-pod", "gvirtus-system/gvirtus-backend-x7k2p"},
                   {"gvirtus.io/assigned-by", "gvirtus-webhook-0-1a2b3c4d"}}}}},
               {"status", {{"phase", "Pending"}}}};
   auto assigned = assignedPod(pod);
@@ -96,6 +97,8 @@ TEST_CASE("a GVirtuS pod given a backend: when, by which webhook instance, and w
   CHECK(gvirtus::formatRfc3339(assigned->second.created) == "2026-11-25T10:00:00Z");
   // What confirms the assignment this webhook instance made at admission.
   CHECK(assigned->second.pod == "team-a/app-1");
+  // Which backend pod: another pod that later gets the same IP does not inherit it.
+  CHECK(assigned->second.backendPod == "gvirtus-system/gvirtus-backend-x7k2p");
 
   json unclaimed = pod;
   unclaimed["metadata"]["annotations"].erase("gvirtus.io/assigned-by");
@@ -110,6 +113,10 @@ TEST_CASE("a GVirtuS pod given a backend: when, by which webhook instance, and w
   json noTime = pod;
   noTime["metadata"].erase("creationTimestamp");
   CHECK_FALSE(assignedPod(noTime).has_value());
+  // Being deleted: it will never open its session.
+  json deleting = pod;
+  deleting["metadata"]["deletionTimestamp"] = "2026-11-25T10:00:05Z";
+  CHECK_FALSE(assignedPod(deleting).has_value());
 }
 
 TEST_CASE("a GVirtuS pod holds a GPU share while it runs with its backend GPU",
