@@ -18,6 +18,23 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t kReadBufferSize = 16 * 1024;
 
+// Runs one non-blocking send or recv until it moves bytes, waiting for the socket to be
+// ready (`events`) until the deadline; -1 on an error or at the deadline.
+template <typename Io>
+ssize_t untilReady(int fd, short events, Clock::time_point deadline, Io io) {
+  for (;;) {
+    ssize_t n = io();
+    if (n >= 0)
+      return n;
+    if (errno == EINTR)
+      continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK)
+      return -1;
+    if (!waitForFd(fd, events, deadline))
+      return -1;
+  }
+}
+
 }  // namespace
 
 HttpStream::HttpStream(int fd, TlsSession* tls, Duration readTimeout, Duration writeTimeout)
@@ -182,34 +199,14 @@ ssize_t HttpStream::write(const char* ptr, size_t size) {
   auto deadline = Clock::now() + writeTimeout_;
   if (tls_ != nullptr)
     return tls_->write(ptr, size, deadline);
-  for (;;) {
-    ssize_t n = ::send(fd_, ptr, size, MSG_NOSIGNAL);
-    if (n >= 0)
-      return n;
-    if (errno == EINTR)
-      continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK)
-      return -1;
-    if (!waitForFd(fd_, POLLOUT, deadline))
-      return -1;
-  }
+  return untilReady(fd_, POLLOUT, deadline, [&] { return ::send(fd_, ptr, size, MSG_NOSIGNAL); });
 }
 
 ssize_t HttpStream::rawRead(char* ptr, size_t size) {
   auto deadline = std::min(Clock::now() + readTimeout_, readDeadline_);
   if (tls_ != nullptr)
     return tls_->read(ptr, size, deadline);
-  for (;;) {
-    ssize_t n = ::recv(fd_, ptr, size, 0);
-    if (n >= 0)
-      return n;
-    if (errno == EINTR)
-      continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK)
-      return -1;
-    if (!waitForFd(fd_, POLLIN, deadline))
-      return -1;
-  }
+  return untilReady(fd_, POLLIN, deadline, [&] { return ::recv(fd_, ptr, size, 0); });
 }
 
 }  // namespace gvirtus
