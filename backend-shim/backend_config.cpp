@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "backend-shim/peer_guard/peer_guard_protocol.h"
+
 extern char** environ;
 
 namespace gvirtus::backend_shim {
@@ -92,6 +94,32 @@ std::vector<std::string> backendEnvironment(const std::vector<std::string>& base
   }
   env.push_back("GVIRTUS_HOME=" + gvirtusHome);
   env.push_back("LD_LIBRARY_PATH=" + (std::filesystem::path(gvirtusHome) / "lib").string());
+  return env;
+}
+
+std::vector<std::string> withPeerGuard(const std::vector<std::string>& base,
+                                       const PeerGuardSettings& guard) {
+  namespace protocol = gvirtus::peer_guard;
+  std::string preload = guard.library;
+  std::vector<std::string> env;
+  for (const auto& entry : base) {
+    if (hasName(entry, "LD_PRELOAD")) {
+      // ld.so takes colons or spaces between entries; the guard goes last, after what the
+      // image preloads already.
+      const std::string earlier = entry.substr(entry.find('=') + 1);
+      if (!earlier.empty()) {
+        preload = earlier + ":" + guard.library;
+      }
+    } else if (!hasName(entry, protocol::kSocketEnv) && !hasName(entry, protocol::kPortEnv) &&
+               !hasName(entry, protocol::kTimeoutEnv)) {
+      env.push_back(entry);
+    }
+  }
+  const auto timeoutMs = std::chrono::ceil<std::chrono::milliseconds>(guard.timeout).count();
+  env.push_back("LD_PRELOAD=" + preload);
+  env.push_back(std::string(protocol::kSocketEnv) + "=" + guard.socket);
+  env.push_back(std::string(protocol::kPortEnv) + "=" + std::to_string(guard.port));
+  env.push_back(std::string(protocol::kTimeoutEnv) + "=" + std::to_string(timeoutMs));
   return env;
 }
 

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "common/duration.h"
 #include "common/error.h"
 
 // Everything the GVirtuS backend is given: its properties.json, its command line and its
@@ -32,6 +33,19 @@ std::vector<std::string> backendArgv(std::vector<std::string> command,
 // With an empty `gvirtusHome` the base environment is passed unchanged.
 std::vector<std::string> backendEnvironment(const std::vector<std::string>& base,
                                             const std::string& gvirtusHome);
+
+// What the backend needs to run under the peer guard (--peer-check).
+struct PeerGuardSettings {
+  std::string library;  // libgvirtus-peer-guard.so, an absolute path
+  std::string socket;   // the gate's unix socket
+  uint16_t port = 0;    // the backend's port: its connections are checked
+  Duration timeout;     // how long the guard waits for the gate's answer
+};
+
+// `base` with the guard preloaded: `guard.library` appended to any LD_PRELOAD already there,
+// and GVIRTUS_PEER_GUARD_SOCKET, _PORT and _TIMEOUT_MS set (any earlier values replaced).
+std::vector<std::string> withPeerGuard(const std::vector<std::string>& base,
+                                       const PeerGuardSettings& guard);
 
 // The current process's environment as NAME=VALUE entries.
 std::vector<std::string> currentEnvironment();

@@ -1,6 +1,10 @@
 #include "backend-shim/options.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 #include "backend-shim/backend_config.h"
@@ -16,6 +20,57 @@ std::string env(const char* name) {
 bool endsWith(const std::string& text, const std::string& suffix) {
   return text.size() >= suffix.size() &&
          text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The guard library beside this binary (kPeerGuardBeside).
+std::string defaultPeerGuardLibrary() {
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) {
+    return "";
+  }
+  return (self.parent_path() / kPeerGuardBeside).lexically_normal().string();
+}
+
+Result<void> validatePeerCheck(Options& options) {
+  if (!options.peerCheck) {
+    return {};
+  }
+  if (options.podName.empty() || options.podNamespace.empty()) {
+    return fail(
+        "--peer-check: needs this pod's name and namespace to read its gvirtus.io/peers "
+        "annotation: set POD_NAME and POD_NAMESPACE (or --pod-name, --pod-namespace), or pass "
+        "--peer-check=false");
+  }
+  if (options.peerWait.count() < 0 || options.peerWait > kMaxPeerWait) {
+    return fail("--peer-wait: must be between 0s and " + formatDuration(kMaxPeerWait));
+  }
+  if (options.peerGuardLibrary.empty()) {
+    options.peerGuardLibrary = defaultPeerGuardLibrary();
+    if (options.peerGuardLibrary.empty()) {
+      return fail("--peer-guard-library: cannot find this binary's folder (/proc/self/exe)");
+    }
+  }
+  std::error_code ec;
+  if (auto absolute = std::filesystem::absolute(options.peerGuardLibrary, ec); !ec) {
+    options.peerGuardLibrary = absolute.string();
+  }
+  const std::string& library = options.peerGuardLibrary;
+  // ld.so splits LD_PRELOAD at both.
+  if (library.find_first_of(": ") != std::string::npos) {
+    return fail("--peer-guard-library: " + library +
+                ": a path with ':' or ' ' cannot be put in LD_PRELOAD");
+  }
+  if (!std::filesystem::is_regular_file(library, ec)) {
+    return fail("--peer-guard-library: " + library +
+                " is not a file (stage libgvirtus-peer-guard.so there, or pass "
+                "--peer-check=false)");
+  }
+  if (::access(library.c_str(), R_OK) != 0) {
+    return fail("--peer-guard-library: cannot read " + library + ": " + std::strerror(errno) +
+                " (or pass --peer-check=false)");
+  }
+  return {};
 }
 
 }  // namespace
@@ -47,14 +102,14 @@ Result<void> validateOptions(Options& options) {
       return fail("--gvirtus-home: no backend binary: " + resolved.error().message);
     }
     options.backendCommand[0] = *resolved;
-    return {};
+    return validatePeerCheck(options);
   }
   auto resolved = resolveExecutable(options.backendCommand[0]);
   if (!resolved) {
     return fail("no backend binary: the command after --: " + resolved.error().message);
   }
   options.backendCommand[0] = *resolved;
-  return {};
+  return validatePeerCheck(options);
 }
 
 std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
@@ -95,7 +150,8 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
                   "GVirtuS install folder, from $GVIRTUS_HOME when unset: bin/gvirtus-backend "
                   "is the default backend, lib/ its LD_LIBRARY_PATH");
   flags.addString("pod-name", &options.podName,
-                  "this pod's name, from $POD_NAME when unset; without it the load is not "
+                  "this pod's name, from $POD_NAME when unset: the load is published on it and, "
+                  "with --peer-check, its gvirtus.io/peers read; without it the load is not "
                   "published");
   flags.addString("pod-namespace", &options.podNamespace,
                   "this pod's namespace, from $POD_NAMESPACE when unset");
@@ -103,6 +159,16 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
   flags.addString("nvml-library", &options.nvmlLibrary,
                   "NVML library to load for the GPUs' numbers; when it cannot be loaded the "
                   "node reports no GPUs");
+  flags.addBool("peer-check", &options.peerCheck,
+                "accept sessions only from the pods the webhook lists in this pod's "
+                "gvirtus.io/peers annotation (a guard preloaded into the backend closes other "
+                "connections before GVirtuS reads them); needs POD_NAME and POD_NAMESPACE");
+  flags.addDuration("peer-wait", &options.peerWait,
+                    "with --peer-check, how long a connection from an address not listed yet "
+                    "waits for the annotation to list it (at most 1m)");
+  flags.addString("peer-guard-library", &options.peerGuardLibrary,
+                  "with --peer-check, the guard preloaded into the backend; empty: " +
+                      std::string(kPeerGuardBeside) + " from this binary's folder");
 
   if (auto stop = parseCommandLine(flags, options.common, argc, argv)) {
     return std::unexpected(*stop);

@@ -12,6 +12,11 @@
 namespace gvirtus::backend_shim {
 
 inline constexpr const char* kProgram = "gvirtus-backend-shim";
+// Where the peer guard is staged, from the folder of the shim's binary: the image has
+// /opt/gvirtus-k8s/{bin,preload}, the build tree <build>/{bin,preload}.
+inline constexpr const char* kPeerGuardBeside = "../preload/libgvirtus-peer-guard.so";
+// The longest --peer-wait: the backend's accept waits that long for an unlisted address.
+inline constexpr auto kMaxPeerWait = std::chrono::minutes(1);
 
 struct Options {
   CommonOptions common;
@@ -28,6 +33,11 @@ struct Options {
   std::string podName;       // default $POD_NAME; empty: the load is not published
   std::string podNamespace;  // default $POD_NAMESPACE
   std::string nvmlLibrary = "libnvidia-ml.so.1";
+  // Sessions only from the pods listed in this pod's gvirtus.io/peers (the peer guard).
+  bool peerCheck = true;
+  Duration peerWait = std::chrono::seconds(3);
+  // Empty: kPeerGuardBeside, from the folder of this binary (resolved by validateOptions).
+  std::string peerGuardLibrary;
   // The backend command without the config path; [0] resolved to an executable path.
   std::vector<std::string> backendCommand;
 };
@@ -38,8 +48,9 @@ struct Options {
 std::expected<Options, int> parseOptions(int argc, const char* const* argv);
 
 // The checks that need no flag parser: the config path ends in .json, the lists are not
-// empty, the backend command resolves to an executable. Resolves backendCommand[0]; the
-// message names the flag.
+// empty, the backend command resolves to an executable, and with --peer-check the pod is
+// named and the guard library readable. Resolves backendCommand[0] and peerGuardLibrary;
+// the message names the flag.
 Result<void> validateOptions(Options& options);
 
 }  // namespace gvirtus::backend_shim

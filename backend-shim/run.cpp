@@ -11,6 +11,7 @@
 #include "backend-shim/load_publisher.h"
 #include "backend-shim/nvml_gpus.h"
 #include "backend-shim/options.h"
+#include "backend-shim/peer_check.h"
 #include "backend-shim/shim_metrics.h"
 #include "backend-shim/supervisor.h"
 #include "common/health_server.h"
@@ -85,6 +86,7 @@ int run(const Options& options) {
   std::unique_ptr<KubeClient> client;
   std::unique_ptr<LoadPublisher> publisher;
   if (options.podName.empty() || options.podNamespace.empty()) {
+    // Only with --peer-check=false: validateOptions wants the pod for the check.
     log::info("POD_NAME or POD_NAMESPACE is not set; the load annotation is not published");
   } else {
     auto made = makeClient(options, shutdown.deadline(kShutdownClientGrace));
@@ -114,6 +116,21 @@ int run(const Options& options) {
   }
   std::atomic<bool> draining{false};
 
+  // Before the backend starts: its first accept already asks the gate.
+  std::unique_ptr<PeerCheck> peerCheck;
+  if (options.peerCheck) {
+    auto started = PeerCheck::start(options, *client, metrics);
+    if (!started) {
+      log::error("cannot start the peer check", {{"error", started.error().message}});
+      return kExitFatal;
+    }
+    peerCheck = std::move(*started);
+  } else {
+    log::warn(
+        "peer check off (--peer-check=false): any address that reaches the port opens a "
+        "session");
+  }
+
   if (auto reaper = becomeChildSubreaper(); !reaper) {
     log::warn("orphans of the backend will not be reaped here",
               {{"error", reaper.error().message}});
@@ -121,6 +138,9 @@ int run(const Options& options) {
   SupervisorOptions supervision;
   supervision.argv = backendArgv(options.backendCommand, options.configOut);
   supervision.env = backendEnvironment(currentEnvironment(), options.gvirtusHome);
+  if (peerCheck) {
+    supervision.env = peerCheck->backendEnvironment(supervision.env);
+  }
   supervision.port = options.port;
   supervision.reapScope = ReapScope::AnyChild;
   supervision.startupTimeout = options.startupTimeout;

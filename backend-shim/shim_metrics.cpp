@@ -34,7 +34,19 @@ ShimMetrics::ShimMetrics(MetricsRegistry& registry, int maxSessions)
       leakRestarts_(registry.counter(
           "gvirtus_backend_leak_restarts_total",
           "Restarts of an idle backend to free leaked sockets (--max-leaked-sockets); also "
-          "counted in gvirtus_backend_restarts_total.")) {
+          "counted in gvirtus_backend_restarts_total.")),
+      sessionsAllowed_(registry.counter(
+          "gvirtus_backend_sessions_allowed_total",
+          "Connections to the backend's port the peer check let through: their address is "
+          "listed in this pod's gvirtus.io/peers (--peer-check).")),
+      sessionsRefused_(registry.counter(
+          "gvirtus_backend_sessions_refused_total",
+          "Connections to the backend's port the peer check closed before the backend read "
+          "them: their address was not listed in gvirtus.io/peers within --peer-wait, or the "
+          "check could not tell (--peer-check).")),
+      peers_(registry.gauge("gvirtus_backend_peers",
+                            "Addresses in this pod's gvirtus.io/peers annotation as last read "
+                            "(--peer-check).")) {
   registry.gauge("gvirtus_backend_max_sessions", "Connections this backend takes (--max-sessions).")
       .set(maxSessions);
 }
@@ -53,6 +65,14 @@ void ShimMetrics::observeBackend(const SupervisorStatus& status, bool ready) {
     restarts_.inc(static_cast<double>(status.restarts - restartsSeen_));
     restartsSeen_ = status.restarts;
   }
+}
+
+void ShimMetrics::observeSession(bool allowed) {
+  (allowed ? sessionsAllowed_ : sessionsRefused_).inc();
+}
+
+void ShimMetrics::observePeers(size_t peers) {
+  peers_.set(static_cast<double>(peers));
 }
 
 void ShimMetrics::observeGpus(const std::vector<GpuInfo>& gpus) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -7,8 +8,8 @@
 #include "backend-shim/supervisor.h"
 #include "common/metrics.h"
 
-// The shim's metrics on /metrics: the backend's state, its connections and restarts, and
-// the node's GPUs.
+// The shim's metrics on /metrics: the backend's state, its connections and restarts, the
+// node's GPUs, and the peer check's answers.
 namespace gvirtus::backend_shim {
 
 class ShimMetrics {
@@ -18,6 +19,10 @@ class ShimMetrics {
 
   void observeBackend(const SupervisorStatus& status, bool ready);
   void observeGpus(const std::vector<GpuInfo>& gpus);
+  // One answer of the peer gate (--peer-check): a session allowed or refused.
+  void observeSession(bool allowed);
+  // Addresses in the peer list the gate holds now.
+  void observePeers(size_t peers);
 
  private:
   GaugeFamily& gpuMemoryTotal_;
@@ -31,6 +36,9 @@ class ShimMetrics {
   Gauge& leakedSockets_;
   Counter& restarts_;
   Counter& leakRestarts_;
+  Counter& sessionsAllowed_;
+  Counter& sessionsRefused_;
+  Gauge& peers_;
   int64_t restartsSeen_ = 0;
   int64_t leakRestartsSeen_ = 0;
 };

@@ -52,5 +52,5 @@ RUN --mount=type=cache,id=gvirtus-k8s-build-${TARGETARCH},target=/build \
       -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" -DBUILD_TESTING=OFF $CROSS_CMAKE_ARGS; \
     cmake --build /build -j "${BUILD_JOBS:-$(nproc)}" --target \
       gvirtus-labeler gvirtus-device-plugin gvirtus-webhook gvirtus-backend-shim \
-      gvirtus-kai-reservation kubectl-gvirtus; \
+      gvirtus-peer-guard gvirtus-kai-reservation kubectl-gvirtus; \
     bash /src/images/stage-rootfs.sh /build/bin /out

@@ -135,6 +135,16 @@ stage_backend_shim() {
     return 1
   fi
   LD_LIBRARY_PATH=/nonexistent run_target "$prefix/bin/$program" --version >/dev/null
+  # The session check (--peer-check): preloaded into gvirtus-backend, so it is loaded by
+  # the image's own loader on the image's own C library, never from the bundle above.
+  # It needs libc.so.6 alone, at symbol versions every supported image has.
+  local guard=$bin/../preload/libgvirtus-peer-guard.so
+  install -D -m 0644 "$guard" "$prefix/preload/$(basename "$guard")"
+  "${CROSS_PREFIX}strip" --strip-unneeded "$prefix/preload/$(basename "$guard")"
+  if "${CROSS_PREFIX}readelf" -d "$guard" | grep NEEDED | grep -v 'libc\.so\.6'; then
+    say "backend-shim: $(basename "$guard") needs more than libc.so.6"
+    return 1
+  fi
   install -d "$out/backend-shim/opt"
   cp -a "$prefix" "$out/backend-shim/opt/"
 }

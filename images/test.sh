@@ -131,7 +131,7 @@ backend_lifecycle() {
   docker run -d --name "$name" --read-only --tmpfs /tmp:uid=65532,gid=65532 --cap-drop ALL \
     --security-opt no-new-privileges -e GVIRTUS_HOME=/usr/local/gvirtus "$image" \
     --port=9999 --health-addr=:8080 --config-out=/tmp/gvirtus/properties.json \
-    --drain-timeout=5s -- /usr/local/gvirtus/bin/gvirtus-backend >/dev/null || return 1
+    --drain-timeout=5s --peer-check=false -- /usr/local/gvirtus/bin/gvirtus-backend >/dev/null || return 1
   local ready=0
   for _ in $(seq 1 60); do
     if docker exec "$name" bash -c 'exec 3<>/dev/tcp/127.0.0.1/8080 &&
@@ -176,6 +176,12 @@ native_checks() {
         grep -q 'libc.so.6 => /opt/gvirtus-k8s/lib/libc.so.6' <<<\"\$out\" &&
         ! awk '\$2 == \"=>\" {print \$3} \$1 ~ /^\\// {print \$1}' <<<\"\$out\" | grep -v '^/opt/gvirtus-k8s/lib/'"
     if [ "${GVIRTUS_IMAGE:-}" = standin ]; then
+      # The session check's library goes into the GVirtuS process, on the image's own C
+      # library: it must load there, and need nothing of the shim's bundle.
+      check "the session check's library loads into the image's own processes" \
+        bash -c "docker run ${hardened[*]} --entrypoint /bin/sh \
+          -e LD_PRELOAD=/opt/gvirtus-k8s/preload/libgvirtus-peer-guard.so '$image' -c \
+          'cat /proc/self/maps' | grep -q libgvirtus-peer-guard.so"
       check "the shim starts the backend, gets ready, exits 0 on SIGTERM" backend_lifecycle "$image"
     fi
   fi

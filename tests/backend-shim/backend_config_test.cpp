@@ -79,3 +79,26 @@ TEST_CASE("backend-shim backend_config: resolves the backend executable", "[back
   CHECK_FALSE(resolveExecutable(dir.file("plain")).has_value());  // not executable
   CHECK_FALSE(resolveExecutable(dir.path()).has_value());         // a folder
 }
+
+TEST_CASE("backend-shim backend_config: the peer guard preloaded after the image's own",
+          "[backend_config]") {
+  const PeerGuardSettings guard{"/opt/gvirtus-k8s/preload/libgvirtus-peer-guard.so",
+                                "/tmp/gvirtus-peer-gate-x/gate.sock", 9999,
+                                std::chrono::milliseconds(4500)};
+  const auto env = withPeerGuard({"PATH=/bin", "LD_PRELOAD=/usr/lib/libfoo.so",
+                                  "GVIRTUS_PEER_GUARD_PORT=1", "GVIRTUS_PEER_GUARD_SOCKETX=keep"},
+                                 guard);
+  CHECK(env ==
+        std::vector<std::string>{
+            "PATH=/bin", "GVIRTUS_PEER_GUARD_SOCKETX=keep",
+            "LD_PRELOAD=/usr/lib/libfoo.so:/opt/gvirtus-k8s/preload/libgvirtus-peer-guard.so",
+            "GVIRTUS_PEER_GUARD_SOCKET=/tmp/gvirtus-peer-gate-x/gate.sock",
+            "GVIRTUS_PEER_GUARD_PORT=9999", "GVIRTUS_PEER_GUARD_TIMEOUT_MS=4500"});
+  // Without an earlier LD_PRELOAD (or an empty one), the guard alone.
+  for (const std::vector<std::string>& base :
+       {std::vector<std::string>{}, std::vector<std::string>{"LD_PRELOAD="}}) {
+    const auto alone = withPeerGuard(base, guard);
+    REQUIRE(alone.size() == 4);
+    CHECK(alone[0] == "LD_PRELOAD=/opt/gvirtus-k8s/preload/libgvirtus-peer-guard.so");
+  }
+}

@@ -1,5 +1,6 @@
 // gvirtus-backend-shim as a host process against the real control plane: the load
-// annotation appears on its pod and follows the backend's connections.
+// annotation appears on its pod and follows the backend's connections, and the peer check
+// lets in the addresses its pod's gvirtus.io/peers lists.
 #include <signal.h>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "backend-shim/peer_guard_test_support.h"
 #include "backend-shim/shim_test_support.h"
 #include "common/kube_client.h"
 #include "common/kube_resource.h"
@@ -46,11 +48,16 @@ void ensureNode(KubeClient& client) {
   }
 }
 
-nlohmann::json podObject(const std::string& name) {
+// A backend pod whose peers (what the webhook would list) are `peers`: the test's clients
+// connect from 127.0.0.1 unless they bind another loopback address.
+nlohmann::json podObject(const std::string& name, const std::string& peers = "127.0.0.1") {
   return {
       {"apiVersion", "v1"},
       {"kind", "Pod"},
-      {"metadata", {{"name", name}, {"labels", {{"gvirtus.io/test", "backend-shim"}}}}},
+      {"metadata",
+       {{"name", name},
+        {"labels", {{"gvirtus.io/test", "backend-shim"}}},
+        {"annotations", {{"gvirtus.io/peers", peers}}}}},
       {"spec",
        {{"nodeName", kNode},
         {"tolerations",
@@ -87,34 +94,41 @@ struct Shim {
 
   int healthPort = freePort();
 
-  explicit Shim(const std::string& podName) {
+  // `flags` go after the shim's own, before the backend command.
+  explicit Shim(const std::string& podName, const std::vector<std::string>& flags = {}) {
+    std::vector<std::string> argv{test::kShimBinary,
+                                  "--kubeconfig",
+                                  gvirtus::testing::kubeconfigPath(),
+                                  "--port",
+                                  std::to_string(port),
+                                  "--health-addr",
+                                  "127.0.0.1:" + std::to_string(healthPort),
+                                  "--config-out",
+                                  dir.file("properties.json"),
+                                  "--max-sessions",
+                                  "8",
+                                  "--publish-interval",
+                                  "1s",
+                                  "--drain-timeout",
+                                  "5s",
+                                  "--nvml-library",
+                                  FAKE_NVML_LIBRARY,
+                                  "--log-level",
+                                  "debug"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.insert(argv.end(), {"--", test::kFakeBackend, "--marker", marker});
     process = std::make_unique<ChildProcess>(
-        std::vector<std::string>{test::kShimBinary,
-                                 "--kubeconfig",
-                                 gvirtus::testing::kubeconfigPath(),
-                                 "--port",
-                                 std::to_string(port),
-                                 "--health-addr",
-                                 "127.0.0.1:" + std::to_string(healthPort),
-                                 "--config-out",
-                                 dir.file("properties.json"),
-                                 "--max-sessions",
-                                 "8",
-                                 "--publish-interval",
-                                 "1s",
-                                 "--drain-timeout",
-                                 "5s",
-                                 "--nvml-library",
-                                 FAKE_NVML_LIBRARY,
-                                 "--log-level",
-                                 "debug",
-                                 "--",
-                                 test::kFakeBackend,
-                                 "--marker",
-                                 marker},
+        argv,
         std::vector<std::string>{"POD_NAME=" + podName, "POD_NAMESPACE=" + kNamespace,
                                  "GVIRTUS_HOME="},
         dir.file("shim.log"));
+  }
+  std::string metrics() const { return gvirtus::testing::httpFetch(healthPort, "/metrics").body; }
+  bool metric(const std::string& line) const {
+    return metrics().find("\n" + line + "\n") != std::string::npos;
+  }
+  bool logged(const std::string& text) const {
+    return process->output().find(text) != std::string::npos;
   }
   ~Shim() {
     process.reset();
@@ -244,6 +258,45 @@ TEST_CASE("backend-shim integration: API errors are retried, never fatal",
       },
       30s));
   CHECK(shim.process->running());
+  shim.process->kill(SIGTERM);
+  CHECK(shim.process->wait(20s) == std::optional<int>(0));
+}
+
+TEST_CASE("backend-shim integration: sessions only from the addresses gvirtus.io/peers lists",
+          "[integration][backend_shim]") {
+  auto client = gvirtus::testing::adminClient();
+  ensureNode(*client);
+  const std::string name = uniquePodName("shim-peers");
+  REQUIRE(client->create(resources::kPods, kNamespace, podObject(name, "127.0.0.2")).has_value());
+  PodCleanup cleanup{*client, name};
+
+  Shim shim(name, {"--peer-wait", "3s"});
+  INFO(shim.process->output());
+  REQUIRE(eventually([&] { return shim.metric("gvirtus_backend_peers 1"); }, 30s));
+  REQUIRE(eventually(
+      [&] { return gvirtus::testing::httpFetch(shim.healthPort, "/readyz").status == 200; }, 30s));
+
+  test::LoopbackClient listed(shim.port, "127.0.0.2");
+  REQUIRE(eventually([&] { return shim.metric("gvirtus_backend_sessions_allowed_total 1"); }, 10s));
+  CHECK_FALSE(listed.closedWithin(std::chrono::milliseconds(0)));
+
+  test::LoopbackClient stranger(shim.port, "127.0.0.3");
+  stranger.send("hello");
+  CHECK(stranger.closedWithin(15s));
+  CHECK(eventually([&] { return shim.metric("gvirtus_backend_sessions_refused_total 1"); }, 5s));
+
+  // The webhook lists a new pod a moment after it got its address: its session waits for it.
+  test::LoopbackClient early(shim.port, "127.0.0.4");
+  REQUIRE(eventually(
+      [&] { return shim.logged("waiting for the peer list to hold the address peer=127.0.0.4"); },
+      10s));
+  REQUIRE(client
+              ->patch(resources::kPods, kNamespace, name, gvirtus::PatchType::Merge,
+                      R"({"metadata":{"annotations":{"gvirtus.io/peers":"127.0.0.2,127.0.0.4"}}})")
+              .has_value());
+  CHECK(eventually([&] { return shim.metric("gvirtus_backend_sessions_allowed_total 2"); }, 10s));
+  CHECK_FALSE(early.closedWithin(std::chrono::milliseconds(0)));
+
   shim.process->kill(SIGTERM);
   CHECK(shim.process->wait(20s) == std::optional<int>(0));
 }

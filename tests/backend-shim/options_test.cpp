@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "backend-shim/backend_config.h"
+#include "backend-shim/peer_guard_test_support.h"
 #include "backend-shim/shim_test_support.h"
 
 using namespace gvirtus::backend_shim;
@@ -51,6 +52,8 @@ class EnvVar {
 
 TEST_CASE("backend-shim options: defaults, with the backend command after --", "[options]") {
   EnvVar home("GVIRTUS_HOME", "");
+  EnvVar pod("POD_NAME", "backend-0");
+  EnvVar ns("POD_NAMESPACE", "gvirtus-system");
   auto options = parse({"--", test::kFakeBackend, "--ignore-sigterm"});
   REQUIRE(options.has_value());
   CHECK(options->port == 9999);
@@ -62,6 +65,58 @@ TEST_CASE("backend-shim options: defaults, with the backend command after --", "
   CHECK(options->configOut.ends_with(".json"));
   CHECK(options->backendCommand ==
         std::vector<std::string>{test::kFakeBackend, "--ignore-sigterm"});
+  CHECK(options->peerCheck);
+  CHECK(options->peerWait == 3s);
+  // ../preload/ from the binary's folder: the build tree has tests/ and preload/ side by side
+  // as the image has bin/ and preload/.
+  CHECK(options->peerGuardLibrary == std::filesystem::canonical(test::kPeerGuardLibrary).string());
+}
+
+TEST_CASE("backend-shim options: the peer check's flags", "[options]") {
+  EnvVar home("GVIRTUS_HOME", "");
+  EnvVar pod("POD_NAME", "backend-0");
+  EnvVar ns("POD_NAMESPACE", "gvirtus-system");
+  auto options =
+      parse({"--peer-wait", "500ms", "--peer-guard-library", test::kPeerGuardLibrary, "--", "sh"});
+  REQUIRE(options.has_value());
+  CHECK(options->peerWait == 500ms);
+  CHECK(options->peerGuardLibrary == test::kPeerGuardLibrary);
+  options = parse({"--peer-check=false", "--peer-guard-library", "/no/such.so", "--", "sh"});
+  REQUIRE(options.has_value());
+  CHECK_FALSE(options->peerCheck);
+  CHECK(parse({"--peer-wait", "2m", "--", "sh"}).error() == 2);
+  CHECK(parse({"--peer-wait", "-1s", "--", "sh"}).error() == 2);
+  CHECK(parse({"--peer-guard-library", "/no/such.so", "--", "sh"}).error() == 2);
+}
+
+TEST_CASE("backend-shim options: the peer check needs the pod and its library", "[options]") {
+  Options options;
+  options.plugins = kDefaultPlugins;
+  options.backendCommand = {"sh"};
+  auto error = validateOptions(options);
+  REQUIRE_FALSE(error.has_value());
+  CHECK(error.error().message ==
+        "--peer-check: needs this pod's name and namespace to read its gvirtus.io/peers "
+        "annotation: set POD_NAME and POD_NAMESPACE (or --pod-name, --pod-namespace), or pass "
+        "--peer-check=false");
+  options.peerCheck = false;
+  CHECK(validateOptions(options).has_value());
+
+  options.peerCheck = true;
+  options.podName = "backend-0";
+  options.podNamespace = "gvirtus-system";
+  options.peerGuardLibrary = "/no/such/libgvirtus-peer-guard.so";
+  error = validateOptions(options);
+  REQUIRE_FALSE(error.has_value());
+  CHECK(error.error().message ==
+        "--peer-guard-library: /no/such/libgvirtus-peer-guard.so is not a file (stage "
+        "libgvirtus-peer-guard.so there, or pass --peer-check=false)");
+  options.peerGuardLibrary = "/tmp/a:b.so";
+  error = validateOptions(options);
+  REQUIRE_FALSE(error.has_value());
+  CHECK_THAT(error.error().message, Catch::Contains("cannot be put in LD_PRELOAD"));
+  options.peerGuardLibrary = test::kPeerGuardLibrary;
+  CHECK(validateOptions(options).has_value());
 }
 
 TEST_CASE("backend-shim options: flags and environment", "[options]") {
@@ -91,7 +146,7 @@ TEST_CASE("backend-shim options: the default backend is $GVIRTUS_HOME/bin/gvirtu
   std::filesystem::create_directories(dir.file("bin"));
   std::filesystem::create_symlink(test::kFakeBackend, dir.file("bin/gvirtus-backend"));
   EnvVar home("GVIRTUS_HOME", dir.path());
-  auto options = parse({});
+  auto options = parse({"--peer-check=false"});
   REQUIRE(options.has_value());
   CHECK(options->gvirtusHome == dir.path());
   CHECK(options->backendCommand == std::vector<std::string>{dir.file("bin/gvirtus-backend")});

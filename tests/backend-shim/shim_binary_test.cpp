@@ -5,11 +5,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 
+#include "backend-shim/fake_pod_api.h"
+#include "backend-shim/peer_guard_test_support.h"
 #include "backend-shim/shim_test_support.h"
 #include "support/child_process.h"
 #include "support/cluster_env.h"
@@ -43,6 +46,7 @@ struct RunningShim {
   int healthPort = freePort();
   std::string marker = dir.file("starts.txt");
   std::unique_ptr<ChildProcess> process;
+  std::vector<std::string> env = kEnv;
 
   // A failed test must not leave backends behind: the shim's own group is killed by
   // ChildProcess, the backends' groups here.
@@ -53,7 +57,13 @@ struct RunningShim {
     }
   }
 
+  // Without a --peer-check flag of its own, the shim runs with --peer-check=false: it has
+  // no pod to read the peers from.
   void start(std::vector<std::string> shimFlags, std::vector<std::string> fakeFlags = {}) {
+    if (std::none_of(shimFlags.begin(), shimFlags.end(),
+                     [](const std::string& flag) { return flag.starts_with("--peer-check"); })) {
+      shimFlags.push_back("--peer-check=false");
+    }
     std::vector<std::string> argv{test::kShimBinary,
                                   "--port",
                                   std::to_string(port),
@@ -66,7 +76,7 @@ struct RunningShim {
     argv.insert(argv.end(), shimFlags.begin(), shimFlags.end());
     argv.insert(argv.end(), {"--", test::kFakeBackend, "--marker", marker});
     argv.insert(argv.end(), fakeFlags.begin(), fakeFlags.end());
-    process = std::make_unique<ChildProcess>(argv, kEnv, dir.file("shim.log"));
+    process = std::make_unique<ChildProcess>(argv, env, dir.file("shim.log"));
   }
   int readyz() const { return gvirtus::testing::httpFetch(healthPort, "/readyz").status; }
   std::string metrics() const { return gvirtus::testing::httpFetch(healthPort, "/metrics").body; }
@@ -158,8 +168,9 @@ TEST_CASE("backend-shim binary: a port in use at start exits 2 and starts nothin
   REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
   REQUIRE(::listen(listener, 4) == 0);
   const std::string marker = dir.file("starts.txt");
-  auto [code, out] = runShim({"--port", std::to_string(port), "--config-out", dir.file("p.json"),
-                              "--health-addr", "", "--", test::kFakeBackend, "--marker", marker});
+  auto [code, out] =
+      runShim({"--port", std::to_string(port), "--config-out", dir.file("p.json"), "--health-addr",
+               "", "--peer-check=false", "--", test::kFakeBackend, "--marker", marker});
   ::close(listener);
   CHECK(code == 2);
   CHECK(out == "gvirtus-backend-shim: --port: " + std::to_string(port) +
@@ -283,7 +294,7 @@ TEST_CASE("backend-shim binary: default backend from $GVIRTUS_HOME, with LD_LIBR
   const int port = freePort();
   ChildProcess shim(
       {test::kShimBinary, "--port", std::to_string(port), "--config-out",
-       home.file("properties.json"), "--health-addr", ""},
+       home.file("properties.json"), "--health-addr", "", "--peer-check=false"},
       {"POD_NAME=", "GVIRTUS_HOME=" + home.path(), "LD_LIBRARY_PATH=" + home.file("lib/frontend")});
   REQUIRE(eventually([&] { return std::filesystem::exists(envOut); }, 10s));
   REQUIRE(eventually(
@@ -296,4 +307,87 @@ TEST_CASE("backend-shim binary: default backend from $GVIRTUS_HOME, with LD_LIBR
       5s));
   shim.kill(SIGTERM);
   CHECK(shim.wait(15s) == std::optional<int>(0));
+}
+
+TEST_CASE("backend-shim binary: --peer-check without the pod's name exits 2 with the fix",
+          "[shim_binary]") {
+  auto [code, out] = runShim({"--", test::kFakeBackend});
+  CHECK(code == 2);
+  CHECK(out ==
+        "gvirtus-backend-shim: --peer-check: needs this pod's name and namespace to read its "
+        "gvirtus.io/peers annotation: set POD_NAME and POD_NAMESPACE (or --pod-name, "
+        "--pod-namespace), or pass --peer-check=false\n");
+
+  std::tie(code, out) =
+      runShim({"--peer-guard-library", "/no/such/guard.so", "--", test::kFakeBackend},
+              {"POD_NAME=backend-0", "POD_NAMESPACE=gvirtus-system"});
+  CHECK(code == 2);
+  CHECK(out ==
+        "gvirtus-backend-shim: --peer-guard-library: /no/such/guard.so is not a file (stage "
+        "libgvirtus-peer-guard.so there, or pass --peer-check=false)\n");
+}
+
+TEST_CASE("backend-shim binary: sessions only from the addresses in gvirtus.io/peers",
+          "[shim_binary]") {
+  test::FakePodApi api("gvirtus-system", "backend-0");
+  api.setPeers("127.0.0.2");
+  RunningShim shim;
+  api.writeKubeconfig(shim.dir.file("kubeconfig"));
+  shim.env = {"POD_NAME=backend-0", "POD_NAMESPACE=gvirtus-system",
+              "GVIRTUS_HOME=", test::kAsanPreloadOrder};
+  shim.start({"--kubeconfig", shim.dir.file("kubeconfig"), "--peer-check", "--peer-wait", "3s",
+              "--log-level", "debug", "--drain-timeout", "1s"});
+  INFO(shim.process->output());
+  REQUIRE(eventually([&] { return shim.readyz() == 200; }, 15s));
+  REQUIRE(eventually([&] { return shim.metric("gvirtus_backend_peers 1"); }, 10s));
+
+  test::LoopbackClient listed(shim.port, "127.0.0.2");
+  REQUIRE(eventually([&] { return shim.metric("gvirtus_backend_sessions_allowed_total 1"); }, 10s));
+  CHECK_FALSE(listed.closedWithin(0ms));
+
+  test::LoopbackClient stranger(shim.port, "127.0.0.3");
+  stranger.send("hello");
+  CHECK(stranger.closedWithin(15s));
+  CHECK(eventually([&] { return shim.metric("gvirtus_backend_sessions_refused_total 1"); }, 5s));
+  CHECK(shim.logged("refused a session"));
+  CHECK(shim.logged("peer=127.0.0.3"));
+
+  // A pod that connects before the webhook lists it waits for the annotation.
+  test::LoopbackClient early(shim.port, "127.0.0.4");
+  REQUIRE(eventually(
+      [&] { return shim.logged("waiting for the peer list to hold the address peer=127.0.0.4"); },
+      10s));
+  api.setPeers("127.0.0.2,127.0.0.4");
+  CHECK(eventually([&] { return shim.metric("gvirtus_backend_sessions_allowed_total 2"); }, 10s));
+  CHECK_FALSE(early.closedWithin(0ms));
+  CHECK(shim.metric("gvirtus_backend_peers 2"));
+
+  shim.process->kill(SIGTERM);
+  CHECK(shim.process->wait(15s) == std::optional<int>(0));
+}
+
+TEST_CASE("backend-shim binary: with the pod unreadable, every session is refused",
+          "[shim_binary]") {
+  RunningShim shim;
+  // A kubeconfig whose server does not answer: the peer list never comes.
+  const int nobody = freePort();
+  std::ofstream(shim.dir.file("kubeconfig"))
+      << "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: "
+         "http://127.0.0.1:"
+      << nobody
+      << "\nusers:\n- name: u\n  user: {token: t}\ncontexts:\n- name: c\n  context: "
+         "{cluster: c, user: u}\ncurrent-context: c\n";
+  shim.env = {"POD_NAME=backend-0", "POD_NAMESPACE=gvirtus-system",
+              "GVIRTUS_HOME=", test::kAsanPreloadOrder};
+  shim.start(
+      {"--kubeconfig", shim.dir.file("kubeconfig"), "--peer-check=true", "--peer-wait", "200ms"});
+  INFO(shim.process->output());
+  REQUIRE(eventually([&] { return shim.readyz() == 200; }, 15s));
+  test::LoopbackClient client(shim.port, "127.0.0.2");
+  client.send("hello");
+  CHECK(client.closedWithin(15s));
+  CHECK(eventually([&] { return shim.metric("gvirtus_backend_sessions_refused_total 1"); }, 5s));
+  CHECK(shim.metric("gvirtus_backend_sessions_allowed_total 0"));
+  shim.process->kill(SIGTERM);
+  CHECK(shim.process->wait(15s) == std::optional<int>(0));
 }

@@ -38,3 +38,22 @@ TEST_CASE("backend-shim shim_metrics: backend state, restarts and GPUs on /metri
   CHECK_THAT(text, Catch::Contains("gvirtus_backend_ready 0\n"));
   CHECK_THAT(text, Catch::Contains("gvirtus_backend_restarts_total 3\n"));
 }
+
+TEST_CASE("backend-shim shim_metrics: the peer check's answers and list", "[shim_metrics]") {
+  gvirtus::MetricsRegistry registry;
+  ShimMetrics metrics(registry, 16);
+  std::string text = registry.render();
+  // Present from the start, at 0, with the check on or off.
+  CHECK_THAT(text, Catch::Contains("gvirtus_backend_sessions_allowed_total 0\n"));
+  CHECK_THAT(text, Catch::Contains("gvirtus_backend_sessions_refused_total 0\n"));
+  CHECK_THAT(text, Catch::Contains("gvirtus_backend_peers 0\n"));
+  metrics.observeSession(true);
+  metrics.observeSession(false);
+  metrics.observeSession(false);
+  metrics.observePeers(5);
+  text = registry.render();
+  CHECK_THAT(text, Catch::Contains("gvirtus_backend_sessions_allowed_total 1\n"));
+  CHECK_THAT(text, Catch::Contains("gvirtus_backend_sessions_refused_total 2\n"));
+  CHECK_THAT(text, Catch::Contains("# TYPE gvirtus_backend_sessions_refused_total counter\n"));
+  CHECK_THAT(text, Catch::Contains("gvirtus_backend_peers 5\n"));
+}

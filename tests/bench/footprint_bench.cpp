@@ -118,7 +118,11 @@ TEST_CASE("footprint: gvirtus-backend-shim idle and with 256 connections", "[ben
   const json pod = {
       {"apiVersion", "v1"},
       {"kind", "Pod"},
-      {"metadata", {{"name", podName}, {"namespace", ns}}},
+      // The session check is on, as deployed: the bench's clients connect from loopback.
+      {"metadata",
+       {{"name", podName},
+        {"namespace", ns},
+        {"annotations", {{"gvirtus.io/peers", "127.0.0.1"}}}}},
       {"spec",
        {{"schedulingGates", json::array({{{"name", "bench.gvirtus.io/hold"}}})},
         {"containers", json::array({{{"name", "backend"}, {"image", "gvirtus/backend"}}})}}}};

@@ -30,3 +30,6 @@ REGISTRY_VERSION=v3.0.0
 BUILDKIT_VERSION=v0.34.2
 BUILDX_VERSION=v0.38.2
 IMAGE_TOOLS_CACHE=$CLUSTER_CACHE/image-tools/registry-$REGISTRY_VERSION-buildkit-$BUILDKIT_VERSION-buildx-$BUILDX_VERSION
+# The NetworkPolicy agent on the real nodes (tests/cluster/netpol/): the one kind uses.
+KNP_VERSION=v0.8.0
+KNP_CACHE=$CLUSTER_CACHE/netpol/kube-network-policies-$KNP_VERSION

@@ -85,7 +85,7 @@ start_shim() {
   env -u POD_NAME -u POD_NAMESPACE "$bin/gvirtus-backend-shim" --port="$shim_port" \
     --config-out="$work/gvirtus/properties.json" --gvirtus-home="$work/gvirtus" \
     --nvml-library="$build/tests/libfake_nvml.so" --health-addr="127.0.0.1:$port" \
-    --log-level=warn -- "$build/tests/fake_gvirtus_backend" >"$work/backend-shim.log" 2>&1 &
+    --log-level=warn --peer-check=false -- "$build/tests/fake_gvirtus_backend" >"$work/backend-shim.log" 2>&1 &
   pids+=($!)
 }
 start_shim

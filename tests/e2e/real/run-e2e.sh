@@ -25,6 +25,12 @@ export E2E_BACKEND_NODE=gpu-a E2E_BACKEND2_NODE=gpu-b E2E_FRONTEND_NODE=fe-a
 export E2E_NODE_CONTAINER_PREFIX=gvirtus-$GVIRTUS_CLUSTER_NAME- E2E_TIMEOUT=${E2E_TIMEOUT:-120} E2E_BACKEND_ECHO=1
 export E2E_ARTIFACTS=${E2E_ARTIFACTS:-$GVIRTUS_E2E_STATE/artifacts}
 passed=0 failed=0 names=()
+# NetworkPolicy enforced on every node (kube-network-policies), as in a shared cluster.
+if bash "$repo/tests/cluster/netpol/up.sh"; then
+  export E2E_NETWORK_POLICY=1
+else
+  failed=$((failed + 1)); names+=("network-policy-agent")
+fi
 run() {
   local scenario=$1 status began=$SECONDS
   [ -z "$pattern" ] || [[ $(basename "$scenario") == *"$pattern"* ]] || return 0

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# A hostile tenant in a shared cluster: a ServiceAccount with the `edit` role in its own
+# namespace (kubectl --as, so the API server authorizes and the admission policies judge
+# that account, not the admin). Each attack is tried as a tenant would, and each is
+# refused: by the NetworkPolicy agent (E2E_NETWORK_POLICY=1: kube-network-policies runs on
+# the nodes), by the backend side's session check (only the pods the webhook lists in the
+# backend pod's gvirtus.io/peers), by the admission policies (one clear line each), or by
+# a ResourceQuota. The pod that was given a backend still reaches it.
+source "$(dirname "$0")/../../scenarios/lib.sh"
+mapfile -t backends < <(jp pods -n "$system_ns" -l app.kubernetes.io/component=backend \
+  -o 'jsonpath={range .items[*]}{.metadata.name} {.status.podIP}{"\n"}{end}')
+[ ${#backends[@]} -ge 2 ] || skip "needs two backend pods"
+use_test_namespace
+tenant=system:serviceaccount:$test_ns:tenant
+k create serviceaccount tenant -n "$test_ns" >/dev/null
+k create rolebinding tenant-edit -n "$test_ns" --clusterrole=edit --serviceaccount="$test_ns:tenant" >/dev/null
+as_tenant() { k --as="$tenant" --as-group=system:serviceaccounts "$@"; }
+field() { jp pod "$1" -n "$test_ns" -o "jsonpath=$2"; }
+running() { [ "$(field "$1" '{.status.phase}')" = Running ]; }
+
+# probe POD IP: "echo" (the backend answered), "closed" (connected, then closed before any
+# reply: the session check) or "dropped" (no connection within 5 s: NetworkPolicy).
+probe() {
+  local status=0
+  reply=$(k exec -n "$test_ns" "$1" -- timeout 5 tcp-echo-probe "$2" 9999 2>/dev/null) || status=$?
+  if [ "$status" = 0 ] && [ "$reply" = gvirtus ]; then echo echo
+  elif [ "$status" = 124 ]; then echo dropped
+  else echo closed; fi
+}
+# refused DESCRIPTION EXPECTED_TEXT COMMAND...: the tenant's command fails and says why.
+refused() {
+  local what=$1 expected=$2 out
+  shift 2
+  if out=$("$@" 2>&1); then
+    bad "$what: allowed ($out)"
+  elif grep -q -- "$expected" <<<"$out"; then
+    ok "$what: refused: $(grep -o -- "$expected.*" <<<"$out" | head -n 1 | cut -c1-140)"
+  else
+    bad "$what: refused, but not for the expected reason ($expected): $out"
+  fi
+}
+
+say "the tenant's own GVirtuS pod"
+test_pod own '  labels: {gvirtus.io/enabled: "true"}' "" | as_tenant apply -f - >/dev/null
+eventually "the tenant's GVirtuS pod runs" running own || finish
+own_ip=$(field own '{.status.podIP}')
+assigned=$(field own '{.metadata.annotations.gvirtus\.io/backend-pod}')
+assigned=${assigned#*/}
+for backend in "${backends[@]}"; do
+  if [ "${backend% *}" = "$assigned" ]; then mine=${backend#* }; else other=${backend#* } other_pod=${backend% *}; fi
+done
+[ -n "${mine:-}" ] && [ -n "${other:-}" ] || { bad "own was assigned \"$assigned\", not a backend pod"; finish; }
+listed() { jp pod "$1" -n "$system_ns" -o 'jsonpath={.metadata.annotations.gvirtus\.io/peers}' | tr , '\n' | grep -qx "$2"; }
+eventually "the webhook lists own ($own_ip) in gvirtus.io/peers of $assigned" listed "$assigned" "$own_ip"
+[ "$(probe own "$mine")" = echo ] && ok "own reaches its backend $mine" || bad "own cannot reach its backend $mine"
+result=$(probe own "$other")
+[ "$result" = closed ] && ok "own, labelled but assigned to $assigned, is closed by $other_pod's session check" ||
+  bad "own to the other backend $other: $result"
+listed "$other_pod" "$own_ip" && bad "$other_pod lists own" || ok "$other_pod does not list own"
+
+say "pods the webhook did not assign"
+test_pod plain "" "" | as_tenant apply -f - >/dev/null
+eventually "the plain pod runs" running plain
+expected_block=closed
+[ "${E2E_NETWORK_POLICY:-0}" = 1 ] && expected_block=dropped
+result=$(probe plain "$mine")
+[ "$result" = "$expected_block" ] && ok "a pod without the label cannot reach $mine ($result)" ||
+  bad "plain to $mine: $result"
+# A tenant writes the assignment itself: on a pod without the label the webhook never
+# sees it, so the admission policy refuses it at creation...
+refused "create an unlabelled pod that names a backend" "annotations written by the GVirtuS webhook" \
+  as_tenant apply -f - < <(test_pod forged "  annotations:
+    gvirtus.io/backend: \"$mine:9999\"
+    gvirtus.io/backend-pod: \"$system_ns/$assigned\"" "")
+# ... and on a labelled pod the webhook overwrites it with its own choice.
+test_pod chooser '  labels: {gvirtus.io/enabled: "true"}
+  annotations:
+    gvirtus.io/backend: "10.0.0.1:9999"
+    gvirtus.io/backend-pod: "'"$system_ns/$other_pod"'"' "" | as_tenant apply -f - >/dev/null
+chosen=$(field chooser '{.metadata.annotations.gvirtus\.io/backend}')
+chosen_pod=$(field chooser '{.metadata.annotations.gvirtus\.io/backend-pod}')
+if [ "$chosen" != 10.0.0.1:9999 ] && printf '%s\n' "${backends[@]}" | grep -qx "${chosen_pod#*/} ${chosen%:*}"; then
+  ok "a labelled pod's own backend annotations are replaced by the webhook's choice ($chosen_pod, $chosen)"
+else
+  bad "chooser keeps what the tenant wrote: $chosen_pod $chosen"
+fi
+plain_ip=$(field plain '{.status.podIP}')
+for backend in "${backends[@]}"; do
+  listed "${backend% *}" "$plain_ip" && bad "${backend% *} lists the plain pod" || ok "${backend% *} does not list the plain pod"
+done
+
+say "edits the admission policies refuse"
+refused "label the plain pod gvirtus.io/enabled=true" "gvirtus.io/enabled" \
+  as_tenant label pod plain -n "$test_ns" gvirtus.io/enabled=true
+refused "point own at the other backend" "gvirtus.io/" \
+  as_tenant annotate pod own -n "$test_ns" "gvirtus.io/backend=$other:9999" --overwrite
+refused "make own look like a heavy GPU user" "gvirtus.io/" \
+  as_tenant annotate pod own -n "$test_ns" gvirtus.io/gpu-memory=80Gi --overwrite
+refused "write gvirtus.io/peers on a backend pod" "forbidden" \
+  as_tenant annotate pod "$assigned" -n "$system_ns" "gvirtus.io/peers=$plain_ip" --overwrite
+[ "$(field own '{.metadata.annotations.gvirtus\.io/backend}')" = "$mine:9999" ] &&
+  ok "own still names its backend $mine:9999" || bad "own's backend changed"
+
+say "quota: a GPU share still counts against nvidia.com/gpu where KAI does not schedule the pod"
+k create quota gpus -n "$test_ns" --hard=requests.nvidia.com/gpu=2 >/dev/null
+quota_counts() { [ -n "$(jp resourcequota gpus -n "$test_ns" -o 'jsonpath={.status.used.requests\.nvidia\.com/gpu}')" ]; }
+eventually "the quota counts the namespace's GPUs" quota_counts
+share_pod() {
+  test_pod "$1" '  labels: {gvirtus.io/enabled: "true"}
+  annotations: {gpu-fraction: "0.5"}' ""
+}
+if out=$(share_pod share-1 | as_tenant apply -f - 2>&1); then
+  limit=$(field share-1 '{.spec.containers[0].resources.limits.nvidia\.com/gpu}')
+  [ "$limit" = 1 ] && ok "share-1 (gpu-fraction 0.5) keeps nvidia.com/gpu: 1" || bad "share-1 limit: \"$limit\""
+else
+  bad "share-1 refused: $out"
+fi
+refused "a third GPU pod in a namespace with a quota of 2" "exceeded quota" \
+  as_tenant apply -f - < <(share_pod share-2)
+finish
