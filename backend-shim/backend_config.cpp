@@ -97,26 +97,37 @@ std::vector<std::string> backendEnvironment(const std::vector<std::string>& base
   return env;
 }
 
-std::vector<std::string> withPeerGuard(const std::vector<std::string>& base,
-                                       const PeerGuardSettings& guard) {
-  namespace protocol = gvirtus::peer_guard;
-  std::string preload = guard.library;
+std::vector<std::string> withPreload(const std::vector<std::string>& base,
+                                     const std::string& library) {
+  std::string preload = library;
   std::vector<std::string> env;
   for (const auto& entry : base) {
     if (hasName(entry, "LD_PRELOAD")) {
-      // ld.so takes colons or spaces between entries; the guard goes last, after what the
-      // image preloads already.
+      // ld.so takes colons or spaces between entries; ours goes last, after what the image
+      // preloads already.
       const std::string earlier = entry.substr(entry.find('=') + 1);
       if (!earlier.empty()) {
-        preload = earlier + ":" + guard.library;
+        preload = earlier + ":" + library;
       }
-    } else if (!hasName(entry, protocol::kSocketEnv) && !hasName(entry, protocol::kPortEnv) &&
-               !hasName(entry, protocol::kTimeoutEnv)) {
+    } else {
       env.push_back(entry);
     }
   }
-  const auto timeoutMs = std::chrono::ceil<std::chrono::milliseconds>(guard.timeout).count();
   env.push_back("LD_PRELOAD=" + preload);
+  return env;
+}
+
+std::vector<std::string> withPeerGuard(const std::vector<std::string>& base,
+                                       const PeerGuardSettings& guard) {
+  namespace protocol = gvirtus::peer_guard;
+  std::vector<std::string> env;
+  for (auto& entry : withPreload(base, guard.library)) {
+    if (!hasName(entry, protocol::kSocketEnv) && !hasName(entry, protocol::kPortEnv) &&
+        !hasName(entry, protocol::kTimeoutEnv)) {
+      env.push_back(std::move(entry));
+    }
+  }
+  const auto timeoutMs = std::chrono::ceil<std::chrono::milliseconds>(guard.timeout).count();
   env.push_back(std::string(protocol::kSocketEnv) + "=" + guard.socket);
   env.push_back(std::string(protocol::kPortEnv) + "=" + std::to_string(guard.port));
   env.push_back(std::string(protocol::kTimeoutEnv) + "=" + std::to_string(timeoutMs));

@@ -34,6 +34,12 @@ std::vector<std::string> backendArgv(std::vector<std::string> command,
 std::vector<std::string> backendEnvironment(const std::vector<std::string>& base,
                                             const std::string& gvirtusHome);
 
+// `base` with `library` preloaded: appended to any LD_PRELOAD already there. The shim
+// preloads libgvirtus-peer-guard.so with or without --peer-check: it also line-buffers the
+// backend's stdout and makes GVirtuS's SO_REUSEADDR work (backend-shim/peer_guard).
+std::vector<std::string> withPreload(const std::vector<std::string>& base,
+                                     const std::string& library);
+
 // What the backend needs to run under the peer guard (--peer-check).
 struct PeerGuardSettings {
   std::string library;  // libgvirtus-peer-guard.so, an absolute path

@@ -12,6 +12,10 @@ constexpr unsigned kTcpEstablished = 0x01;
 constexpr unsigned kTcpCloseWait = 0x08;
 constexpr unsigned kTcpListen = 0x0A;
 
+constexpr std::array<const char*, 13> kStateNames = {
+    "UNKNOWN", "ESTABLISHED", "SYN_SENT", "SYN_RECV", "FIN_WAIT1", "FIN_WAIT2",   "TIME_WAIT",
+    "CLOSE",   "CLOSE_WAIT",  "LAST_ACK", "LISTEN",   "CLOSING",   "NEW_SYN_RECV"};
+
 bool parseHex(std::string_view text, unsigned& value) {
   if (text.empty()) {
     return false;
@@ -66,6 +70,9 @@ void addProcNetTcp(std::string_view text, uint16_t port, PortState& state) {
     if (!parsePort(local, localPort) || !parseHex(st, socketState) || localPort != port) {
       continue;
     }
+    if (socketState < state.byState.size()) {
+      ++state.byState[socketState];
+    }
     if (socketState == kTcpListen) {
       state.listening = true;
     } else if (socketState == kTcpEstablished) {
@@ -74,6 +81,20 @@ void addProcNetTcp(std::string_view text, uint16_t port, PortState& state) {
       ++state.closeWait;
     }
   }
+}
+
+std::string describeSockets(const PortState& state) {
+  std::string out;
+  for (std::size_t i = 1; i < state.byState.size(); ++i) {
+    if (state.byState[i] == 0) {
+      continue;
+    }
+    if (!out.empty()) {
+      out += ' ';
+    }
+    out += std::string(kStateNames[i]) + "=" + std::to_string(state.byState[i]);
+  }
+  return out;
 }
 
 ListenProbe::ListenProbe(std::vector<std::string> paths) : paths_(std::move(paths)) {}

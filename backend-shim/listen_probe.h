@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -20,6 +21,10 @@ struct PortState {
   // Sockets in CLOSE_WAIT state on the port: clients that hung up and whose socket the
   // backend never closed. GVirtuS leaks one (and a file descriptor) per finished client.
   int closeWait = 0;
+  // Sockets whose local port is the port, by the kernel's state number (1 ESTABLISHED ...
+  // 6 TIME_WAIT ... 10 LISTEN; include/net/tcp_states.h): what holds the port when it cannot
+  // be bound.
+  std::array<int, 13> byState{};
 
   bool operator==(const PortState&) const = default;
 };
@@ -28,6 +33,10 @@ struct PortState {
 // line: "sl local_address rem_address st ...", addresses as HEX_IP:HEX_PORT) and adds what
 // it says about `port` to `state`. Lines that do not parse are skipped.
 void addProcNetTcp(std::string_view text, uint16_t port, PortState& state);
+
+// The sockets of `state` by state name, for a log line: "FIN_WAIT2=1 TIME_WAIT=2"; empty when
+// none.
+std::string describeSockets(const PortState& state);
 
 class ListenProbe {
  public:

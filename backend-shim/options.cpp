@@ -32,8 +32,26 @@ std::string defaultPeerGuardLibrary() {
   return (self.parent_path() / kPeerGuardBeside).lexically_normal().string();
 }
 
+// Makes --peer-guard-library absolute, the default one when it is empty.
+Result<void> resolvePeerGuardLibrary(Options& options) {
+  if (options.peerGuardLibrary.empty()) {
+    options.peerGuardLibrary = defaultPeerGuardLibrary();
+    if (options.peerGuardLibrary.empty()) {
+      return fail("--peer-guard-library: cannot find this binary's folder (/proc/self/exe)");
+    }
+  }
+  std::error_code ec;
+  if (auto absolute = std::filesystem::absolute(options.peerGuardLibrary, ec); !ec) {
+    options.peerGuardLibrary = absolute.string();
+  }
+  return {};
+}
+
 Result<void> validatePeerCheck(Options& options) {
   if (!options.peerCheck) {
+    // The library is preloaded all the same when it is there (run.cpp); without it the
+    // backend runs as before.
+    (void)resolvePeerGuardLibrary(options);
     return {};
   }
   if (options.podName.empty() || options.podNamespace.empty()) {
@@ -45,35 +63,32 @@ Result<void> validatePeerCheck(Options& options) {
   if (options.peerWait.count() < 0 || options.peerWait > kMaxPeerWait) {
     return fail("--peer-wait: must be between 0s and " + formatDuration(kMaxPeerWait));
   }
-  if (options.peerGuardLibrary.empty()) {
-    options.peerGuardLibrary = defaultPeerGuardLibrary();
-    if (options.peerGuardLibrary.empty()) {
-      return fail("--peer-guard-library: cannot find this binary's folder (/proc/self/exe)");
-    }
+  if (auto resolved = resolvePeerGuardLibrary(options); !resolved) {
+    return resolved;
   }
-  std::error_code ec;
-  if (auto absolute = std::filesystem::absolute(options.peerGuardLibrary, ec); !ec) {
-    options.peerGuardLibrary = absolute.string();
-  }
-  const std::string& library = options.peerGuardLibrary;
+  return checkPeerGuardLibrary(options.peerGuardLibrary, "or pass --peer-check=false");
+}
+
+}  // namespace
+
+Result<void> checkPeerGuardLibrary(const std::string& library, const std::string& orElse) {
   // ld.so splits LD_PRELOAD at both.
   if (library.find_first_of(": ") != std::string::npos) {
     return fail("--peer-guard-library: " + library +
                 ": a path with ':' or ' ' cannot be put in LD_PRELOAD");
   }
+  std::error_code ec;
   if (!std::filesystem::is_regular_file(library, ec)) {
     return fail("--peer-guard-library: " + library +
-                " is not a file (stage libgvirtus-peer-guard.so there, or pass "
-                "--peer-check=false)");
+                " is not a file (stage libgvirtus-peer-guard.so there" +
+                (orElse.empty() ? "" : ", " + orElse) + ")");
   }
   if (::access(library.c_str(), R_OK) != 0) {
     return fail("--peer-guard-library: cannot read " + library + ": " + std::strerror(errno) +
-                " (or pass --peer-check=false)");
+                (orElse.empty() ? "" : " (" + orElse + ")"));
   }
   return {};
 }
-
-}  // namespace
 
 Result<void> validateOptions(Options& options) {
   const std::string name = std::filesystem::path(options.configOut).filename().string();
@@ -167,7 +182,9 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
                     "with --peer-check, how long a connection from an address not listed yet "
                     "waits for the annotation to list it (at most 1m)");
   flags.addString("peer-guard-library", &options.peerGuardLibrary,
-                  "with --peer-check, the guard preloaded into the backend; empty: " +
+                  "the library preloaded into the backend: the peer check's guard, which also "
+                  "line-buffers the backend's stdout and makes its SO_REUSEADDR work (without "
+                  "--peer-check a missing one is only a warning); empty: " +
                       std::string(kPeerGuardBeside) + " from this binary's folder");
 
   if (auto stop = parseCommandLine(flags, options.common, argc, argv)) {

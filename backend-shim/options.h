@@ -53,4 +53,8 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv);
 // the message names the flag.
 Result<void> validateOptions(Options& options);
 
+// Whether `library` can be preloaded: a readable file whose path LD_PRELOAD can hold. The
+// message names --peer-guard-library and ends with `orElse` (another way out), if any.
+Result<void> checkPeerGuardLibrary(const std::string& library, const std::string& orElse = "");
+
 }  // namespace gvirtus::backend_shim

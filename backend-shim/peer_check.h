@@ -33,6 +33,8 @@ class PeerCheck {
   // `env` with the guard preloaded and told where the gate is (withPeerGuard).
   std::vector<std::string> backendEnvironment(const std::vector<std::string>& env) const;
   const PeerGate& gate() const { return *gate_; }
+  // The drain: every new session is refused from now on (PeerGate::refuseNewSessions).
+  void refuseNewSessions() { gate_->refuseNewSessions(); }
 
   class PassKey {
     friend class PeerCheck;

@@ -28,6 +28,7 @@ constexpr int kBacklog = 512;
 constexpr auto kFdLimitPause = std::chrono::milliseconds(100);
 constexpr const char* kFolderPrefix = "gvirtus-peer-gate-";
 constexpr const char* kSocketName = "gate.sock";
+constexpr const char* kDraining = "the backend is draining: it takes no new session";
 
 // poll(2)'s timeout until `next`, rounded up: waking early would only spin.
 int pollTimeout(Clock::time_point now, std::optional<Clock::time_point> next) {
@@ -181,6 +182,10 @@ void PeerGate::Loop::decide(Question& question, Clock::time_point now) {
     return;
   }
   question.peer = std::move(*peer);
+  if (gate_.refusingAll_) {
+    answer(question, false, kDraining, now);
+    return;
+  }
   if (!question.peer.v4) {
     answer(question, false, "an IPv6 peer (gvirtus.io/peers lists IPv4 addresses)", now);
     return;
@@ -204,9 +209,11 @@ void PeerGate::Loop::decide(Question& question, Clock::time_point now) {
 }
 
 void PeerGate::Loop::recheck(Clock::time_point now) {
+  const bool refusingAll = gate_.refusingAll_;
   for (auto& question : questions_) {
-    if (question.waiting && !question.done && gate_.policy_.listed(*question.peer.v4)) {
-      answer(question, true, "", now);
+    if (question.waiting && !question.done &&
+        (refusingAll || gate_.policy_.listed(*question.peer.v4))) {
+      answer(question, !refusingAll, refusingAll ? kDraining : "", now);
     }
   }
 }
@@ -228,6 +235,7 @@ void PeerGate::Loop::answer(Question& question, bool allowed, const char* reason
                             Clock::time_point now) {
   // Counted before it is sent: whoever got the answer finds it counted.
   ++(allowed ? gate_.allowed_ : gate_.refused_);
+  gate_.refusedDraining_ += reason == kDraining ? 1 : 0;
   if (gate_.options_.onAnswer) {
     gate_.options_.onAnswer(allowed);
   }
@@ -238,6 +246,11 @@ void PeerGate::Loop::answer(Question& question, bool allowed, const char* reason
   question.waiting = false;
   if (allowed) {
     log::debug("allowed a session", {{"peer", question.peer.text}});
+    return;
+  }
+  if (reason == kDraining) {
+    // refuseNewSessions() said it once: no warning per address.
+    log::debug("refused a session", {{"peer", question.peer.text}, {"reason", reason}});
     return;
   }
   if (auto notLogged = refusals_.admit(question.peer.text, now)) {
@@ -290,6 +303,15 @@ void PeerGate::setPeers(PeerList peers) {
   if (policy_.update(std::move(peers))) {
     wake();
   }
+}
+
+void PeerGate::refuseNewSessions() {
+  if (refusingAll_.exchange(true)) {
+    return;
+  }
+  log::info("draining: the peer check refuses every new session from now on; open sessions go on",
+            {{"waitingQuestions", waiting_.load()}});
+  wake();
 }
 
 void PeerGate::wake() {

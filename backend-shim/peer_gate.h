@@ -58,6 +58,12 @@ class PeerGate {
 
   // Replaces the peer list; questions waiting for an address it holds are allowed at once.
   void setPeers(PeerList peers);
+  // From now on every question is refused, listed address or not, and those waiting for the
+  // list are refused at once: a draining backend takes no new session (sessions already
+  // open are not the gate's: they go on). Logged once; idempotent.
+  void refuseNewSessions();
+  bool refusingNewSessions() const { return refusingAll_.load(); }
+
   // Addresses in the list; 0 before the first one.
   size_t peers() const { return policy_.peers(); }
 
@@ -66,6 +72,8 @@ class PeerGate {
   int64_t allowed() const { return allowed_.load(); }
   int64_t refused() const { return refused_.load(); }
   int64_t waits() const { return waits_.load(); }
+  // Of refused(): those refused because the backend drains.
+  int64_t refusedDraining() const { return refusedDraining_.load(); }
   // Questions waiting for the list now.
   int64_t waiting() const { return waiting_.load(); }
 
@@ -82,6 +90,8 @@ class PeerGate {
   std::atomic<int64_t> refused_{0};
   std::atomic<int64_t> waits_{0};
   std::atomic<int64_t> waiting_{0};
+  std::atomic<int64_t> refusedDraining_{0};
+  std::atomic<bool> refusingAll_{false};
   std::jthread thread_;  // last member: stopped first
 };
 

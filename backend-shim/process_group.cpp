@@ -74,7 +74,8 @@ std::string ExitStatus::describe() const {
 }
 
 Result<ProcessGroup> ProcessGroup::start(const std::vector<std::string>& argv,
-                                         const std::vector<std::string>& env, ReapScope scope) {
+                                         const std::vector<std::string>& env, ReapScope scope,
+                                         ProcessOutput output) {
   if (argv.empty()) {
     return fail("no command to start");
   }
@@ -91,6 +92,13 @@ Result<ProcessGroup> ProcessGroup::start(const std::vector<std::string>& argv,
   posix_spawnattr_setflags(&spawn.attr,
                            POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   posix_spawn_file_actions_addopen(&spawn.actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  // dup2 clears close-on-exec on the copy: the pipes' ends stay closed-on-exec here.
+  if (output.stdoutFd >= 0) {
+    posix_spawn_file_actions_adddup2(&spawn.actions, output.stdoutFd, STDOUT_FILENO);
+  }
+  if (output.stderrFd >= 0) {
+    posix_spawn_file_actions_adddup2(&spawn.actions, output.stderrFd, STDERR_FILENO);
+  }
   posix_spawn_file_actions_addclosefrom_np(&spawn.actions, STDERR_FILENO + 1);
 
   auto args = cStrings(argv);

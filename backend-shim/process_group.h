@@ -26,15 +26,22 @@ struct ExitStatus {
 // collect them all (waitpid(-1)); a test process that has other children must not.
 enum class ReapScope { Leader, AnyChild };
 
+// Where a child's stdout and stderr go: descriptors of this process (the write ends of the
+// pipes BackendOutput reads), or -1 for this process's own.
+struct ProcessOutput {
+  int stdoutFd = -1;
+  int stderrFd = -1;
+};
+
 class ProcessGroup {
  public:
   // Starts `argv` (argv[0] an executable path) with exactly `env` as its environment, in a
-  // new process group it leads. Its stdin is /dev/null; stdout and stderr are this
-  // process's (so its output is forwarded with ours); no other descriptor is inherited;
-  // signal mask and dispositions are reset to the defaults. An error when it cannot run.
+  // new process group it leads. Its stdin is /dev/null; stdout and stderr are `output`'s, by
+  // default this process's; no other descriptor is inherited; signal mask and dispositions
+  // are reset to the defaults. An error when it cannot run.
   static Result<ProcessGroup> start(const std::vector<std::string>& argv,
                                     const std::vector<std::string>& env,
-                                    ReapScope scope = ReapScope::Leader);
+                                    ReapScope scope = ReapScope::Leader, ProcessOutput output = {});
 
   ProcessGroup(ProcessGroup&& other) noexcept;
   ProcessGroup& operator=(ProcessGroup&& other) noexcept;

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "backend-shim/backend_config.h"
+#include "backend-shim/backend_output.h"
 #include "backend-shim/listen_probe.h"
 #include "backend-shim/load_publisher.h"
 #include "backend-shim/nvml_gpus.h"
@@ -131,6 +132,29 @@ int run(const Options& options) {
         "session");
   }
 
+  // The guard library goes into the backend with the peer check or without it: it also
+  // line-buffers the backend's stdout and makes GVirtuS's SO_REUSEADDR work, so that a
+  // restarted backend binds at once (peer_guard/). Without --peer-check it only passes
+  // accept on, and nothing is added to a round trip.
+  bool preloaded = peerCheck != nullptr;
+  if (!preloaded) {
+    if (auto usable = checkPeerGuardLibrary(options.peerGuardLibrary); usable) {
+      preloaded = true;
+    } else {
+      log::warn(
+          "the backend runs without libgvirtus-peer-guard.so: its stdout may reach the log late, "
+          "and a restarted backend waits for its port's old connections to end",
+          {{"error", usable.error().message}});
+    }
+  }
+  // Before the backend starts, after it stops (declared before the supervisor): every line
+  // it writes goes through here.
+  auto backendOutput = BackendOutput::start();
+  if (!backendOutput) {
+    log::error("cannot read the backend's output", {{"error", backendOutput.error().message}});
+    return kExitFatal;
+  }
+
   if (auto reaper = becomeChildSubreaper(); !reaper) {
     log::warn("orphans of the backend will not be reaped here",
               {{"error", reaper.error().message}});
@@ -140,7 +164,11 @@ int run(const Options& options) {
   supervision.env = backendEnvironment(currentEnvironment(), options.gvirtusHome);
   if (peerCheck) {
     supervision.env = peerCheck->backendEnvironment(supervision.env);
+  } else if (preloaded) {
+    supervision.env = withPreload(supervision.env, options.peerGuardLibrary);
   }
+  supervision.reuseAddress = preloaded;
+  supervision.output = (*backendOutput)->childOutput();
   supervision.port = options.port;
   supervision.reapScope = ReapScope::AnyChild;
   supervision.startupTimeout = options.startupTimeout;
@@ -153,6 +181,11 @@ int run(const Options& options) {
       return fail("shutting down: draining the backend's connections");
     }
     const SupervisorStatus status = supervisor.status();
+    if (status.portWaiting) {
+      return fail("waiting for the backend's port " + std::to_string(options.port) +
+                  " to be free before starting it" +
+                  (status.portHeldBy.empty() ? "" : " (" + status.portHeldBy + ")"));
+    }
     if (!status.running) {
       return fail("the backend is not running");
     }
@@ -181,6 +214,10 @@ int run(const Options& options) {
 
   shutdown.wait();
   draining = true;
+  if (peerCheck) {
+    // Not ready is not enough: a frontend restarted now still reaches the listening port.
+    peerCheck->refuseNewSessions();
+  }
   supervisor.holdRestarts();
   log::info("not ready; waiting for the backend's connections to close",
             {{"connections", supervisor.status().connections},

@@ -35,6 +35,15 @@ ShimMetrics::ShimMetrics(MetricsRegistry& registry, int maxSessions)
           "gvirtus_backend_leak_restarts_total",
           "Restarts of an idle backend to free leaked sockets (--max-leaked-sockets); also "
           "counted in gvirtus_backend_restarts_total.")),
+      portWaiting_(registry.gauge(
+          "gvirtus_backend_port_waiting",
+          "1 while a start of the backend waits for its port to be free: old connections "
+          "linger on it (TIME_WAIT, FIN_WAIT2, LAST_ACK) and the backend would fail to bind.")),
+      portWaits_(registry.counter("gvirtus_backend_port_waits_total",
+                                  "Starts of the backend that had to wait for its port.")),
+      portWaitSeconds_(registry.counter(
+          "gvirtus_backend_port_wait_seconds_total",
+          "Time starts of the backend spent waiting for its port, the wait now included.")),
       sessionsAllowed_(registry.counter(
           "gvirtus_backend_sessions_allowed_total",
           "Connections to the backend's port the peer check let through: their address is "
@@ -60,6 +69,15 @@ void ShimMetrics::observeBackend(const SupervisorStatus& status, bool ready) {
   if (status.leakRestarts > leakRestartsSeen_) {
     leakRestarts_.inc(static_cast<double>(status.leakRestarts - leakRestartsSeen_));
     leakRestartsSeen_ = status.leakRestarts;
+  }
+  portWaiting_.set(status.portWaiting ? 1 : 0);
+  if (status.portWaits > portWaitsSeen_) {
+    portWaits_.inc(static_cast<double>(status.portWaits - portWaitsSeen_));
+    portWaitsSeen_ = status.portWaits;
+  }
+  if (status.portWaitSeconds > portWaitSecondsSeen_) {
+    portWaitSeconds_.inc(status.portWaitSeconds - portWaitSecondsSeen_);
+    portWaitSecondsSeen_ = status.portWaitSeconds;
   }
   if (status.restarts > restartsSeen_) {
     restarts_.inc(static_cast<double>(status.restarts - restartsSeen_));

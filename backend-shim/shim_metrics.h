@@ -36,11 +36,16 @@ class ShimMetrics {
   Gauge& leakedSockets_;
   Counter& restarts_;
   Counter& leakRestarts_;
+  Gauge& portWaiting_;
+  Counter& portWaits_;
+  Counter& portWaitSeconds_;
   Counter& sessionsAllowed_;
   Counter& sessionsRefused_;
   Gauge& peers_;
   int64_t restartsSeen_ = 0;
   int64_t leakRestartsSeen_ = 0;
+  int64_t portWaitsSeen_ = 0;
+  double portWaitSecondsSeen_ = 0;
 };
 
 }  // namespace gvirtus::backend_shim

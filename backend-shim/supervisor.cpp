@@ -1,7 +1,9 @@
 #include "backend-shim/supervisor.h"
 
+#include <algorithm>
 #include <optional>
 
+#include "backend-shim/port_bind_check.h"
 #include "common/backoff.h"
 #include "common/log.h"
 #include "common/stoppable_sleep.h"
@@ -24,6 +26,25 @@ std::string joinCommand(const std::vector<std::string>& argv) {
 
 Duration since(Clock::time_point then) {
   return std::chrono::duration_cast<Duration>(Clock::now() - then);
+}
+
+double seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+// Until the next pass: a probe interval, but no later than a start that is due (the end of
+// the backoff, or the next try of a port that could not be bound), so that the backend
+// starts the moment it can.
+Duration pauseBeforeNextLook(const SupervisorStatus& status, bool running,
+                             Clock::time_point nextStart, const SupervisorOptions& options) {
+  if (running || status.heldDown) {
+    return options.probeInterval;
+  }
+  if (status.portWaiting) {
+    return std::min(options.probeInterval, options.portPollInterval);
+  }
+  const auto untilDue = std::chrono::ceil<Duration>(nextStart - Clock::now());
+  return std::clamp<Duration>(untilDue, std::chrono::milliseconds(1), options.probeInterval);
 }
 
 }  // namespace
@@ -91,6 +112,46 @@ void Supervisor::stop() {
   }
 }
 
+bool Supervisor::portFree(SupervisorStatus& status) {
+  const auto now = Clock::now();
+  auto bindable = portBindable(options_.port, options_.reuseAddress);
+  if (!bindable && !portCheckErrorLogged_) {
+    log::warn("cannot tell whether the backend's port is free; starting the backend anyway",
+              {{"error", bindable.error().message}});
+    portCheckErrorLogged_ = true;
+  }
+  if (!bindable || *bindable) {
+    if (portWaitSince_) {
+      portWaitedSeconds_ += seconds(now - *portWaitSince_);
+      log::info("the backend's port is free again; starting the backend",
+                {{"port", options_.port}, {"waited", formatDuration(since(*portWaitSince_))}});
+      portWaitSince_.reset();
+    }
+    status.portWaiting = false;
+    status.portHeldBy.clear();
+    status.portWaitSeconds = portWaitedSeconds_;
+    return true;
+  }
+  if (!portWaitSince_) {
+    portWaitSince_ = now;
+    ++status.portWaits;
+    auto state = probe_.probe(options_.port);
+    status.portHeldBy = state ? describeSockets(*state) : "";
+    log::warn(
+        "waiting for the backend's port to be free before starting the backend: started now, "
+        "it would fail to bind and never listen",
+        {{"port", options_.port},
+         {"reuseAddress", options_.reuseAddress},
+         {"sockets", status.portHeldBy.empty()
+                         ? std::string("none in /proc/net/tcp (one bound but not listening?)")
+                         : status.portHeldBy},
+         {"retryEvery", formatDuration(options_.portPollInterval)}});
+  }
+  status.portWaiting = true;
+  status.portWaitSeconds = portWaitedSeconds_ + seconds(now - *portWaitSince_);
+  return false;
+}
+
 void Supervisor::loop(std::stop_token stop) {
   Backoff backoff(options_.backoffInitial, options_.backoffMax, 2.0, options_.backoffJitter,
                   options_.random);
@@ -131,8 +192,11 @@ void Supervisor::loop(std::stop_token stop) {
   while (!stop.stop_requested()) {
     if (!group && holdRestarts_) {
       status.heldDown = true;  // draining: a backend that ended stays down
-    } else if (!group && Clock::now() >= nextStart) {
-      auto started = ProcessGroup::start(options_.argv, options_.env, options_.reapScope);
+      status.portWaiting = false;
+    } else if (!group && Clock::now() >= nextStart && portFree(status)) {
+      // The startup timeout counts from here: the wait for the port is not part of it.
+      auto started =
+          ProcessGroup::start(options_.argv, options_.env, options_.reapScope, options_.output);
       startedAt = Clock::now();
       seenListening = false;
       if (status.starts > 0) {
@@ -175,6 +239,9 @@ void Supervisor::loop(std::stop_token stop) {
       status.listening = group.has_value() && state->listening;
       status.connections = state->established;
       status.leakedSockets = state->closeWait;
+      if (status.portWaiting) {
+        status.portHeldBy = describeSockets(*state);
+      }
     } else if (!probeFailedLogged) {
       log::error("cannot read the port's state", {{"error", state.error().message}});
       probeFailedLogged = true;
@@ -205,7 +272,7 @@ void Supervisor::loop(std::stop_token stop) {
       }
     }
     setStatus(status);
-    sleepUnlessStopped(stop, options_.probeInterval);
+    sleepUnlessStopped(stop, pauseBeforeNextLook(status, group.has_value(), nextStart, options_));
   }
 
   if (group) {

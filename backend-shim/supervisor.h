@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -37,6 +38,16 @@ struct SupervisorOptions {
   // them) restart the backend, but only while no client is connected: a drain, never a
   // cut of live sessions. 0: never.
   int maxLeakedSockets = 0;
+  // How the backend binds its port: with SO_REUSEADDR that works (the peer guard is
+  // preloaded and makes GVirtuS's request for it work) or without (GVirtuS alone). Each start
+  // waits until a bind made this way succeeds. With it, only old connections that lack it
+  // hold the port, those of a run that bound without it, so a backend that never asks for
+  // it (a stand-in) is waited for all the same.
+  bool reuseAddress = false;
+  // How often a port that cannot be bound is tried again.
+  Duration portPollInterval = std::chrono::milliseconds(100);
+  // Where the backend's stdout and stderr go (BackendOutput's pipes); default the shim's.
+  ProcessOutput output;
   // Between SIGTERM and SIGKILL when the backend's group is stopped.
   Duration stopTimeout = std::chrono::seconds(5);
   Duration backoffInitial = std::chrono::seconds(1);
@@ -62,6 +73,11 @@ struct SupervisorStatus {
   bool heldDown = false;
   // Looks of waitForDrain at the port that found clients still connected, so it waited on.
   int64_t drainWaits = 0;
+  // A start is due but the port cannot be bound yet (old connections linger on it).
+  bool portWaiting = false;
+  int64_t portWaits = 0;       // starts that had to wait for the port
+  double portWaitSeconds = 0;  // time spent waiting for it, the wait now included
+  std::string portHeldBy;      // while waiting: the sockets on the port ("TIME_WAIT=2")
 };
 
 class Supervisor {
@@ -86,6 +102,9 @@ class Supervisor {
 
  private:
   void loop(std::stop_token stop);
+  // Whether the port can be bound now; keeps the wait's numbers in `status` and logs the
+  // first look of each wait. A check that fails lets the start go ahead, as before it existed.
+  bool portFree(SupervisorStatus& status);
   void setStatus(const SupervisorStatus& status);
 
   SupervisorOptions options_;
@@ -95,6 +114,10 @@ class Supervisor {
   SupervisorStatus status_;  // guarded by mutex_
   // Counted apart from status_, which the supervising thread overwrites whole.
   int64_t drainWaits_ = 0;  // guarded by mutex_
+  // The wait for the port now, when there is one (the supervising thread's own).
+  std::optional<std::chrono::steady_clock::time_point> portWaitSince_;
+  double portWaitedSeconds_ = 0;  // in waits that ended
+  bool portCheckErrorLogged_ = false;
   std::jthread thread_;
 };
 

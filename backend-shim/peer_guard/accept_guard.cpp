@@ -1,7 +1,8 @@
-// libgvirtus-peer-guard.so: preloaded into gvirtus-backend by the shim (--peer-check), it
-// stands in for libc's accept() and accept4(). A connection accepted on the guarded port
-// whose peer the shim's gate does not allow is closed before the backend sees it, so that no
-// byte of it reaches GVirtuS, which has no authentication of its own.
+// libgvirtus-peer-guard.so: preloaded into gvirtus-backend by the shim (with --peer-check
+// told where its gate is; without it, only reuse_address.cpp and stdout_line_buffering.cpp act
+// and accept passes straight on), it stands in for libc's accept() and accept4(). A connection
+// accepted on the guarded port whose peer the shim's gate does not allow is closed before the
+// backend sees it, so that no byte of it reaches GVirtuS, which has no authentication of its own.
 //
 // It runs inside a program we do not build, on whatever C library that image has (Ubuntu
 // 22.04's glibc 2.35 for GVirtuS): it uses the C library alone, at symbol versions no newer

@@ -102,3 +102,10 @@ TEST_CASE("backend-shim backend_config: the peer guard preloaded after the image
     CHECK(alone[0] == "LD_PRELOAD=/opt/gvirtus-k8s/preload/libgvirtus-peer-guard.so");
   }
 }
+
+TEST_CASE("backend-shim backend_config: without the peer check, the library alone is preloaded",
+          "[backend_config]") {
+  CHECK(withPreload({"PATH=/bin", "LD_PRELOAD=/usr/lib/libfoo.so"}, "/p/guard.so") ==
+        std::vector<std::string>{"PATH=/bin", "LD_PRELOAD=/usr/lib/libfoo.so:/p/guard.so"});
+  CHECK(withPreload({}, "/p/guard.so") == std::vector<std::string>{"LD_PRELOAD=/p/guard.so"});
+}

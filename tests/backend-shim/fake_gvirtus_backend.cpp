@@ -1,7 +1,10 @@
 // A stand-in for gvirtus-backend, for the shim's tests. Like GVirtuS it takes a
-// properties.json path as its last argument, forks a child that listens on the port the
-// file names, and the parent stays alive (idle) when that child dies. It has no SIGTERM
-// handler. Options, before the config path:
+// properties.json path as its last argument, forks a child that listens on 0.0.0.0 on the
+// port the file names, and the parent stays alive (idle) when that child dies. It has no
+// SIGTERM handler. It asks for SO_REUSEADDR as GVirtuS does, with a one-byte value that Linux
+// refuses, so it binds without it (unless the peer guard, preloaded, makes the request work):
+// while an old connection lingers on the port it cannot bind, says so and never listens.
+// Options, before the config path:
 //   --child-exit-after SECONDS  the listening child exits after that long; the parent idles
 //   --exit-after SECONDS        the parent exits (code 3) after that long; the child stays
 //   --ignore-sigterm            both processes ignore SIGTERM (only SIGKILL stops them)
@@ -10,6 +13,9 @@
 //   --marker FILE               appends "start PID MILLISECONDS_SINCE_EPOCH" per start, and
 //                               "exit PID MILLISECONDS_SINCE_EPOCH" when --exit-after ends it
 //   --env-out FILE              writes LD_LIBRARY_PATH and GVIRTUS_HOME as it saw them
+//   --say TEXT                  the listening child prints "fake backend: TEXT" and a newline
+//                               on stdout with C stdio, never flushed (as GVirtuS logs)
+//   --say-partial TEXT          the listening child writes TEXT on stderr without a newline
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -39,6 +45,8 @@ struct Args {
   bool leakClients = false;
   std::string marker;
   std::string envOut;
+  std::string say;
+  std::string sayPartial;
   std::string config;
 };
 
@@ -62,6 +70,10 @@ std::optional<Args> parseArgs(int argc, char** argv) {
       args.marker = value();
     } else if (arg == "--env-out") {
       args.envOut = value();
+    } else if (arg == "--say") {
+      args.say = value();
+    } else if (arg == "--say-partial") {
+      args.sayPartial = value();
     } else {
       std::fprintf(stderr, "fake backend: unknown argument %s\n", arg.c_str());
       return std::nullopt;
@@ -89,21 +101,31 @@ long long millisSinceEpoch() {
 }
 
 // The listening child: accepts clients and keeps each until it closes.
-int serve(int port, std::optional<double> exitAfter, bool leakClients) {
+int serve(int port, const Args& args) {
   const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
-  const int one = 1;
-  ::setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  // GVirtuS's request, as it makes it: a bool, which Linux refuses (EINVAL), unchecked.
+  const bool reuse = true;
+  ::setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof(reuse));
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_port = htons(static_cast<uint16_t>(port));
   address.sin_addr.s_addr = htonl(INADDR_ANY);
   if (::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
       ::listen(listener, 64) != 0) {
-    std::fprintf(stderr, "fake backend: cannot listen on %d: %s\n", port, std::strerror(errno));
+    // GVirtuS's words; it then never listens (here the child ends, the parent idles).
+    std::fprintf(stderr, "fake backend: Can't bind socket: %s\n", std::strerror(errno));
     return 1;
   }
   std::printf("fake backend: listening on 0.0.0.0:%d (pid %d)\n", port, ::getpid());
   std::fflush(stdout);
+  if (!args.say.empty()) {
+    std::printf("fake backend: %s\n", args.say.c_str());  // never flushed
+  }
+  if (!args.sayPartial.empty()) {
+    std::fputs(args.sayPartial.c_str(), stderr);
+  }
+  const std::optional<double> exitAfter = args.childExitAfter;
+  const bool leakClients = args.leakClients;
   const auto start = Clock::now();
   std::vector<pollfd> fds{{listener, POLLIN, 0}};
   for (;;) {
@@ -167,7 +189,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (child == 0) {
-    std::_Exit(serve(port, args->childExitAfter, args->leakClients));
+    std::_Exit(serve(port, *args));
   }
   const auto start = Clock::now();
   bool childGone = false;

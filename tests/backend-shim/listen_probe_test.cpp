@@ -13,6 +13,7 @@
 #include "support/cluster_env.h"
 
 using gvirtus::backend_shim::addProcNetTcp;
+using gvirtus::backend_shim::describeSockets;
 using gvirtus::backend_shim::ListenProbe;
 using gvirtus::backend_shim::PortState;
 namespace test = gvirtus::backend_shim::test;
@@ -86,6 +87,17 @@ TEST_CASE("backend-shim listen_probe: /proc/net/tcp6 sample adds to the IPv4 num
   CHECK(state.closeWait == 1);  // a finished client whose socket the backend kept
   addProcNetTcp(kTcp, 9999, state);
   CHECK(state.established == 3);
+}
+
+TEST_CASE("backend-shim listen_probe: the sockets on the port by state, as a log says them",
+          "[listen_probe]") {
+  PortState state;
+  CHECK(describeSockets(state).empty());
+  addProcNetTcp(kTcp, 9999, state);
+  CHECK(state.byState[6] == 1);  // TIME_WAIT
+  CHECK(describeSockets(state) == "ESTABLISHED=2 TIME_WAIT=1 LISTEN=1");
+  addProcNetTcp(kTcp6, 9999, state);
+  CHECK(describeSockets(state) == "ESTABLISHED=3 TIME_WAIT=1 CLOSE_WAIT=1 LISTEN=2");
 }
 
 TEST_CASE("backend-shim listen_probe: malformed lines are skipped", "[listen_probe]") {

@@ -179,3 +179,26 @@ TEST_CASE("peer gate: a stopped gate leaves waiting guards to refuse", "[peer_ga
   gate.reset();
   CHECK_FALSE(answer.get().has_value());
 }
+
+TEST_CASE("peer gate: draining, every new session is refused, waiting ones too", "[peer_gate]") {
+  test::TempDir dir;
+  auto gate = startGate(dir, 30s);
+  gate->setPeers(peers({"10.0.0.1"}));
+  CHECK(test::askGate(gate->socketPath(), "10.0.0.1") == kAllowed);
+  auto waiting = askLater(*gate, "10.0.0.2");
+  REQUIRE(eventually([&] { return gate->waiting() == 1; }, 10s));
+
+  gate->refuseNewSessions();
+  CHECK(gate->refusingNewSessions());
+  // The question waiting for the list is refused at once, not after its 30 s.
+  CHECK(waiting.get() == kRefused);
+  // A listed address, and one the list gains now, are refused too.
+  CHECK(test::askGate(gate->socketPath(), "10.0.0.1") == kRefused);
+  gate->setPeers(peers({"10.0.0.1", "10.0.0.3"}));
+  CHECK(test::askGate(gate->socketPath(), "10.0.0.3") == kRefused);
+  gate->refuseNewSessions();  // idempotent
+  CHECK(gate->refusedDraining() == 3);
+  CHECK(gate->refused() == 3);
+  CHECK(gate->allowed() == 1);
+  CHECK(gate->waiting() == 0);
+}

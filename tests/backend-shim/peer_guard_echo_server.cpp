@@ -49,8 +49,9 @@ struct Connection {
 
 int listenTcp(int port, const Args& args) {
   const int fd = ::socket(args.ipv6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
-  const int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  // As GVirtuS asks for SO_REUSEADDR: a bool, which Linux refuses unless the guard widens it.
+  const bool reuse = true;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof(reuse));
   int bound = -1;
   if (args.ipv6) {
     const int zero = 0;

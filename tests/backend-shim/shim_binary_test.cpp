@@ -13,6 +13,7 @@
 
 #include "backend-shim/fake_pod_api.h"
 #include "backend-shim/peer_guard_test_support.h"
+#include "backend-shim/running_shim.h"
 #include "backend-shim/shim_test_support.h"
 #include "support/child_process.h"
 #include "support/cluster_env.h"
@@ -26,11 +27,8 @@ using gvirtus::testing::runCommand;
 
 namespace {
 
-// The environment every run gets: no pod to publish to, no GVirtuS install.
-const std::vector<std::string> kEnv{"POD_NAME=", "POD_NAMESPACE=", "GVIRTUS_HOME="};
-
 std::pair<int, std::string> runShim(std::vector<std::string> args,
-                                    std::vector<std::string> env = kEnv) {
+                                    std::vector<std::string> env = test::kShimEnv) {
   args.insert(args.begin(), test::kShimBinary);
   return runCommand(std::move(args), std::move(env), 30s);
 }
@@ -38,60 +36,6 @@ std::pair<int, std::string> runShim(std::vector<std::string> args,
 int lineCount(const std::string& text) {
   return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
 }
-
-// A shim over the fake backend, with its own ports and files.
-struct RunningShim {
-  test::TempDir dir;
-  int port = freePort();
-  int healthPort = freePort();
-  std::string marker = dir.file("starts.txt");
-  std::unique_ptr<ChildProcess> process;
-  std::vector<std::string> env = kEnv;
-
-  // A failed test must not leave backends behind: the shim's own group is killed by
-  // ChildProcess, the backends' groups here.
-  ~RunningShim() {
-    process.reset();
-    for (const auto& start : test::readStarts(marker)) {
-      ::kill(-start.pid, SIGKILL);
-    }
-  }
-
-  // Without a --peer-check flag of its own, the shim runs with --peer-check=false: it has
-  // no pod to read the peers from.
-  void start(std::vector<std::string> shimFlags, std::vector<std::string> fakeFlags = {}) {
-    if (std::none_of(shimFlags.begin(), shimFlags.end(),
-                     [](const std::string& flag) { return flag.starts_with("--peer-check"); })) {
-      shimFlags.push_back("--peer-check=false");
-    }
-    std::vector<std::string> argv{test::kShimBinary,
-                                  "--port",
-                                  std::to_string(port),
-                                  "--health-addr",
-                                  "127.0.0.1:" + std::to_string(healthPort),
-                                  "--config-out",
-                                  dir.file("etc/properties.json"),
-                                  "--nvml-library",
-                                  FAKE_NVML_LIBRARY};
-    argv.insert(argv.end(), shimFlags.begin(), shimFlags.end());
-    argv.insert(argv.end(), {"--", test::kFakeBackend, "--marker", marker});
-    argv.insert(argv.end(), fakeFlags.begin(), fakeFlags.end());
-    process = std::make_unique<ChildProcess>(argv, env, dir.file("shim.log"));
-  }
-  int readyz() const { return gvirtus::testing::httpFetch(healthPort, "/readyz").status; }
-  std::string metrics() const { return gvirtus::testing::httpFetch(healthPort, "/metrics").body; }
-  bool metric(const std::string& line) const {
-    return metrics().find("\n" + line + "\n") != std::string::npos;
-  }
-  // A line of the shim's log holds `text` (the drain's lines need --log-level debug).
-  bool logged(const std::string& text) const {
-    return process->output().find(text) != std::string::npos;
-  }
-  pid_t backendPid() const {
-    const auto starts = test::readStarts(marker);
-    return starts.empty() ? 0 : starts.back().pid;
-  }
-};
 
 }  // namespace
 
@@ -180,7 +124,7 @@ TEST_CASE("backend-shim binary: a port in use at start exits 2 and starts nothin
 
 TEST_CASE("backend-shim binary: ready, measured, and on SIGTERM drained then stopped with exit 0",
           "[shim_binary]") {
-  RunningShim shim;
+  test::RunningShim shim;
   shim.start({"--drain-timeout", "20s", "--log-level", "debug"});
   REQUIRE(eventually([&] { return shim.readyz() == 200; }, 15s));
   const pid_t backend = shim.backendPid();
@@ -231,7 +175,7 @@ TEST_CASE("backend-shim binary: ready, measured, and on SIGTERM drained then sto
 
 TEST_CASE("backend-shim binary: the drain timeout bounds the wait, the backend is then stopped",
           "[shim_binary]") {
-  RunningShim shim;
+  test::RunningShim shim;
   shim.start({"--drain-timeout", "1s"});
   REQUIRE(eventually([&] { return shim.readyz() == 200; }, 15s));
   test::TcpClient client(shim.port);
@@ -250,7 +194,7 @@ TEST_CASE("backend-shim binary: the drain timeout bounds the wait, the backend i
 
 TEST_CASE("backend-shim binary: a backend that ignores SIGTERM is killed, the shim exits 0",
           "[shim_binary]") {
-  RunningShim shim;
+  test::RunningShim shim;
   shim.start({"--drain-timeout", "0s", "--stop-timeout", "500ms"}, {"--ignore-sigterm"});
   REQUIRE(eventually([&] { return shim.readyz() == 200; }, 15s));
   const pid_t backend = shim.backendPid();
@@ -265,7 +209,7 @@ TEST_CASE("backend-shim binary: a backend that ignores SIGTERM is killed, the sh
 
 TEST_CASE("backend-shim binary: restarts a backend whose listener died, and counts it",
           "[shim_binary]") {
-  RunningShim shim;
+  test::RunningShim shim;
   shim.start({}, {"--child-exit-after", "3"});
   const bool ready = eventually([&] { return shim.readyz() == 200; }, 15s);
   const bool lost = ready && eventually([&] { return shim.readyz() == 503; }, 10s);
@@ -292,10 +236,10 @@ TEST_CASE("backend-shim binary: default backend from $GVIRTUS_HOME, with LD_LIBR
   }
   std::filesystem::permissions(home.file("bin/gvirtus-backend"), std::filesystem::perms::owner_all);
   const int port = freePort();
-  ChildProcess shim(
-      {test::kShimBinary, "--port", std::to_string(port), "--config-out",
-       home.file("properties.json"), "--health-addr", "", "--peer-check=false"},
-      {"POD_NAME=", "GVIRTUS_HOME=" + home.path(), "LD_LIBRARY_PATH=" + home.file("lib/frontend")});
+  ChildProcess shim({test::kShimBinary, "--port", std::to_string(port), "--config-out",
+                     home.file("properties.json"), "--health-addr", "", "--peer-check=false"},
+                    {"POD_NAME=", "GVIRTUS_HOME=" + home.path(),
+                     "LD_LIBRARY_PATH=" + home.file("lib/frontend"), test::kAsanPreloadOrder});
   REQUIRE(eventually([&] { return std::filesystem::exists(envOut); }, 10s));
   REQUIRE(eventually(
       [&] {
@@ -331,7 +275,7 @@ TEST_CASE("backend-shim binary: sessions only from the addresses in gvirtus.io/p
           "[shim_binary]") {
   test::FakePodApi api("gvirtus-system", "backend-0");
   api.setPeers("127.0.0.2");
-  RunningShim shim;
+  test::RunningShim shim;
   api.writeKubeconfig(shim.dir.file("kubeconfig"));
   shim.env = {"POD_NAME=backend-0", "POD_NAMESPACE=gvirtus-system",
               "GVIRTUS_HOME=", test::kAsanPreloadOrder};
@@ -368,7 +312,7 @@ TEST_CASE("backend-shim binary: sessions only from the addresses in gvirtus.io/p
 
 TEST_CASE("backend-shim binary: with the pod unreadable, every session is refused",
           "[shim_binary]") {
-  RunningShim shim;
+  test::RunningShim shim;
   // A kubeconfig whose server does not answer: the peer list never comes.
   const int nobody = freePort();
   std::ofstream(shim.dir.file("kubeconfig"))

@@ -57,3 +57,25 @@ TEST_CASE("backend-shim shim_metrics: the peer check's answers and list", "[shim
   CHECK_THAT(text, Catch::Contains("# TYPE gvirtus_backend_sessions_refused_total counter\n"));
   CHECK_THAT(text, Catch::Contains("gvirtus_backend_peers 5\n"));
 }
+
+TEST_CASE("backend-shim shim_metrics: the waits for the backend's port", "[shim_metrics]") {
+  gvirtus::MetricsRegistry registry;
+  ShimMetrics metrics(registry, 16);
+  SupervisorStatus status;
+  status.portWaiting = true;
+  status.portWaits = 1;
+  status.portWaitSeconds = 1.5;
+  metrics.observeBackend(status, false);
+  std::string text = registry.render();
+  CHECK_THAT(text, Catch::Contains("gvirtus_backend_port_waiting 1\n"));
+  CHECK_THAT(text, Catch::Contains("gvirtus_backend_port_waits_total 1\n"));
+  CHECK_THAT(text, Catch::Contains("gvirtus_backend_port_wait_seconds_total 1.5\n"));
+  // The wait ends: the time goes on counting up to its end, the count stays.
+  status.portWaiting = false;
+  status.portWaitSeconds = 2.25;
+  metrics.observeBackend(status, true);
+  text = registry.render();
+  CHECK_THAT(text, Catch::Contains("gvirtus_backend_port_waiting 0\n"));
+  CHECK_THAT(text, Catch::Contains("gvirtus_backend_port_waits_total 1\n"));
+  CHECK_THAT(text, Catch::Contains("gvirtus_backend_port_wait_seconds_total 2.25\n"));
+}

@@ -1,7 +1,8 @@
 #pragma once
 
-// Helpers of the backend shim's tests: temporary folders, real TCP clients on 127.0.0.1, the
-// fake backend's command line and start markers, and /proc inspection (zombies, live pids).
+// Helpers of the backend shim's tests: temporary folders, real TCP clients on 127.0.0.1, a
+// port held without listening, the fake backend's command line and start markers, and /proc
+// inspection (zombies, live pids).
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -68,11 +69,47 @@ class TcpClient {
       fd_ = -1;
     }
   }
+  // Closes with a reset (SO_LINGER 0), as a frontend whose host is gone never does, but
+  // ending the server's side of the connection at once: what lingered on the port is gone.
+  void reset() {
+    if (fd_ >= 0) {
+      const linger now{1, 0};
+      ::setsockopt(fd_, SOL_SOCKET, SO_LINGER, &now, sizeof(now));
+      close();
+    }
+  }
   // True when the server closed the connection (a read returns 0 or an error).
   bool closedByServer() const {
     char byte = 0;
     const ssize_t n = ::recv(fd_, &byte, 1, MSG_DONTWAIT);
     return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// A socket bound to 0.0.0.0:port that never listens: the port cannot be bound without
+// SO_REUSEADDR, as while old connections linger on it, until release().
+class PortBlocker {
+ public:
+  explicit PortBlocker(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    REQUIRE(fd_ >= 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_ANY);
+    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
+  }
+  ~PortBlocker() { release(); }
+  PortBlocker(const PortBlocker&) = delete;
+  PortBlocker& operator=(const PortBlocker&) = delete;
+  void release() {
+    if (fd_ >= 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
   }
 
  private:
@@ -139,6 +176,14 @@ inline bool groupAlive(pid_t group) {
     }
   }
   return false;
+}
+
+// Ends the fake backend's listening child (its parent idles on, as GVirtuS's does): its
+// connections are closed by the kernel, from the server's side, and linger on the port.
+inline void killListeningChild(pid_t backend) {
+  for (const pid_t child : childrenOf(backend, false)) {
+    ::kill(child, SIGKILL);
+  }
 }
 
 // Makes the test process the reaper of its descendants' orphans for its lifetime, as the

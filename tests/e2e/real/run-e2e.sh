@@ -58,7 +58,11 @@ for scenario in "$here"/scenarios/[0-9]*.sh; do run "$scenario"; done
 # KAI-Scheduler beside the cluster, the webhook given its two KAI flags (overlay-kai),
 # one backend node left opted in.
 kubectl label node gpu-b gvirtus.io/backend.allowed=false --overwrite >/dev/null
-if bash "$repo/tests/cluster/kai/up.sh" "$name" &&
+# With a PATTERN, KAI-Scheduler is set up only when one of its scenarios is wanted.
+wanted() { [ -z "$pattern" ] || ls "$1" | grep -q -- "$pattern"; }
+if ! wanted "$here/../kai"; then
+  :
+elif bash "$repo/tests/cluster/kai/up.sh" "$name" &&
     kubectl apply -k "$repo/tests/e2e/overlay-kai" >/dev/null &&
     kubectl rollout status deployment/gvirtus-webhook -n gvirtus-system --timeout=180s >/dev/null &&
     kubectl rollout status daemonset/gvirtus-backend -n gvirtus-system --timeout=180s >/dev/null; then
@@ -67,7 +71,9 @@ else
   failed=$((failed + 1)); names+=("kai-scheduler-setup")
 fi
 # Last: the release as operators install it, from the OCI chart in the loopback registry.
-if [ -n "${HELM:-}" ]; then
+if [ -n "$pattern" ] && [[ install-from-oci != *"$pattern"* ]]; then
+  :
+elif [ -n "${HELM:-}" ]; then
   run "$here/install-from-oci.sh"
 else
   echo "[e2e-real] install-from-oci skipped: HELM is not set (make e2e-test sets it)" >&2
