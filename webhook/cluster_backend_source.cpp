@@ -1,11 +1,11 @@
 #include "webhook/cluster_backend_source.h"
 
-#include "common/ipv4_resolver.h"
 #include "common/json_access.h"
 #include "common/log.h"
 #include "common/strings.h"
 #include "common/time_text.h"
 #include "webhook/names.h"
+#include "webhook/pod_fields.h"
 
 namespace gvirtus::webhook {
 namespace {
@@ -78,22 +78,9 @@ std::optional<Backend> backendFromPod(const json& pod, const json* node, int por
     return std::nullopt;
   }
   Backend backend;
-  backend.ip = stringAt(pod, {"status", "podIP"});
-  if (!isDottedIpv4(backend.ip)) {
-    // An IPv6-first dual-stack pod: take its IPv4 address from podIPs.
-    backend.ip.clear();
-    const json* status = member(pod, "status");
-    const json* ips = status != nullptr ? member(*status, "podIPs") : nullptr;
-    for (size_t i = 0; ips != nullptr && ips->is_array() && i < ips->size(); ++i) {
-      const std::string ip = stringAt((*ips)[i], {"ip"});
-      if (isDottedIpv4(ip)) {
-        backend.ip = ip;
-        break;
-      }
-    }
-    if (backend.ip.empty()) {
-      return std::nullopt;
-    }
+  backend.ip = podIpv4(pod);
+  if (backend.ip.empty()) {
+    return std::nullopt;
   }
   backend.port = port;
   backend.podNamespace = stringAt(pod, {"metadata", "namespace"});
@@ -113,33 +100,6 @@ std::optional<Backend> backendFromPod(const json& pod, const json* node, int por
 }
 
 namespace {
-
-// What heldShare and assignedPod read of a GVirtuS pod: the frontends cache holds every
-// GVirtuS pod of the cluster, and keeps this much of each.
-json frontendFields(json pod) {
-  json kept = {{"metadata", json::object()}};
-  json& metadata = kept["metadata"];
-  for (const char* key :
-       {"name", "namespace", "resourceVersion", "creationTimestamp", "deletionTimestamp"}) {
-    if (const json* value = memberAt(pod, {"metadata", key})) {
-      metadata[key] = *value;
-    }
-  }
-  if (const json* annotations = memberAt(pod, {"metadata", "annotations"});
-      annotations != nullptr && annotations->is_object()) {
-    for (std::string_view key :
-         {kBackendAnnotation, kBackendPodAnnotation, kBackendGpuAnnotation, kAssignedByAnnotation,
-          kGpuMemoryAnnotation, kKaiGpuFractionAnnotation, kKaiGpuMemoryAnnotation}) {
-      if (auto it = annotations->find(key); it != annotations->end()) {
-        metadata["annotations"][std::string(key)] = *it;
-      }
-    }
-  }
-  if (const json* phase = memberAt(pod, {"status", "phase"})) {
-    kept["status"]["phase"] = *phase;
-  }
-  return kept;
-}
 
 ResourceCacheOptions frontendCacheOptions() {
   ResourceCacheOptions options;

@@ -52,6 +52,12 @@ class ClusterBackendSource : public BackendSource {
   // review would copy all of them).
   BackendSnapshot backends() const override;
 
+  // The caches the peer publisher reads (webhook/peer_publisher.h), which adds its handlers
+  // before start(): the backend pods, and the GVirtuS pods as frontendFields() keeps them.
+  ObjectCache& backendPods() { return *pods_; }
+  ObjectCache& frontendPods() { return *frontends_; }
+  int port() const { return port_; }
+
  private:
   std::vector<Backend> buildBackends() const;
   void invalidate();

@@ -48,7 +48,15 @@ WebhookMetrics::WebhookMetrics(MetricsRegistry& registry, std::function<double()
       scaleEvents_(registry.counterFamily(
           "gvirtus_webhook_autoscale_events_total",
           "Candidate nodes opted in (direction=up) and out (direction=down) by the autoscaler",
-          {"direction"})) {
+          {"direction"})),
+      peerPublications_(registry.counter(
+          "gvirtus_webhook_peer_publications_total",
+          "Backend pods' gvirtus.io/peers written by the peer publisher (leader): the addresses "
+          "of the pods assigned to each, which its backend lets connect")),
+      peerFailures_(registry.counter(
+          "gvirtus_webhook_peer_publication_failures_total",
+          "Writes of a backend pod's gvirtus.io/peers that failed (retried with backoff); while "
+          "one fails, new pods of that backend are refused by it")) {
   if (backendsAvailable) {
     registry.gaugeFunction("gvirtus_webhook_backends_available",
                            "Backends the backend source offers now (Ready, with an IPv4 address)",
@@ -98,6 +106,14 @@ void WebhookMetrics::autoscaled(double wanted, double autoscaled, double due, in
   if (optedOut > 0) {
     scaleEvents_.withLabels({"down"}).inc(static_cast<double>(optedOut));
   }
+}
+
+void WebhookMetrics::peersPublished() {
+  peerPublications_.inc();
+}
+
+void WebhookMetrics::peersFailed() {
+  peerFailures_.inc();
 }
 
 }  // namespace gvirtus::webhook

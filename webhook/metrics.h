@@ -25,6 +25,8 @@ namespace gvirtus::webhook {
 //   gvirtus_webhook_autoscale_backends              nodes opted in by the autoscaler (leader)
 //   gvirtus_webhook_autoscale_due_pods              pods waiting past --scale-up-after (leader)
 //   gvirtus_webhook_autoscale_events_total{direction}  nodes opted in (up) and out (down)
+//   gvirtus_webhook_peer_publications_total         gvirtus.io/peers written on backend pods
+//   gvirtus_webhook_peer_publication_failures_total   writes of gvirtus.io/peers that failed
 class WebhookMetrics {
  public:
   // `backendsAvailable` and `certificateExpiry` (the serving certificate's notAfter, Unix
@@ -43,6 +45,9 @@ class WebhookMetrics {
   void passDone();
   // The backend autoscaler after one step: its gauges, and the nodes it opted in and out.
   void autoscaled(double wanted, double autoscaled, double due, int64_t optedIn, int64_t optedOut);
+  // The peer publisher wrote a backend pod's gvirtus.io/peers, or failed to.
+  void peersPublished();
+  void peersFailed();
 
  private:
   CounterFamily& reviews_;
@@ -57,6 +62,8 @@ class WebhookMetrics {
   Gauge& autoscaledBackends_;
   Gauge& duePods_;
   CounterFamily& scaleEvents_;
+  Counter& peerPublications_;
+  Counter& peerFailures_;
 };
 
 }  // namespace gvirtus::webhook

@@ -46,6 +46,10 @@ inline constexpr std::string_view kCudaVisibleDevicesEnv = "CUDA_VISIBLE_DEVICES
 
 // On backend pods (written by the backend shim) and nodes.
 inline constexpr std::string_view kLoadAnnotation = names::kLoadAnnotation;
+// Written by the webhook's peer publisher (webhook/peer_publisher.h): the IPv4 addresses
+// of the pods assigned to the backend pod, comma-separated; the backend shim accepts
+// sessions from these only. "" means none; absent means not published yet.
+inline constexpr std::string_view kPeersAnnotation = "gvirtus.io/peers";
 inline constexpr std::string_view kZoneLabel = names::kZoneLabel;
 inline constexpr std::string_view kHostnameLabel = "kubernetes.io/hostname";
 inline constexpr std::string_view kBackendAllowedLabel = names::kBackendAllowed;

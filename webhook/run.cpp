@@ -23,6 +23,7 @@
 #include "webhook/metrics.h"
 #include "webhook/mutate_handler.h"
 #include "webhook/options.h"
+#include "webhook/peer_publisher.h"
 #include "webhook/static_backend_source.h"
 #include "webhook/tls_bootstrap.h"
 #include "webhook/waiting_pod_controller.h"
@@ -55,6 +56,17 @@ std::string identity() {
   return envOr("POD_NAME", std::string(host) + "_" + std::to_string(getpid()));
 }
 
+// The leader's work (everyone's without --leader-elect), until `stop`: the waiting-pod
+// controller and, beside it, the peer publisher.
+void runControllers(std::stop_token stop, WaitingPodController& controller, PeerPublisher* peers) {
+  std::jthread publisher;
+  if (peers != nullptr) {
+    publisher = std::jthread([peers](std::stop_token own) { peers->run(own); });
+  }
+  std::stop_callback endPublisher(stop, [&publisher] { publisher.request_stop(); });
+  controller.run(stop);
+}
+
 }  // namespace
 
 int run(const Options& options) {
@@ -81,6 +93,7 @@ int run(const Options& options) {
   // Where backends come from.
   std::unique_ptr<Ipv4Resolver> resolver;
   std::unique_ptr<BackendSource> source;
+  ClusterBackendSource* clusterSource = nullptr;  // the same, for cluster backends
   if (!options.staticBackends.empty()) {
     auto made = Ipv4Resolver::create();
     if (!made) {
@@ -92,9 +105,11 @@ int run(const Options& options) {
         options.staticBackends,
         [&resolver](const std::string& host) { return resolver->resolve(host); });
   } else {
-    source = std::make_unique<ClusterBackendSource>(*client, options.backendNamespace,
-                                                    options.backendSelector, options.backendPort,
-                                                    ChooserOptions{}.assignmentWindow);
+    auto cluster = std::make_unique<ClusterBackendSource>(
+        *client, options.backendNamespace, options.backendSelector, options.backendPort,
+        ChooserOptions{}.assignmentWindow);
+    clusterSource = cluster.get();
+    source = std::move(cluster);
   }
 
   MetricsRegistry registry;
@@ -128,6 +143,8 @@ int run(const Options& options) {
   std::unique_ptr<KubeClient> eventsClient;
   std::unique_ptr<EventRecorder> events;
   std::unique_ptr<WaitingPodController> controller;
+  // gvirtus.io/peers of backend pods (static backends are none), where the controller runs.
+  std::unique_ptr<PeerPublisher> peers;
   std::unique_ptr<KubeClient> electionClient;
   std::unique_ptr<LeaderElector> elector;
   if (client) {
@@ -149,6 +166,11 @@ int run(const Options& options) {
     controller = std::make_unique<WaitingPodController>(*client, *source, chooser, *events,
                                                         &metrics, controllerOptions);
     source->setOnChange([&controller] { controller->backendsChanged(); });
+    if (clusterSource != nullptr) {
+      peers = std::make_unique<PeerPublisher>(
+          clusterSource->backendPods(), clusterSource->frontendPods(), peerWriter(*client),
+          &metrics, PeerPublisherOptions{.port = clusterSource->port()});
+    }
     if (options.leaderElect) {
       // A renewal must end well within the renew deadline (see LeaderElector).
       made = connectKubeClient(kProgram, options.common.kubeconfig,
@@ -166,9 +188,9 @@ int run(const Options& options) {
       election.retryPeriod = options.leaderElectRetryPeriod;
       // The two replicas break the chooser's ties in opposite orders (TieOrder).
       chooser.setTieOrder(TieOrder::Descending);
-      election.onStartedLeading = [&controller, &chooser](std::stop_token stop) {
+      election.onStartedLeading = [&controller, &chooser, &peers](std::stop_token stop) {
         chooser.setTieOrder(TieOrder::Ascending);
-        controller->run(stop);
+        runControllers(stop, *controller, peers.get());
         chooser.setTieOrder(TieOrder::Descending);
       };
       elector = std::make_unique<LeaderElector>(*electionClient, election);
@@ -246,7 +268,9 @@ int run(const Options& options) {
       return configurationError(kProgram, "--leader-elect: " + started.error().message);
     }
   } else if (controller) {
-    controllerThread = std::jthread([&controller](std::stop_token stop) { controller->run(stop); });
+    controllerThread = std::jthread([&controller, &peers](std::stop_token stop) {
+      runControllers(stop, *controller, peers.get());
+    });
   }
   std::string controllerMode = "off (no API server)";
   if (controller) {
@@ -263,6 +287,7 @@ int run(const Options& options) {
                                                    : "static"},
        {"tls", options.tlsFromFiles() ? "files" : "own CA in Secret " + options.tlsSecretName},
        {"waitingPodController", controllerMode},
+       {"peerPublisher", peers ? controllerMode : "off (static backends)"},
        {"autoscale", options.autoscale.enabled()
                          ? options.autoscale.candidates + " (" +
                                std::to_string(options.autoscale.min) + ".." +

@@ -67,6 +67,8 @@ expect_not "namespace.create=false" '^kind: Namespace$' --set namespace.create=f
 expect "namespace.name" '^ +- --backend-namespace=gpu-system$' --set namespace.name=gpu-system
 expect "namespace.name reaches the admission policies" \
   "system:serviceaccount:gpu-system:gvirtus-webhook'" --set namespace.name=gpu-system
+expect "namespace.name: the backend pods whose gvirtus.io/peers the webhook writes" \
+  "variables.gvirtusPod && request.namespace == 'gpu-system' &&" --set namespace.name=gpu-system
 expect_not "admissionPolicies.enabled=false" '^kind: ValidatingAdmissionPolicy' --set admissionPolicies.enabled=false
 
 say "values.schema.json refuses what the binaries would"

@@ -93,11 +93,13 @@ expect no gvirtus-webhook create mutatingwebhookconfigurations.admissionregistra
 expect no gvirtus-webhook patch validatingwebhookconfigurations.admissionregistration.k8s.io/gvirtus-webhook
 expect no gvirtus-webhook get configmaps "$ns"
 
-say "gvirtus-backend: patch pods in $ns (its own pod: policy gvirtus-backend-pods); nothing else"
-expect yes gvirtus-backend patch pods "$ns"
-for verb in get list watch create update delete; do expect no gvirtus-backend "$verb" pods "$ns"; done
+say "gvirtus-backend: patch pods in $ns (its own pod: policy gvirtus-backend-pods), read them (its pod's gvirtus.io/peers); nothing else"
+for verb in get list watch patch; do expect yes gvirtus-backend "$verb" pods "$ns"; done
+for verb in create update delete; do expect no gvirtus-backend "$verb" pods "$ns"; done
 expect no gvirtus-backend patch "pods#status" "$ns"
 expect no gvirtus-backend get pods default
+expect no gvirtus-backend list pods default
+expect no gvirtus-backend watch pods default
 expect no gvirtus-backend patch pods default
 expect no gvirtus-backend get nodes
 expect no gvirtus-backend get secrets "$ns"

@@ -4,11 +4,14 @@
 #   tenant   a ServiceAccount with the "edit" role in its namespace only: cannot label a
 #            pod gvirtus.io/enabled after creation, change what the webhook wrote or what
 #            is counted (gvirtus.io/ annotations, KAI shares), remove the gate, or create a
-#            pod carrying the gate or the webhook's annotations it was not given;
-#   webhook  releases a GVirtuS pod (annotations, gate, zone preference) and, with the
-#            autoscale overlay's RBAC, writes the backend keys of nodes; nothing else;
+#            pod carrying the gate or the webhook's annotations it was not given, or write
+#            gvirtus.io/peers anywhere;
+#   webhook  releases a GVirtuS pod (annotations, gate, zone preference), writes
+#            gvirtus.io/peers of backend pods (the peer publisher) and, with the autoscale
+#            overlay's RBAC, writes the backend keys of nodes; nothing else;
 #   labeler  its own node (the token's node-name claim), its three labels only;
-#   backend  its own pod (the token's pod-name claim), gvirtus.io/load only.
+#   backend  its own pod (the token's pod-name claim), gvirtus.io/load only (never
+#            gvirtus.io/peers, the list of addresses it lets connect); reads its own pod.
 # Allowed requests pass; refused ones are refused by the expected policy, whose message is
 # printed. No webhook runs here (fake nodes): the MutatingWebhookConfiguration is removed
 # and the test writes on pods what the webhook would. Also checks that the scheduler's
@@ -291,13 +294,47 @@ refused "another backend's gvirtus.io/load" $S "may change only that pod, not $n
   patch pod "$other_backend" -n "$ns" --type=merge -p "$load"
 refused "the webhook's image" $S "may change only that pod, not $ns/$webhook_pod" "$shim" \
   patch pod "$webhook_pod" -n "$ns" --type=json -p '[{"op": "replace", "path": "/spec/containers/0/image", "value": "evil:1"}]'
-forbidden "read pods" "$shim" get pod "$backend_pod" -n "$ns"
+peers='{"metadata": {"annotations": {"gvirtus.io/peers": "10.244.0.5,10.244.0.6"}}}'
+refused "its pod: gvirtus.io/peers (the addresses it lets connect)" "$S|$P" "refused: gvirtus.io/peers" "$shim" \
+  patch pod "$backend_pod" -n "$ns" --type=merge -p "$peers"
+refused "another backend's gvirtus.io/peers" "$S|$P" "may change only that pod, not $ns/$other_backend|refused: gvirtus.io/peers" \
+  "$shim" patch pod "$other_backend" -n "$ns" --type=merge -p "$peers"
+allowed "read its pod (gvirtus.io/peers)" "$shim" get pod "$backend_pod" -n "$ns"
+allowed "list its pod by name, as the shim's watch starts" "$shim" get pods -n "$ns" \
+  --field-selector "metadata.name=$backend_pod"
+allowed "watch pods in $ns" "$shim" auth can-i watch pods -n "$ns"
+forbidden "read pods outside $ns" "$shim" get pods -n "$tenant_ns"
 forbidden "a pod outside $ns" "$shim" patch pod plain -n "$tenant_ns" --type=merge -p "$load"
 unbound=$(k create token gvirtus-backend -n "$ns" --duration=10m)
 refused "a token bound to no pod" $S "this token names no pod" "$unbound" \
   patch pod "$backend_pod" -n "$ns" --type=merge -p "$load"
 refused "tenant: gvirtus.io/load of its own pod" $P "refused: gvirtus.io/load" "$tenant" \
   annotate pod assigned -n "$tenant_ns" gvirtus.io/load=x
+refused "tenant: gvirtus.io/peers of its own pod" $P "refused: gvirtus.io/peers" "$tenant" \
+  annotate pod assigned -n "$tenant_ns" gvirtus.io/peers=10.6.6.6
+forbidden "tenant: a backend pod's gvirtus.io/peers" "$tenant" \
+  patch pod "$backend_pod" -n "$ns" --type=merge -p "$peers"
+
+say "webhook: gvirtus.io/peers of a backend pod (the peer publisher), nothing else of it"
+allowed "a backend pod's gvirtus.io/peers (merge patch, as the publisher writes it)" "$webhook" \
+  patch pod "$backend_pod" -n "$ns" --type=merge -p "$peers"
+allowed "an empty list" "$webhook" \
+  patch pod "$other_backend" -n "$ns" --type=merge -p '{"metadata": {"annotations": {"gvirtus.io/peers": ""}}}'
+# Another value than the shim wrote above: an unchanged key is no change.
+refused "a backend pod's gvirtus.io/load" $W "gvirtus.io/peers annotation of a backend pod; refused: gvirtus.io/load" \
+  "$webhook" patch pod "$backend_pod" -n "$ns" --type=merge \
+  -p '{"metadata": {"annotations": {"gvirtus.io/load": "{\"connections\":0,\"maxSessions\":1}"}}}'
+refused "gvirtus.io/peers and another annotation at once" $W "refused: example.com/note" "$webhook" \
+  patch pod "$backend_pod" -n "$ns" --type=merge \
+  -p '{"metadata": {"annotations": {"gvirtus.io/peers": "10.6.6.6", "example.com/note": "x"}}}'
+refused "a backend pod's label" $W "does not change the labels" "$webhook" \
+  patch pod "$backend_pod" -n "$ns" --type=merge -p '{"metadata": {"labels": {"example.com/x": "y"}}}'
+refused "a backend pod's image" $W "not its (containers|spec)" "$webhook" \
+  patch pod "$backend_pod" -n "$ns" --type=json -p '[{"op": "replace", "path": "/spec/containers/0/image", "value": "evil:1"}]'
+refused "gvirtus.io/peers of its own replica" $W "only GVirtuS pods" "$webhook" \
+  patch pod "$webhook_pod" -n "$ns" --type=merge -p "$peers"
+[ "$(k get pod "$backend_pod" -n "$ns" -o jsonpath='{.metadata.annotations.gvirtus\.io/peers}')" = "10.244.0.5,10.244.0.6" ] &&
+  ok "the backend pod carries the list written" || bad "the backend pod's gvirtus.io/peers is not the list written"
 
 say "the DaemonSet pods still run (kwok's status updates pass the policies)"
 running=$(k get pods -n "$ns" --field-selector status.phase=Running -o name | wc -l)

@@ -1,0 +1,94 @@
+#include "webhook/backend_peers.h"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+
+#include "common/json_access.h"
+#include "webhook/cluster_backend_source.h"
+#include "webhook/names.h"
+#include "webhook/pod_fields.h"
+#include "webhook/waiting_pod_controller.h"
+
+namespace gvirtus::webhook {
+
+using nlohmann::json;
+
+namespace {
+
+// An address as a number, for sorting in address order (10.0.0.2 before 10.0.0.10).
+uint32_t addressOrder(const std::string& ip) {
+  in_addr address{};
+  return inet_pton(AF_INET, ip.c_str(), &address) == 1 ? ntohl(address.s_addr) : 0;
+}
+
+}  // namespace
+
+std::optional<PeerClaim> peerClaim(const json& pod) {
+  if (stringAt(pod, {"metadata", "labels", kEnabledLabel}) != "true") {
+    return std::nullopt;
+  }
+  // The chooser's rule for a pod that holds a session on its backend: given one, not
+  // finished, not being deleted.
+  auto assigned = assignedPod(pod);
+  if (!assigned || assigned->second.backendPod.empty() || isWaiting(pod)) {
+    return std::nullopt;
+  }
+  std::string ip = podIpv4(pod);
+  if (ip.empty()) {
+    return std::nullopt;
+  }
+  return PeerClaim{std::move(assigned->second.backendPod), std::move(assigned->first),
+                   std::move(ip)};
+}
+
+std::string backendEndpoint(const json& backendPod, int port) {
+  const std::string ip = podIpv4(backendPod);
+  return ip.empty() ? "" : ip + ":" + std::to_string(port);
+}
+
+bool claimsBackend(const PeerClaim& claim, std::string_view backendPod, std::string_view endpoint) {
+  return !endpoint.empty() && claim.backendPod == backendPod && claim.endpoint == endpoint;
+}
+
+std::vector<std::string> backendPeers(const json& backendPod,
+                                      const std::vector<ObjectSnapshot>& pods, int port) {
+  const std::string endpoint = backendEndpoint(backendPod, port);
+  if (endpoint.empty()) {
+    return {};
+  }
+  const std::string ref = cacheKey(backendPod);
+  std::vector<std::pair<uint32_t, std::string>> found;
+  for (const auto& pod : pods) {
+    if (pod == nullptr) {
+      continue;
+    }
+    if (auto claim = peerClaim(*pod); claim && claimsBackend(*claim, ref, endpoint)) {
+      found.emplace_back(addressOrder(claim->ip), std::move(claim->ip));
+    }
+  }
+  std::sort(found.begin(), found.end());
+  found.erase(std::unique(found.begin(), found.end()), found.end());
+  std::vector<std::string> out;
+  out.reserve(found.size());
+  for (auto& entry : found) {
+    out.push_back(std::move(entry.second));
+  }
+  return out;
+}
+
+std::string peersValue(const std::vector<std::string>& peers, size_t max) {
+  std::string out;
+  const size_t count = std::min(peers.size(), max);
+  for (size_t i = 0; i < count; ++i) {
+    if (i > 0) {
+      out += ',';
+    }
+    out += peers[i];
+  }
+  return out;
+}
+
+}  // namespace gvirtus::webhook

@@ -1,0 +1,59 @@
+#pragma once
+
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/object_cache.h"
+
+// Which pods may open sessions on a backend pod (issue 40 item 3): the decision behind the
+// annotation gvirtus.io/peers, which the backend shim enforces on every connection. GVirtuS
+// has no authentication of its own: a source address the list leaves out is refused.
+//
+// Tenants create pods with any labels and annotations they like; what can be trusted is
+// what the webhook wrote at admission (it overwrites every gvirtus.io/ annotation of a
+// labelled pod at CREATE) or at release, and the ValidatingAdmissionPolicies keep anyone
+// else from changing afterwards (manifests/policy/pod-keys.yaml). So a pod counts only as
+// the webhook left it, and only for the backend pod it names at that pod's current address.
+namespace gvirtus::webhook {
+
+// The most addresses one list holds. The API server refuses annotations above 256 KiB in
+// all first (about 16,000 addresses), so this is a bound on the work, not a promise.
+inline constexpr size_t kMaxPeers = 65536;
+
+// What a GVirtuS pod stands for in a peer list.
+struct PeerClaim {
+  std::string backendPod;  // gvirtus.io/backend-pod: "namespace/name"
+  std::string endpoint;    // gvirtus.io/backend: "IP:PORT"
+  std::string ip;          // the pod's own IPv4 address
+
+  bool operator==(const PeerClaim&) const = default;
+};
+
+// A pod's claim, when it is a peer of any backend at all: labelled gvirtus.io/enabled=true;
+// given a backend and a backend pod (assignedPod() of webhook/cluster_backend_source.h:
+// not finished, not being deleted); released (no scheduling gate gvirtus.io/backend left,
+// isWaiting() of webhook/waiting_pod_controller.h); with an IPv4 address (podIpv4()).
+// nullopt otherwise.
+std::optional<PeerClaim> peerClaim(const nlohmann::json& pod);
+
+// "IP:PORT" of a backend pod at its current IPv4 address; empty when it has none.
+std::string backendEndpoint(const nlohmann::json& backendPod, int port);
+
+// Whether `claim` counts for the backend pod "namespace/name" now at `endpoint`: it names
+// that pod AND that address. A new backend pod that reuses an old one's IP, or an old one
+// whose name a new pod's annotation happens to carry, gets none of the other's pods.
+bool claimsBackend(const PeerClaim& claim, std::string_view backendPod, std::string_view endpoint);
+
+// The IPv4 addresses of those of `pods` that count for `backendPod` (served on `port`):
+// in address order, each once.
+std::vector<std::string> backendPeers(const nlohmann::json& backendPod,
+                                      const std::vector<ObjectSnapshot>& pods, int port);
+
+// The annotation's value: the first `max` of `peers` joined by commas; "" for none.
+std::string peersValue(const std::vector<std::string>& peers, size_t max = kMaxPeers);
+
+}  // namespace gvirtus::webhook

@@ -1,0 +1,233 @@
+#include "webhook/peer_publisher.h"
+
+#include <optional>
+#include <vector>
+
+#include "common/json_access.h"
+#include "common/kube_resource.h"
+#include "common/log.h"
+#include "webhook/metrics.h"
+#include "webhook/names.h"
+#include "webhook/pod_fields.h"
+
+namespace gvirtus::webhook {
+namespace {
+
+using nlohmann::json;
+
+// Writes to different backend pods go this many at a time: one slow write (a retried
+// PATCH) does not hold back the lists of the other backends. A pod never syncs on two.
+constexpr int kWorkers = 4;
+// How often run() looks again while the caches have not synced yet.
+constexpr auto kSyncPoll = std::chrono::milliseconds(200);
+
+std::pair<std::string, std::string> splitKey(const std::string& key) {
+  const size_t slash = key.find('/');
+  if (slash == std::string::npos) {
+    return {"", key};
+  }
+  return {key.substr(0, slash), key.substr(slash + 1)};
+}
+
+// The value a backend pod carries; nullopt when absent (never published).
+std::optional<std::string> carriedPeers(const json& pod) {
+  const json* value = memberAt(pod, {"metadata", "annotations", kPeersAnnotation});
+  if (value == nullptr || !value->is_string()) {
+    return std::nullopt;
+  }
+  return value->get<std::string>();
+}
+
+}  // namespace
+
+PeerWriter peerWriter(KubeClient& client) {
+  return [&client](const std::string& ns, const std::string& name,
+                   const std::string& mergePatch) -> Result<void> {
+    auto patched = client.patch(resources::kPods, ns, name, PatchType::Merge, mergePatch);
+    if (!patched) {
+      return fail(patched.error());
+    }
+    return {};
+  };
+}
+
+PeerPublisher::PeerPublisher(ObjectCache& backendPods, ObjectCache& frontendPods, PeerWriter write,
+                             WebhookMetrics* metrics, PeerPublisherOptions options)
+    : backendPods_(backendPods),
+      frontendPods_(frontendPods),
+      write_(std::move(write)),
+      metrics_(metrics),
+      options_(options) {
+  frontendPods_.addHandlers(
+      {.onAdd = [this](const json& pod) { frontendChanged(nullptr, &pod); },
+       .onUpdate = [this](const json& old, const json& now) { frontendChanged(&old, &now); },
+       .onDelete = [this](const json& pod) { frontendChanged(&pod, nullptr); }});
+  // A backend pod's load report changes every few seconds and alters no list: only a new
+  // address, or a list that is not what was written (an edit, a lost write), needs a look.
+  backendPods_.addHandlers({.onAdd = [this](const json& pod) { enqueue(cacheKey(pod)); },
+                            .onUpdate =
+                                [this](const json& old, const json& now) {
+                                  if (podIpv4(old) != podIpv4(now) ||
+                                      carriedPeers(old) != carriedPeers(now)) {
+                                    enqueue(cacheKey(now));
+                                  }
+                                },
+                            .onDelete = [this](const json& pod) { enqueue(cacheKey(pod)); }});
+}
+
+void PeerPublisher::frontendChanged(const json* old, const json* now) {
+  auto before = old != nullptr ? peerClaim(*old) : std::nullopt;
+  auto after = now != nullptr ? peerClaim(*now) : std::nullopt;
+  if (before == after) {
+    return;  // a status update, a new condition: the lists stay as they are
+  }
+  const std::string pod = cacheKey(now != nullptr ? *now : *old);
+  {
+    std::lock_guard lock(mutex_);
+    if (before) {
+      if (auto it = claims_.find(before->backendPod); it != claims_.end()) {
+        it->second.erase(pod);
+        if (it->second.empty()) {
+          claims_.erase(it);
+        }
+      }
+    }
+    if (after) {
+      claims_[after->backendPod].insert(pod);
+    }
+  }
+  if (before) {
+    enqueue(before->backendPod);
+  }
+  if (after && (!before || after->backendPod != before->backendPod)) {
+    enqueue(after->backendPod);
+  }
+}
+
+void PeerPublisher::enqueue(const std::string& backendPod) {
+  std::lock_guard lock(mutex_);
+  if (controller_) {
+    controller_->enqueue(backendPod);
+  }
+}
+
+void PeerPublisher::enqueueAll() {
+  for (const auto& pod : backendPods_.list()) {
+    enqueue(cacheKey(*pod));
+  }
+}
+
+Result<bool> PeerPublisher::sync(const std::string& backendPod) {
+  const auto [ns, name] = splitKey(backendPod);
+  const ObjectSnapshot pod = backendPods_.get(ns, name);
+  if (!pod) {
+    std::lock_guard lock(mutex_);
+    written_.erase(backendPod);
+    return false;
+  }
+  // Without an address it takes no connection, and its list waits for the address (an
+  // update this publisher is told of). Written earlier, the patch races the pod's first
+  // status write; on kwok's nodes such pods were seen to change address afterwards.
+  if (podIpv4(*pod).empty()) {
+    return false;
+  }
+  std::vector<std::string> claiming;
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = claims_.find(backendPod); it != claims_.end()) {
+      claiming.assign(it->second.begin(), it->second.end());
+    }
+  }
+  // Each read as the cache holds it now: backendPeers() decides on the pod itself.
+  std::vector<ObjectSnapshot> frontends;
+  frontends.reserve(claiming.size());
+  for (const auto& key : claiming) {
+    const auto [podNs, podName] = splitKey(key);
+    frontends.push_back(frontendPods_.get(podNs, podName));
+  }
+  const std::vector<std::string> peers = backendPeers(*pod, frontends, options_.port);
+  if (peers.size() > options_.maxPeers && !warnedCap_.exchange(true)) {
+    log::warn(
+        "a backend pod has more peers than one list holds; the highest addresses are left "
+        "out and refused by its backend (logged once)",
+        {{"backendPod", backendPod}, {"peers", peers.size()}, {"max", options_.maxPeers}});
+  }
+  const std::string value = peersValue(peers, options_.maxPeers);
+  const std::string resourceVersion = stringAt(*pod, {"metadata", "resourceVersion"});
+  std::optional<std::string> carried = carriedPeers(*pod);
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = written_.find(backendPod); it != written_.end()) {
+      if (!resourceVersion.empty() && it->second.fromResourceVersion == resourceVersion) {
+        carried = it->second.value;
+      } else {
+        written_.erase(it);
+      }
+    }
+  }
+  if (carried == value) {
+    return false;
+  }
+  // A merge patch of this one key, not guarded by a resourceVersion: no one else writes it
+  // (manifests/policy), the value is derived from the caches, not from what the pod held, and
+  // other annotations (the shim's gvirtus.io/load) are left as they are. A write from a
+  // stale cache is corrected by the next event of either cache.
+  json patch = {{"metadata", {{"annotations", {{std::string(kPeersAnnotation), value}}}}}};
+  auto wrote = write_(ns, name, patch.dump());
+  if (!wrote) {
+    if (wrote.error().isNotFound()) {
+      return false;  // deleted meanwhile: its delete event follows
+    }
+    if (metrics_ != nullptr) {
+      metrics_->peersFailed();
+    }
+    return fail(wrote.error().context("write gvirtus.io/peers of backend pod " + backendPod));
+  }
+  if (metrics_ != nullptr) {
+    metrics_->peersPublished();
+  }
+  log::debug("published the peers of a backend pod",
+             {{"backendPod", backendPod}, {"peers", std::min(peers.size(), options_.maxPeers)}});
+  std::lock_guard lock(mutex_);
+  written_[backendPod] = Written{resourceVersion, value};
+  return true;
+}
+
+void PeerPublisher::run(std::stop_token stop) {
+  auto controller =
+      std::make_shared<Controller>(ControllerOptions{.name = "peers",
+                                                     .workers = kWorkers,
+                                                     .backoffInitial = options_.backoffInitial,
+                                                     .backoffMax = options_.backoffMax,
+                                                     .syncPoll = kSyncPoll},
+                                   [this](const std::string& backendPod) -> Result<SyncResult> {
+                                     if (auto wrote = sync(backendPod); !wrote) {
+                                       return fail(wrote.error());
+                                     }
+                                     return SyncResult{};
+                                   });
+  {
+    std::lock_guard lock(mutex_);
+    controller_ = controller;
+    // What another leader wrote meanwhile is read from the pods again.
+    written_.clear();
+  }
+  log::info("peer publisher started", {{"port", options_.port}});
+  // Every backend pod once, when this replica starts leading with synced caches: what the
+  // previous leader wrote last may be out of date, and a backend pod may never have had
+  // its list.
+  controller->run(stop, [this] {
+    if (!backendPods_.hasSynced() || !frontendPods_.hasSynced()) {
+      return false;
+    }
+    enqueueAll();
+    return true;
+  });
+  {
+    std::lock_guard lock(mutex_);
+    controller_.reset();
+  }
+  log::info("peer publisher stopped");
+}
+
+}  // namespace gvirtus::webhook

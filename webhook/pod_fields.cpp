@@ -1,0 +1,77 @@
+#include "webhook/pod_fields.h"
+
+#include "common/ipv4_resolver.h"
+#include "common/json_access.h"
+#include "webhook/names.h"
+
+namespace gvirtus::webhook {
+
+using nlohmann::json;
+
+std::string podIpv4(const json& pod) {
+  std::string ip = stringAt(pod, {"status", "podIP"});
+  if (isDottedIpv4(ip)) {
+    return ip;
+  }
+  // An IPv6-first dual-stack pod: its IPv4 address is in podIPs.
+  const json* ips = memberAt(pod, {"status", "podIPs"});
+  for (size_t i = 0; ips != nullptr && ips->is_array() && i < ips->size(); ++i) {
+    ip = stringAt((*ips)[i], {"ip"});
+    if (isDottedIpv4(ip)) {
+      return ip;
+    }
+  }
+  return "";
+}
+
+json frontendFields(json pod) {
+  json kept = {{"metadata", json::object()}};
+  json& metadata = kept["metadata"];
+  for (const char* key :
+       {"name", "namespace", "resourceVersion", "creationTimestamp", "deletionTimestamp"}) {
+    if (const json* value = memberAt(pod, {"metadata", key})) {
+      metadata[key] = *value;
+    }
+  }
+  // The cache lists by this label, but peerClaim() checks it itself: only what the label
+  // lets in was wired by the webhook.
+  if (const json* enabled = memberAt(pod, {"metadata", "labels", kEnabledLabel})) {
+    metadata["labels"][std::string(kEnabledLabel)] = *enabled;
+  }
+  if (const json* annotations = memberAt(pod, {"metadata", "annotations"});
+      annotations != nullptr && annotations->is_object()) {
+    for (std::string_view key :
+         {kBackendAnnotation, kBackendPodAnnotation, kBackendGpuAnnotation, kAssignedByAnnotation,
+          kGpuMemoryAnnotation, kKaiGpuFractionAnnotation, kKaiGpuMemoryAnnotation}) {
+      if (auto it = annotations->find(key); it != annotations->end()) {
+        metadata["annotations"][std::string(key)] = *it;
+      }
+    }
+  }
+  // Of the scheduling gates only ours, and only while the pod carries it (a waiting pod is
+  // no peer of its backend yet): most pods are released and keep none.
+  if (const json* gates = memberAt(pod, {"spec", "schedulingGates"});
+      gates != nullptr && gates->is_array()) {
+    for (const auto& gate : *gates) {
+      if (stringAt(gate, {"name"}) == kSchedulingGate) {
+        kept["spec"]["schedulingGates"] = json::array({{{"name", std::string(kSchedulingGate)}}});
+        break;
+      }
+    }
+  }
+  for (const char* key : {"phase", "podIP"}) {
+    if (const json* value = memberAt(pod, {"status", key})) {
+      kept["status"][key] = *value;
+    }
+  }
+  // podIPs only where podIP is not the IPv4 address (IPv6-first dual stack): podIpv4()
+  // reads the same from what is kept, and a single-stack pod keeps one address.
+  if (!isDottedIpv4(stringAt(pod, {"status", "podIP"}))) {
+    if (const json* ips = memberAt(pod, {"status", "podIPs"})) {
+      kept["status"]["podIPs"] = *ips;
+    }
+  }
+  return kept;
+}
+
+}  // namespace gvirtus::webhook
