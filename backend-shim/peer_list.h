@@ -7,11 +7,13 @@
 #include <string_view>
 #include <vector>
 
+#include "common/labels.h"
+
 // The pods allowed to open sessions on this backend: the IPv4 addresses the webhook lists in
 // the backend pod's gvirtus.io/peers annotation (docs/pod-contract.md).
 namespace gvirtus::backend_shim {
 
-inline constexpr std::string_view kPeersAnnotation = "gvirtus.io/peers";
+inline constexpr std::string_view kPeersAnnotation = names::kPeersAnnotation;
 // More addresses than any node holds pods; the rest of a longer list is ignored.
 inline constexpr size_t kMaxPeers = 65536;
 

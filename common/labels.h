@@ -29,6 +29,9 @@ inline constexpr const char* kBackendGpuAnnotation = "gvirtus.io/backend-gpu";
 inline constexpr const char* kPropertiesAnnotation = "gvirtus.io/properties";
 inline constexpr const char* kBackendStatusAnnotation = "gvirtus.io/backend-status";
 inline constexpr const char* kLoadAnnotation = "gvirtus.io/load";
+// On backend pods, written by the webhook's leader only: the IPv4s of the pods assigned to
+// that backend pod, comma-separated; its shim accepts sessions from these alone.
+inline constexpr const char* kPeersAnnotation = "gvirtus.io/peers";
 inline constexpr const char* kSchedulingGate = "gvirtus.io/backend";
 inline constexpr const char* kSchedulingMapAnnotation = "gpu-scheduling-map";
 

@@ -20,9 +20,10 @@
 // the webhook left it, and only for the backend pod it names at that pod's current address.
 namespace gvirtus::webhook {
 
-// The most addresses one list holds. The API server refuses annotations above 256 KiB in
-// all first (about 16,000 addresses), so this is a bound on the work, not a promise.
-inline constexpr size_t kMaxPeers = 65536;
+// The most addresses one list holds: 10,000 addresses of at most 16 bytes stay well under
+// the API server's 256 KiB for all of a pod's annotations (a longer list would be refused
+// whole), and far above the sessions one backend takes.
+inline constexpr size_t kMaxPeers = 10000;
 
 // What a GVirtuS pod stands for in a peer list.
 struct PeerClaim {

@@ -49,7 +49,7 @@ inline constexpr std::string_view kLoadAnnotation = names::kLoadAnnotation;
 // Written by the webhook's peer publisher (webhook/peer_publisher.h): the IPv4 addresses
 // of the pods assigned to the backend pod, comma-separated; the backend shim accepts
 // sessions from these only. "" means none; absent means not published yet.
-inline constexpr std::string_view kPeersAnnotation = "gvirtus.io/peers";
+inline constexpr std::string_view kPeersAnnotation = names::kPeersAnnotation;
 inline constexpr std::string_view kZoneLabel = names::kZoneLabel;
 inline constexpr std::string_view kHostnameLabel = "kubernetes.io/hostname";
 inline constexpr std::string_view kBackendAllowedLabel = names::kBackendAllowed;

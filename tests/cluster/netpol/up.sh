@@ -10,7 +10,10 @@ repo=$(cd "$here/../../.." && pwd)
 source "$here/../versions.sh"
 say() { printf '[netpol %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 binary=$(bash "$here/build.sh")
-eval "$(bash "$repo/tests/cluster/registry/up.sh" 2>/dev/null)"
+# Only the registry's address: the image is built by the engine itself (its builder sees
+# the local base image), not by the multi-arch BuildKit daemon that up.sh would select.
+registry_env=$(bash "$repo/tests/cluster/registry/up.sh" 2>/dev/null)
+LOCAL_REGISTRY=$(eval "$registry_env" && echo "$LOCAL_REGISTRY")
 base_image=${BASE_IMAGE:-debian:bookworm-slim}
 bash "$repo/images/make-base-image.sh" "$base_image" 2>/dev/null
 # Tagged by what goes in, so an unchanged image is neither rebuilt nor pushed again.
@@ -22,6 +25,7 @@ if ! docker image inspect "$image" >/dev/null 2>&1; then
   trap 'rm -rf "$context"' EXIT
   cp "$here/Dockerfile" "$here/divert.sh" "$binary" "$context/"
   say "building $image"
+  docker buildx version >/dev/null 2>&1 && export DOCKER_BUILDKIT=1 || export DOCKER_BUILDKIT=0
   docker build -q --build-arg "BASE_IMAGE=$base_image" -t "$image" "$context" >/dev/null
 fi
 docker push -q "$image" >/dev/null
