@@ -105,7 +105,8 @@ refused "write gvirtus.io/peers on a backend pod" "forbidden" \
   ok "own still names its backend $mine:9999" || bad "own's backend changed"
 
 say "quota: a GPU share still counts against nvidia.com/gpu where KAI does not schedule the pod"
-k create quota gpus -n "$test_ns" --hard=requests.nvidia.com/gpu=2 >/dev/null
+# own and chooser hold one GPU each: room for one more.
+k create quota gpus -n "$test_ns" --hard=requests.nvidia.com/gpu=3 >/dev/null
 quota_counts() { [ -n "$(jp resourcequota gpus -n "$test_ns" -o 'jsonpath={.status.used.requests\.nvidia\.com/gpu}')" ]; }
 eventually "the quota counts the namespace's GPUs" quota_counts
 share_pod() {
@@ -118,6 +119,6 @@ if out=$(share_pod share-1 | as_tenant apply -f - 2>&1); then
 else
   bad "share-1 refused: $out"
 fi
-refused "a third GPU pod in a namespace with a quota of 2" "exceeded quota" \
+refused "a fourth GPU pod in a namespace with a quota of 3" "exceeded quota" \
   as_tenant apply -f - < <(share_pod share-2)
 finish
