@@ -104,6 +104,12 @@ Result<void> validateOptions(Options& options) {
   if (options.publishInterval.count() <= 0) {
     return fail("--publish-interval: must be more than 0s");
   }
+  if (options.leakRestartMaxDefer.count() < 0) {
+    return fail("--leak-restart-max-defer: must be 0s or more");
+  }
+  if (options.backendSelector.empty()) {
+    return fail("--backend-selector: must select the backend pods (a label selector)");
+  }
   if (options.backendCommand.empty()) {
     if (options.gvirtusHome.empty()) {
       return fail(
@@ -152,6 +158,14 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
                "GVirtuS never closes a finished client's socket: past this many (CLOSE_WAIT), "
                "the backend is restarted as soon as no client is connected; 0: never",
                0, 1000000);
+  flags.addDuration("leak-restart-max-defer", &options.leakRestartMaxDefer,
+                    "a leak restart (--max-leaked-sockets) waits while no other backend pod "
+                    "(--backend-selector) is Ready, so that backends never all restart "
+                    "together; after this long it goes anyway (a cluster of one backend); 0: "
+                    "never waits");
+  flags.addString("backend-selector", &options.backendSelector,
+                  "label selector of the backend pods in this pod's namespace, as the webhook's "
+                  "--backend-selector: a leak restart waits for another of them to be Ready");
   flags.addDuration("publish-interval", &options.publishInterval,
                     "least time between two writes of the gvirtus.io/load annotation");
   flags.addDuration("drain-timeout", &options.drainTimeout,

@@ -25,6 +25,10 @@ struct Options {
   std::string configOut = "/tmp/gvirtus/properties.json";
   int maxSessions = 16;
   int maxLeakedSockets = 256;  // 0: never restart for leaked sockets
+  // A leak restart waits while no other backend pod (--backend-selector) is Ready, at most
+  // this long; 0: it never waits (LeakRestartGate).
+  Duration leakRestartMaxDefer = std::chrono::minutes(5);
+  std::string backendSelector = "app.kubernetes.io/component=backend";
   Duration publishInterval = std::chrono::seconds(5);
   Duration drainTimeout = std::chrono::seconds(30);
   Duration stopTimeout = std::chrono::seconds(5);

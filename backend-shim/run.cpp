@@ -8,6 +8,7 @@
 
 #include "backend-shim/backend_config.h"
 #include "backend-shim/backend_output.h"
+#include "backend-shim/leak_restart_gate.h"
 #include "backend-shim/listen_probe.h"
 #include "backend-shim/load_publisher.h"
 #include "backend-shim/nvml_gpus.h"
@@ -40,7 +41,7 @@ Result<std::unique_ptr<KubeClient>> makeClient(const Options& options, std::stop
 // Every second: the backend's state and the GPUs into the metrics and the load.
 void monitor(std::stop_token stop, const Supervisor& supervisor, const NvmlGpus& nvml,
              ShimMetrics& metrics, LoadPublisher* publisher, const std::atomic<bool>& draining,
-             int maxSessions) {
+             const LeakRestartGate* leakGate, int maxSessions) {
   std::vector<GpuInfo> gpus;
   bool gpuErrorLogged = false;
   do {
@@ -53,7 +54,9 @@ void monitor(std::stop_token stop, const Supervisor& supervisor, const NvmlGpus&
                 {{"error", read.error().message}});
       gpuErrorLogged = true;
     }
-    metrics.observeBackend(status, status.running && status.listening && !draining);
+    const bool leakDraining = leakGate != nullptr && leakGate->draining();
+    metrics.observeBackend(status,
+                           status.running && status.listening && !draining && !leakDraining);
     metrics.observeGpus(gpus);
     if (publisher != nullptr) {
       publisher->update(Load{status.connections, maxSessions, gpus});
@@ -155,6 +158,15 @@ int run(const Options& options) {
     return kExitFatal;
   }
 
+  // Declared before the supervisor, which asks it.
+  std::unique_ptr<LeakRestartGate> leakGate;
+  if (client && options.maxLeakedSockets > 0 && options.leakRestartMaxDefer.count() > 0) {
+    leakGate =
+        makeLeakRestartGate(options, *client, [&metrics] { metrics.observeLeakRestartDeferred(); });
+  } else if (options.maxLeakedSockets > 0 && options.leakRestartMaxDefer.count() > 0) {
+    log::info("a leak restart does not wait for another backend to be ready: no pod to read");
+  }
+
   if (auto reaper = becomeChildSubreaper(); !reaper) {
     log::warn("orphans of the backend will not be reaped here",
               {{"error", reaper.error().message}});
@@ -174,11 +186,20 @@ int run(const Options& options) {
   supervision.startupTimeout = options.startupTimeout;
   supervision.stopTimeout = options.stopTimeout;
   supervision.maxLeakedSockets = options.maxLeakedSockets;
+  if (leakGate) {
+    supervision.leakRestartPermit = [gate = leakGate.get()](bool overLimit, bool idle) {
+      return gate->permit(overLimit, idle);
+    };
+  }
   Supervisor supervisor(std::move(supervision));
 
-  (*health)->setReadinessCheck([&supervisor, &draining, &options]() -> Result<void> {
+  (*health)->setReadinessCheck([&supervisor, &draining, &leakGate, &options]() -> Result<void> {
     if (draining) {
       return fail("shutting down: draining the backend's connections");
+    }
+    if (leakGate && leakGate->draining()) {
+      return fail(
+          "restarting the backend to free leaked sockets once another backend is seen Ready");
     }
     const SupervisorStatus status = supervisor.status();
     if (status.portWaiting) {
@@ -205,8 +226,12 @@ int run(const Options& options) {
                          {"healthPort", (*health)->port()}});
   const auto nvml = NvmlGpus::open(options.nvmlLibrary);
   supervisor.start();
+  if (leakGate) {
+    leakGate->start();
+  }
   std::jthread monitorThread(monitor, std::cref(supervisor), std::cref(*nvml), std::ref(metrics),
-                             publisher.get(), std::cref(draining), options.maxSessions);
+                             publisher.get(), std::cref(draining), leakGate.get(),
+                             options.maxSessions);
   std::jthread publisherThread;
   if (publisher) {
     publisherThread = std::jthread([&publisher](std::stop_token stop) { publisher->run(stop); });
@@ -229,6 +254,9 @@ int run(const Options& options) {
               {{"connections", supervisor.status().connections}});
   }
   supervisor.stop();
+  if (leakGate) {
+    leakGate->stop();
+  }
   monitorThread.request_stop();
   publisherThread.request_stop();
   monitorThread = {};

@@ -35,6 +35,11 @@ ShimMetrics::ShimMetrics(MetricsRegistry& registry, int maxSessions)
           "gvirtus_backend_leak_restarts_total",
           "Restarts of an idle backend to free leaked sockets (--max-leaked-sockets); also "
           "counted in gvirtus_backend_restarts_total.")),
+      leakRestartsDeferred_(registry.counter(
+          "gvirtus_backend_leak_restarts_deferred_total",
+          "Looks that put a due leak restart off because no other backend pod was Ready (or "
+          "none could be read): backends never all restart together "
+          "(--leak-restart-max-defer).")),
       portWaiting_(registry.gauge(
           "gvirtus_backend_port_waiting",
           "1 while a start of the backend waits for its port to be free: old connections "
@@ -91,6 +96,10 @@ void ShimMetrics::observeSession(bool allowed) {
 
 void ShimMetrics::observePeers(size_t peers) {
   peers_.set(static_cast<double>(peers));
+}
+
+void ShimMetrics::observeLeakRestartDeferred() {
+  leakRestartsDeferred_.inc();
 }
 
 void ShimMetrics::observeGpus(const std::vector<GpuInfo>& gpus) {

@@ -23,6 +23,8 @@ class ShimMetrics {
   void observeSession(bool allowed);
   // Addresses in the peer list the gate holds now.
   void observePeers(size_t peers);
+  // A leak restart put off: no other backend pod was Ready (LeakRestartGate).
+  void observeLeakRestartDeferred();
 
  private:
   GaugeFamily& gpuMemoryTotal_;
@@ -36,6 +38,7 @@ class ShimMetrics {
   Gauge& leakedSockets_;
   Counter& restarts_;
   Counter& leakRestarts_;
+  Counter& leakRestartsDeferred_;
   Gauge& portWaiting_;
   Counter& portWaits_;
   Counter& portWaitSeconds_;

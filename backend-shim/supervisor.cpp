@@ -247,6 +247,14 @@ void Supervisor::loop(std::stop_token stop) {
       probeFailedLogged = true;
     }
 
+    // A leak restart is due when more sockets leaked than allowed and no client is connected;
+    // the permit is asked on every pass, due or not, and may hold it.
+    const bool listening = group && state && state->listening;
+    const bool overLimit =
+        listening && options_.maxLeakedSockets > 0 && state->closeWait > options_.maxLeakedSockets;
+    const bool idle = listening && state->established == 0 && !holdRestarts_;
+    const bool permitted =
+        !options_.leakRestartPermit || options_.leakRestartPermit(overLimit, idle);
     if (group && state) {
       if (state->listening) {
         if (!seenListening) {
@@ -254,8 +262,7 @@ void Supervisor::loop(std::stop_token stop) {
                     {{"port", options_.port}, {"after", formatDuration(since(startedAt))}});
         }
         seenListening = true;
-        if (options_.maxLeakedSockets > 0 && state->closeWait > options_.maxLeakedSockets &&
-            state->established == 0 && !holdRestarts_) {
+        if (overLimit && idle && permitted) {
           ++status.leakRestarts;
           restartLater(std::to_string(state->closeWait) +
                        " sockets of finished clients left open (CLOSE_WAIT), more than " +

@@ -38,6 +38,11 @@ struct SupervisorOptions {
   // them) restart the backend, but only while no client is connected: a drain, never a
   // cut of live sessions. 0: never.
   int maxLeakedSockets = 0;
+  // Asked on every pass, on the supervising thread (so it must not block), before a leak
+  // restart: whether more than maxLeakedSockets are leaked, and whether the backend is idle (no
+  // client, restarts not held). True lets the restart go now (LeakRestartGate: not while it
+  // would take the last ready backends down). Empty: it goes as soon as both hold.
+  std::function<bool(bool overLimit, bool idle)> leakRestartPermit;
   // How the backend binds its port: with SO_REUSEADDR that works (the peer guard is
   // preloaded and makes GVirtuS's request for it work) or without (GVirtuS alone). Each start
   // waits until a bind made this way succeeds. With it, only old connections that lack it

@@ -1,5 +1,6 @@
 #include "common/event_recorder.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 
@@ -22,22 +23,15 @@ constexpr size_t kMaxWritten = 4096;
 constexpr auto kDrainTime = std::chrono::seconds(3);
 
 std::string topString(const json& object, std::string_view key, std::string_view fallback) {
-  if (object.is_object()) {
-    auto it = object.find(key);
-    if (it != object.end() && it->is_string() && !it->get_ref<const std::string&>().empty()) {
-      return it->get<std::string>();
-    }
-  }
-  return std::string(fallback);
+  const json* value = member(object, key);
+  const bool given = value && value->is_string() && !value->get_ref<const std::string&>().empty();
+  return given ? value->get<std::string>() : std::string(fallback);
 }
 
 // Cuts `text` to at most `bytes` bytes without splitting a UTF-8 sequence.
 std::string cut(const std::string& text, size_t bytes) {
-  if (text.size() <= bytes) {
-    return text;
-  }
-  size_t end = bytes;
-  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) {
+  size_t end = std::min(bytes, text.size());
+  while (end > 0 && end < text.size() && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) {
     --end;
   }
   return text.substr(0, end);
@@ -47,17 +41,13 @@ std::string objectId(const ObjectReference& object) {
   return object.uid.empty() ? object.ns + "/" + object.name : object.uid;
 }
 
-std::string dedupeKey(const ObjectReference& object, EventType type, const std::string& reason,
-                      const std::string& message) {
-  return objectId(object) + '\x1f' + std::string(eventTypeName(type)) + '\x1f' + reason + '\x1f' +
-         message;
+// What one Event is about: its object, type and reason. Its messages are keyed
+// `subject + '\x1f' + message`, so that they lie side by side in an ordered map.
+std::string subjectKey(const ObjectReference& object, EventType type, const std::string& reason) {
+  return objectId(object) + '\x1f' + std::string(eventTypeName(type)) + '\x1f' + reason + '\x1f';
 }
 
 }  // namespace
-
-std::string_view eventTypeName(EventType type) {
-  return type == EventType::Warning ? "Warning" : "Normal";
-}
 
 ObjectReference referenceTo(const json& object, std::string_view apiVersion,
                             std::string_view kind) {
@@ -120,10 +110,6 @@ EventRecorder::EventRecorder(KubeClient& client, EventRecorderOptions options)
   }
 }
 
-EventRecorder::~EventRecorder() {
-  stop();
-}
-
 void EventRecorder::start() {
   std::lock_guard lock(mutex_);
   if (!thread_.joinable()) {
@@ -145,6 +131,7 @@ void EventRecorder::pruneLocked(std::chrono::system_clock::time_point now) {
   std::erase_if(written_, [&](const auto& entry) {
     return now - entry.second.last >= options_.dedupeWindow;
   });
+  // The least recently recorded go first: of one subject's messages, the older ones.
   while (written_.size() > kMaxWritten) {
     auto oldest = written_.begin();
     for (auto it = written_.begin(); it != written_.end(); ++it) {
@@ -156,13 +143,28 @@ void EventRecorder::pruneLocked(std::chrono::system_clock::time_point now) {
   }
 }
 
+bool EventRecorder::isLatestLocked(const std::string& subject,
+                                   std::map<std::string, Written>::const_iterator it) const {
+  for (auto other = written_.lower_bound(subject);
+       other != written_.end() && other->first.starts_with(subject); ++other) {
+    if (other->second.last > it->second.last) {
+      return false;
+    }
+  }
+  return true;
+}
+
 bool EventRecorder::record(const ObjectReference& object, EventType type, const std::string& reason,
                            const std::string& message) {
-  const std::string key = dedupeKey(object, type, reason, message);
+  const std::string subject = subjectKey(object, type, reason);
+  const std::string key = subject + message;
   std::lock_guard lock(mutex_);
   auto now = options_.now();
   auto it = written_.find(key);
-  if (it != written_.end() && now - it->second.last < options_.dedupeWindow) {
+  // A repeat within the window is dropped while its message is the subject's latest; one
+  // that comes back after another message refreshes its Event at once.
+  if (it != written_.end() && now - it->second.last < options_.dedupeWindow &&
+      isLatestLocked(subject, it)) {
     ++stats_.deduped;
     return false;
   }
@@ -179,8 +181,10 @@ bool EventRecorder::record(const ObjectReference& object, EventType type, const 
   lastNamed_ = now;
   json event = buildEvent(object, type, reason, message, options_, now);
   const bool repeat = it != written_.end();
+  std::chrono::system_clock::time_point previous{};
   if (repeat) {
     Written& written = it->second;
+    previous = written.last;
     written.last = now;
     ++written.count;
     event["metadata"]["name"] = written.name;
@@ -189,7 +193,7 @@ bool EventRecorder::record(const ObjectReference& object, EventType type, const 
     written_[key] = Written{object.ns, event["metadata"]["name"], 1, now};
     pruneLocked(now);
   }
-  queue_.push_back({key, objectId(object), reason, std::move(event), repeat});
+  queue_.push_back({key, objectId(object), reason, std::move(event), repeat, previous});
   changed_.notify_all();
   return true;
 }
@@ -201,10 +205,12 @@ int EventRecorder::withdraw(const ObjectReference& object, const std::string& re
     if (pending.objectId != id || pending.reason != reason) {
       return false;
     }
-    // Never written: the same Event later is new again. A repeat only counted up.
+    // Never written: the same Event later is new again. A repeat only counted up and moved
+    // the time on, which goes back to what it was before the first repeat withdrawn.
     if (auto it = written_.find(pending.key); it != written_.end()) {
       if (pending.repeat) {
         --it->second.count;
+        it->second.last = std::min(it->second.last, pending.previous);
       } else {
         written_.erase(it);
       }

@@ -20,7 +20,9 @@
 namespace gvirtus {
 
 enum class EventType { Normal, Warning };
-std::string_view eventTypeName(EventType type);
+inline std::string_view eventTypeName(EventType type) {
+  return type == EventType::Warning ? "Warning" : "Normal";
+}
 
 // The object an Event is about (core v1 ObjectReference).
 struct ObjectReference {
@@ -43,6 +45,9 @@ struct EventRecorderOptions {
   std::string instance;   // reportingInstance (e.g. the pod name); may be empty
   // The same object, reason and message again within this window is dropped; later it
   // raises the count of the Event written the first time (as `kubectl describe` shows it).
+  // A message that comes back after another one of the same object and reason (A, B, A) is
+  // not dropped: its Event's count and lastTimestamp are raised at once, so that the Event
+  // with the latest lastTimestamp always holds the message recorded last.
   Duration dedupeWindow = std::chrono::minutes(10);
   // Events waiting to be written; more are dropped (and logged): a recorder never blocks
   // its caller and never grows without bound.
@@ -58,14 +63,14 @@ nlohmann::json buildEvent(const ObjectReference& object, EventType type, const s
 
 // Records core v1 Events for any component, asynchronously: record() decides at once
 // whether the Event is new (dedupe by object UID, type, reason and message within
-// dedupeWindow) and queues it; a thread writes it (create, or a patch of count and
-// lastTimestamp for a repeat after the window). A write that fails is logged and dropped:
-// Events are best effort. Thread-safe. Needs RBAC create and patch on events.
+// dedupeWindow, unless another message of the same object, type and reason was recorded
+// since) and queues it; a thread writes it (create, or a patch of count and lastTimestamp for
+// a repeat). A write that fails is logged and dropped: Events are best effort. Thread-safe.
+// Needs RBAC create and patch on events.
 class EventRecorder {
  public:
   EventRecorder(KubeClient& client, EventRecorderOptions options);
-  // stop().
-  ~EventRecorder();
+  ~EventRecorder() { stop(); }
   EventRecorder(const EventRecorder&) = delete;
   EventRecorder& operator=(const EventRecorder&) = delete;
 
@@ -73,8 +78,8 @@ class EventRecorder {
   // Writes what is queued (for at most a few seconds), then stops the thread. Idempotent.
   void stop();
 
-  // True when the Event was queued; false when it repeats one within the window or the
-  // queue is full.
+  // True when the Event was queued; false when it repeats the message recorded last for the
+  // object, type and reason within the window, or the queue is full.
   bool record(const ObjectReference& object, EventType type, const std::string& reason,
               const std::string& message);
 
@@ -105,9 +110,13 @@ class EventRecorder {
     // count and lastTimestamp.
     nlohmann::json event;
     bool repeat = false;
+    // For a repeat: when its key was recorded before (restored if it is withdrawn).
+    std::chrono::system_clock::time_point previous{};
   };
   // What was written for one key: the Event's namespace and name, its count, and when it
-  // was last recorded.
+  // was last recorded. Records get distinct times, so among the keys of one object, type
+  // and reason (adjacent in `written_`) the one with the latest `last` holds the current
+  // message: no more is kept per key.
   struct Written {
     std::string ns;
     std::string name;
@@ -118,6 +127,10 @@ class EventRecorder {
   void run(std::stop_token stop);
   void write(Pending& pending);
   void pruneLocked(std::chrono::system_clock::time_point now);
+  // Whether no other message of the subject (object, type and reason) of `it` was recorded
+  // after it.
+  bool isLatestLocked(const std::string& subject,
+                      std::map<std::string, Written>::const_iterator it) const;
 
   KubeClient& client_;
   EventRecorderOptions options_;

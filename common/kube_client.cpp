@@ -1153,8 +1153,16 @@ Result<json> KubeClient::patch(const KubeResource& resource, const std::string& 
 }
 
 Result<void> KubeClient::remove(const KubeResource& resource, const std::string& ns,
-                                const std::string& name) {
-  auto response = impl_->send({"delete", "DELETE", resource.objectPath(ns, name), {}, {}, {}});
+                                const std::string& name, const std::string& uid) {
+  std::string body;
+  std::string contentType;
+  if (!uid.empty()) {
+    body = json{{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"preconditions", {{"uid", uid}}}}
+               .dump();
+    contentType = "application/json";
+  }
+  auto response = impl_->send(
+      {"delete", "DELETE", resource.objectPath(ns, name), {}, std::move(body), contentType});
   if (!response) {
     return fail(response.error());
   }

@@ -108,7 +108,10 @@ class KubeClient {
   Result<nlohmann::json> patch(const KubeResource& resource, const std::string& ns,
                                const std::string& name, PatchType type, const std::string& body,
                                const WriteOptions& options = {});
-  Result<void> remove(const KubeResource& resource, const std::string& ns, const std::string& name);
+  // DELETE; with `uid`, only that object (a precondition): a pod recreated under the same
+  // name meanwhile (a StatefulSet's) is left alone, and the answer is a conflict (409).
+  Result<void> remove(const KubeResource& resource, const std::string& ns, const std::string& name,
+                      const std::string& uid = "");
 
   // Streams events to `onEvent` until it returns false, the server ends the watch
   // (timeoutSeconds), `stop` is requested, or an error. Returns success for a normal end;

@@ -33,6 +33,13 @@ inline constexpr const char* kLoadAnnotation = "gvirtus.io/load";
 // that backend pod, comma-separated; its shim accepts sessions from these alone.
 inline constexpr const char* kPeersAnnotation = "gvirtus.io/peers";
 inline constexpr const char* kSchedulingGate = "gvirtus.io/backend";
+// What the webhook's leader leaves on a GVirtuS pod whose backend went away
+// (webhook/backend_follower.h): a pod condition on a pod it cannot recreate (a bare pod),
+// and Events: BackendLost (Warning, the bare pod) or BackendLostRecreated (Normal, the pod
+// deleted so that its owner creates a new one with a live backend).
+inline constexpr const char* kBackendLostCondition = "gvirtus.io/BackendLost";
+inline constexpr const char* kBackendLostReason = "BackendLost";
+inline constexpr const char* kBackendLostRecreatedReason = "BackendLostRecreated";
 inline constexpr const char* kSchedulingMapAnnotation = "gpu-scheduling-map";
 
 // Resources.

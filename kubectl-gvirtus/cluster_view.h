@@ -7,13 +7,15 @@
 #include <string>
 #include <vector>
 
+#include "kubectl-gvirtus/lost_backends.h"
+#include "kubectl-gvirtus/pod_events.h"
+#include "kubectl-gvirtus/pod_facts.h"
+#include "kubectl-gvirtus/waiting_reason.h"
 #include "webhook/backend.h"
 
 // What the plugin shows, computed from the objects it read (pods, Events): plain
 // functions over JSON, so that tests need no cluster.
 namespace gvirtus::kubectl_gvirtus {
-
-using TimePoint = std::chrono::system_clock::time_point;
 
 // One backend pod and what its shim reports in gvirtus.io/load.
 struct BackendView {
@@ -22,6 +24,7 @@ struct BackendView {
   std::string node;
   std::string endpoint;  // IP:PORT, empty without a pod IP
   bool ready = false;
+  std::optional<TimePoint> readySince;  // when it became Ready, if it is
   std::optional<webhook::BackendLoad> load;
   std::string loadError;  // an unreadable annotation
   std::optional<std::chrono::seconds> loadAge;
@@ -36,22 +39,13 @@ struct WaitingView {
   std::string ns;
   std::string name;
   std::chrono::seconds age{0};
-  std::string reason;
-};
-
-// An Event on a pod.
-struct EventView {
-  std::string type;
-  std::string reason;
-  std::string message;
-  std::string source;
-  int64_t count = 1;
-  std::optional<TimePoint> last;
+  std::string reason;  // the latest reason, with a note when it is out of date
+  std::optional<std::chrono::seconds> reasonAge;  // since it was recorded
 };
 
 // The answer to `why POD`.
 struct PodExplanation {
-  enum class State { NotGvirtus, Assigned, Waiting, NoBackend };
+  enum class State { NotGvirtus, Assigned, Waiting, NoBackend, BackendLost };
   State state = State::NotGvirtus;
   std::string ns;
   std::string name;
@@ -60,6 +54,7 @@ struct PodExplanation {
   std::string backend;     // gvirtus.io/backend
   std::string backendPod;  // gvirtus.io/backend-pod
   std::optional<BackendView> backendView;
+  std::optional<LostView> lost;   // State::BackendLost
   std::string summary;            // one sentence
   std::vector<EventView> events;  // oldest first
 };
@@ -70,17 +65,20 @@ std::vector<BackendView> backendViews(const std::vector<nlohmann::json>& backend
                                       const std::vector<nlohmann::json>& gvirtusPods, int port,
                                       TimePoint now);
 
+// How many backends are ready, and which became Ready last.
+BackendCount countBackends(const std::vector<BackendView>& backends);
+
 // Waiting pods among `gvirtusPods`, oldest first, each with the message of its latest
-// WaitingForBackend Event among `events`.
+// WaitingForBackend Event, weighed against `backends`.
 std::vector<WaitingView> waitingViews(const std::vector<nlohmann::json>& gvirtusPods,
-                                      const std::vector<nlohmann::json>& events, TimePoint now);
+                                      const PodEvents& events,
+                                      const std::vector<BackendView>& backends, TimePoint now);
 
-// The pod's backend, or why it has none, from its labels, annotations, gate and Events.
+// The pod's backend, or why it has none, from its labels, annotations, gate and Events, and
+// the backends (`backendPods`, as listed, tell whether its backend went away).
 PodExplanation explainPod(const nlohmann::json& pod, const std::vector<nlohmann::json>& events,
-                          const std::vector<BackendView>& backends, TimePoint now);
-
-// "45s", "12m", "3h", "2d" as kubectl prints ages.
-std::string formatAge(std::chrono::seconds age);
+                          const std::vector<BackendView>& backends, const BackendPods& backendPods,
+                          TimePoint now);
 
 const char* stateName(PodExplanation::State state);
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "common/labels.h"
 #include "common/time_text.h"
 
 namespace gvirtus::kubectl_gvirtus {
@@ -68,6 +69,11 @@ std::string rfc3339(std::optional<TimePoint> t) {
   return t ? formatRfc3339(*t) : "";
 }
 
+json toJson(const EventView& ev) {
+  return {{"type", ev.type},     {"reason", ev.reason}, {"message", ev.message},
+          {"source", ev.source}, {"count", ev.count},   {"lastSeen", rfc3339(ev.last)}};
+}
+
 }  // namespace
 
 std::string formatTable(const std::vector<std::vector<std::string>>& rows) {
@@ -112,15 +118,36 @@ std::string waitingTable(const std::vector<WaitingView>& waiting) {
   if (waiting.empty()) {
     return "No pods wait for a backend.\n";
   }
-  std::vector<std::vector<std::string>> rows{{"NAMESPACE", "POD", "WAITING", "REASON"}};
+  std::vector<std::vector<std::string>> rows{
+      {"NAMESPACE", "POD", "WAITING", "REASON SEEN", "REASON"}};
   for (const auto& w : waiting) {
-    rows.push_back({w.ns, w.name, formatAge(w.age), w.reason});
+    rows.push_back({w.ns, w.name, formatAge(w.age),
+                    w.reasonAge ? formatAge(*w.reasonAge) + " ago" : "-", w.reason});
   }
   return formatTable(rows);
 }
 
+std::string lostTable(const std::vector<LostView>& lost, TimePoint now, size_t rows) {
+  if (lost.empty()) {
+    return "No pod has lost its backend.\n";
+  }
+  std::vector<std::vector<std::string>> table{
+      {"NAMESPACE", "POD", "BACKEND POD", "PROBLEM", "WHAT IS WRONG", "DONE"}};
+  for (size_t i = 0; i < lost.size() && i < rows; ++i) {
+    const LostView& l = lost[i];
+    table.push_back({l.ns, l.name + (l.deleting ? " (deleting)" : ""), l.backendPod,
+                     problemName(l.problem), l.detail, actionText(l, now)});
+  }
+  std::string out = formatTable(table);
+  if (lost.size() > rows) {
+    out += "... and " + std::to_string(lost.size() - rows) + " more (-o json lists them all)\n";
+  }
+  return out;
+}
+
 std::string statusText(const std::vector<BackendView>& backends,
-                       const std::vector<WaitingView>& waiting) {
+                       const std::vector<WaitingView>& waiting, const std::vector<LostView>& lost,
+                       TimePoint now) {
   const auto ready =
       std::count_if(backends.begin(), backends.end(), [](const BackendView& b) { return b.ready; });
   int64_t used = 0;
@@ -134,14 +161,18 @@ std::string statusText(const std::vector<BackendView>& backends,
   std::string out = "Backends: " + std::to_string(ready) + " ready of " +
                     std::to_string(backends.size()) + ", sessions " + std::to_string(used) + "/" +
                     std::to_string(capacity) + "; pods waiting: " + std::to_string(waiting.size()) +
-                    "\n\n";
+                    "; pods with a lost backend: " + std::to_string(lost.size()) + "\n\n";
   out += backendsTable(backends);
   out += "\n";
   out += waitingTable(waiting);
+  if (!lost.empty()) {
+    out += "\n";
+    out += lostTable(lost, now);
+  }
   return out;
 }
 
-std::string explanationText(const PodExplanation& e) {
+std::string explanationText(const PodExplanation& e, TimePoint now) {
   std::string out = "Pod " + e.ns + "/" + e.name + " " + e.summary + ".\n";
   std::vector<std::vector<std::string>> facts;
   facts.push_back({"Phase:", e.phase.empty() ? "<unknown>" : e.phase});
@@ -156,6 +187,15 @@ std::string explanationText(const PodExplanation& e) {
     facts.push_back({"Backend load:", "sessions " + sessions(*e.backendView) + ", GPUs " +
                                           gpus(*e.backendView) + ", GPU memory " +
                                           gpuMemory(*e.backendView)});
+  }
+  if (e.lost) {
+    facts.push_back(
+        {"Backend lost:", std::string(problemName(e.lost->problem)) + ": " + e.lost->detail});
+    if (!e.lost->condition.empty()) {
+      facts.push_back({"Condition:",
+                       std::string(names::kBackendLostCondition) + "=True, " + e.lost->condition});
+    }
+    facts.push_back({"Done:", actionText(*e.lost, now)});
   }
   out += formatTable(facts);
   if (!e.events.empty()) {
@@ -204,21 +244,30 @@ json toJson(const BackendView& b) {
 }
 
 json toJson(const WaitingView& w) {
-  return {{"namespace", w.ns},
-          {"name", w.name},
-          {"waitingSeconds", w.age.count()},
-          {"reason", w.reason}};
+  json out = {{"namespace", w.ns},
+              {"name", w.name},
+              {"waitingSeconds", w.age.count()},
+              {"reason", w.reason}};
+  out["reasonAgeSeconds"] = w.reasonAge ? json(w.reasonAge->count()) : json(nullptr);
+  return out;
+}
+
+json toJson(const LostView& l) {
+  return {{"namespace", l.ns},
+          {"name", l.name},
+          {"backend", l.backend},
+          {"backendPod", l.backendPod},
+          {"problem", problemName(l.problem)},
+          {"detail", l.detail},
+          {"condition", l.condition},
+          {"deleting", l.deleting},
+          {"action", l.action ? toJson(*l.action) : json(nullptr)}};
 }
 
 json toJson(const PodExplanation& e) {
   json events = json::array();
   for (const auto& ev : e.events) {
-    events.push_back({{"type", ev.type},
-                      {"reason", ev.reason},
-                      {"message", ev.message},
-                      {"source", ev.source},
-                      {"count", ev.count},
-                      {"lastSeen", rfc3339(ev.last)}});
+    events.push_back(toJson(ev));
   }
   json out = {{"namespace", e.ns},
               {"name", e.name},
@@ -231,6 +280,9 @@ json toJson(const PodExplanation& e) {
               {"events", events}};
   if (e.backendView) {
     out["backendStatus"] = toJson(*e.backendView);
+  }
+  if (e.lost) {
+    out["backendLost"] = toJson(*e.lost);
   }
   return out;
 }

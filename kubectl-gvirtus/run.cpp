@@ -68,15 +68,21 @@ int run(const Options& options) {
     if (!pod) {
       return fatal(pod.error().message);
     }
-    std::vector<BackendView> backends;
-    if (auto cluster = readCluster(client, options, false)) {
-      backends = backendViews(cluster->backendPods, cluster->gvirtusPods, options.backendPort, now);
+    // Without the backends (no right to list them), the pod is explained from its own
+    // annotations and Events.
+    Snapshot cluster;
+    if (auto read = readCluster(client, options, false)) {
+      cluster = std::move(*read);
     }
-    const PodExplanation explanation = explainPod(pod->pod, pod->events, backends, now);
+    const auto backends =
+        backendViews(cluster.backendPods, cluster.gvirtusPods, options.backendPort, now);
+    const PodExplanation explanation =
+        explainPod(pod->pod, pod->events, backends,
+                   indexBackendPods(cluster.backendPods, options.backendNamespace), now);
     if (options.output == Output::Json) {
       print(toJson(explanation));
     } else {
-      std::cout << explanationText(explanation);
+      std::cout << explanationText(explanation, now);
     }
     return kExitOk;
   }
@@ -99,15 +105,23 @@ int run(const Options& options) {
     }
     return kExitOk;
   }
-  const auto waiting = waitingViews(cluster->gvirtusPods, cluster->events, now);
+  const PodEvents events(cluster->events);
+  const auto waiting = waitingViews(cluster->gvirtusPods, events, backends, now);
+  const auto lost =
+      lostViews(cluster->gvirtusPods,
+                indexBackendPods(cluster->backendPods, options.backendNamespace), events, now);
   if (options.output == Output::Json) {
     nlohmann::json waitingList = nlohmann::json::array();
     for (const auto& w : waiting) {
       waitingList.push_back(toJson(w));
     }
-    print({{"backends", backendList}, {"waiting", waitingList}});
+    nlohmann::json lostList = nlohmann::json::array();
+    for (const auto& l : lost) {
+      lostList.push_back(toJson(l));
+    }
+    print({{"backends", backendList}, {"waiting", waitingList}, {"backendLost", lostList}});
   } else {
-    std::cout << statusText(backends, waiting);
+    std::cout << statusText(backends, waiting, lost, now);
   }
   return kExitOk;
 }

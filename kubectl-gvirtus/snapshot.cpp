@@ -1,5 +1,7 @@
 #include "kubectl-gvirtus/snapshot.h"
 
+#include <iterator>
+
 #include "common/kube_resource.h"
 #include "common/labels.h"
 
@@ -39,14 +41,20 @@ Result<Snapshot> readCluster(KubeClient& client, const Options& options, bool wi
     return fail(pods.error());
   }
   out.gvirtusPods = std::move(*pods);
-  if (withEvents) {
-    ListOptions waiting;
-    waiting.fieldSelector = "involvedObject.kind=Pod,reason=WaitingForBackend";
-    auto events = listAll(client, resources::kEvents, "", waiting, "Events");
+  if (!withEvents) {
+    return out;
+  }
+  // A field selector matches one value per field: one list per reason.
+  for (const char* reason :
+       {"WaitingForBackend", names::kBackendLostReason, names::kBackendLostRecreatedReason}) {
+    ListOptions about;
+    about.fieldSelector = std::string("involvedObject.kind=Pod,reason=") + reason;
+    auto events = listAll(client, resources::kEvents, "", about, std::string(reason) + " Events");
     if (!events) {
       return fail(events.error());
     }
-    out.events = std::move(*events);
+    out.events.insert(out.events.end(), std::make_move_iterator(events->begin()),
+                      std::make_move_iterator(events->end()));
   }
   return out;
 }

@@ -9,7 +9,7 @@
 #include "kubectl-gvirtus/options.h"
 
 // The objects the plugin reads, in as few requests as it can: the backend pods, the
-// GVirtuS pods of every namespace and the waiting-pod controller's Events.
+// GVirtuS pods of every namespace and the webhook's Events about them.
 namespace gvirtus::kubectl_gvirtus {
 
 struct Snapshot {
@@ -19,7 +19,7 @@ struct Snapshot {
 };
 
 // For status and backends: the backends and all GVirtuS pods; `withEvents` adds the
-// WaitingForBackend Events of every namespace.
+// Events WaitingForBackend, BackendLost and BackendLostRecreated of every namespace.
 Result<Snapshot> readCluster(KubeClient& client, const Options& options, bool withEvents);
 
 // For why: the pod, and every Event about it.

@@ -101,6 +101,7 @@ CandidateNode candidateFromNode(const json& node) {
   out.name = stringAt(node, {"metadata", "name"});
   out.optedIn = stringAt(node, {"metadata", "labels", kBackendAllowedLabel}) == "true";
   out.autoscaled = timeAnnotation(node, kAutoscaledAnnotation);
+  out.marked = memberAt(node, {"metadata", "annotations", kAutoscaledAnnotation}) != nullptr;
   out.draining = timeAnnotation(node, kDrainingAnnotation);
   out.gpus = parseNonNegative(stringAt(node, {"metadata", "labels", kGpuCountLabel}));
   if (!out.gpus) {
@@ -156,7 +157,8 @@ ScaleUpPlan planScaleUp(const std::vector<CapacityDemand>& due,
 
   std::set<std::string> taken;
   auto eligible = [&](const CandidateNode& node, std::optional<SystemTime> waitingSince) {
-    if (node.optedIn || taken.contains(node.name)) {
+    // An operator's opt-out stands, whatever waits (docs/operations.md).
+    if (node.optedIn || node.heldByOperator() || taken.contains(node.name)) {
       return false;
     }
     auto left = coolingDown.find(node.name);
@@ -371,6 +373,8 @@ std::optional<Duration> BackendAutoscaler::step(const std::vector<json>& candida
   status_.wanted = plan.wanted;
   status_.autoscaled = std::count_if(nodes.begin(), nodes.end(),
                                      [](const CandidateNode& node) { return node.ours(); });
+  status_.held = std::count_if(nodes.begin(), nodes.end(),
+                               [](const CandidateNode& node) { return node.heldByOperator(); });
   if (logged_ != status_) {
     // What each look concluded, once per change: the record of its decisions, including
     // those to do nothing.
@@ -380,7 +384,8 @@ std::optional<Duration> BackendAutoscaler::step(const std::vector<json>& candida
                                      {"autoscaled", status_.autoscaled},
                                      {"wanted", status_.wanted},
                                      {"optedIn", status_.optedIn},
-                                     {"optedOut", status_.optedOut}});
+                                     {"optedOut", status_.optedOut},
+                                     {"held", status_.held}});
     logged_ = status_;
   }
   return next;

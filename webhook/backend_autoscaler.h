@@ -22,6 +22,12 @@
 // waited too long for a backend, and opts them out again once their backend has been idle.
 // Everything it knows lives on the nodes (the annotations gvirtus.io/autoscaled and
 // gvirtus.io/backend.draining), so that a new leader carries on where the last one stopped.
+//
+// Whose decision a node's label is, from the node alone: the autoscaler's own opt-out sets
+// the label to false and removes gvirtus.io/autoscaled in the same patch, so the annotation
+// is never left on a node it opted out. With the annotation, the label "true" is the
+// autoscaler's; any other value (or none) is an operator's opt-out, which stands: the node
+// is never opted in again until an operator removes the annotation (hands it back).
 namespace gvirtus::webhook {
 
 using SystemTime = std::chrono::system_clock::time_point;
@@ -53,6 +59,7 @@ struct CandidateNode {
   std::string name;
   bool optedIn = false;                  // gvirtus.io/backend.allowed=true
   std::optional<SystemTime> autoscaled;  // gvirtus.io/autoscaled: opted in by us, and when
+  bool marked = false;                   // carries gvirtus.io/autoscaled, whatever its text
   std::optional<SystemTime> draining;    // gvirtus.io/backend.draining
   std::optional<int64_t> gpus;           // nvidia.com/gpu.count, else capacity nvidia.com/gpu
   std::optional<int64_t> gpuMemoryMiB;   // nvidia.com/gpu.memory (per GPU)
@@ -61,6 +68,9 @@ struct CandidateNode {
 
   // Opted in by us and not changed since by an operator: the only nodes we ever opt out.
   bool ours() const { return optedIn && autoscaled.has_value(); }
+  // Opted in by us, then opted out by an operator (the label changed, our annotation kept):
+  // never opted in again while it says so.
+  bool heldByOperator() const { return !optedIn && marked; }
 };
 CandidateNode candidateFromNode(const nlohmann::json& node);
 
@@ -87,7 +97,8 @@ struct ScaleUpPlan {
 // GPU memory) while fewer than `max` are autoscaled; `min` is reached even without demand.
 // `backends` are the backends offered now (a node with one is not on its way); a node in
 // `coolingDown` (name -> when it was opted out) is a candidate again after the cooldown, or
-// for a pod that started waiting after it left.
+// for a pod that started waiting after it left; a node an operator opted out
+// (heldByOperator()) is never a candidate.
 ScaleUpPlan planScaleUp(const std::vector<CapacityDemand>& due,
                         const std::vector<CandidateNode>& candidates,
                         const std::vector<Backend>& backends,
@@ -122,6 +133,7 @@ struct AutoscaleStatus {
   int64_t backends = 0;    // backends offered
   int64_t optedIn = 0;     // nodes opted in by this step
   int64_t optedOut = 0;    // nodes opted out by this step
+  int64_t held = 0;        // candidates an operator opted out: left alone
 
   bool operator==(const AutoscaleStatus&) const = default;
 };

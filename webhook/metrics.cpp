@@ -56,7 +56,13 @@ WebhookMetrics::WebhookMetrics(MetricsRegistry& registry, std::function<double()
       peerFailures_(registry.counter(
           "gvirtus_webhook_peer_publication_failures_total",
           "Writes of a backend pod's gvirtus.io/peers that failed (retried with backoff); while "
-          "one fails, new pods of that backend are refused by it")) {
+          "one fails, new pods of that backend are refused by it")),
+      backendLost_(registry.counterFamily(
+          "gvirtus_webhook_backend_lost_pods_total",
+          "GVirtuS pods whose backend went away (gone, new address, not ready past "
+          "--backend-lost-grace), by what the leader did: recreated (deleted for its owner to "
+          "replace), marked (a bare pod: condition gvirtus.io/BackendLost and an Event), failed",
+          {"action"})) {
   if (backendsAvailable) {
     registry.gaugeFunction("gvirtus_webhook_backends_available",
                            "Backends the backend source offers now (Ready, with an IPv4 address)",
@@ -110,6 +116,10 @@ void WebhookMetrics::autoscaled(double wanted, double autoscaled, double due, in
 
 void WebhookMetrics::peersPublished() {
   peerPublications_.inc();
+}
+
+void WebhookMetrics::backendLost(std::string_view action) {
+  backendLost_.withLabels({std::string(action)}).inc();
 }
 
 void WebhookMetrics::peersFailed() {

@@ -27,6 +27,8 @@ namespace gvirtus::webhook {
 //   gvirtus_webhook_autoscale_events_total{direction}  nodes opted in (up) and out (down)
 //   gvirtus_webhook_peer_publications_total         gvirtus.io/peers written on backend pods
 //   gvirtus_webhook_peer_publication_failures_total   writes of gvirtus.io/peers that failed
+//   gvirtus_webhook_backend_lost_pods_total{action}  pods whose backend went away, by action
+//                                                    (recreated, marked, failed)
 class WebhookMetrics {
  public:
   // `backendsAvailable` and `certificateExpiry` (the serving certificate's notAfter, Unix
@@ -48,6 +50,9 @@ class WebhookMetrics {
   // The peer publisher wrote a backend pod's gvirtus.io/peers, or failed to.
   void peersPublished();
   void peersFailed();
+  // The backend follower acted on a pod whose backend went away: "recreated" (deleted for
+  // its owner to replace), "marked" (a bare pod: condition and Event), "failed".
+  void backendLost(std::string_view action);
 
  private:
   CounterFamily& reviews_;
@@ -64,6 +69,7 @@ class WebhookMetrics {
   CounterFamily& scaleEvents_;
   Counter& peerPublications_;
   Counter& peerFailures_;
+  CounterFamily& backendLost_;
 };
 
 }  // namespace gvirtus::webhook

@@ -79,6 +79,10 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
                     "how long the leader retries renewing before it stops leading");
   flags.addDuration("leader-elect-retry-period", &options.leaderElectRetryPeriod,
                     "time between tries to acquire or renew the Lease");
+  flags.addDuration("backend-lost-grace", &options.backendLostGrace,
+                    "how long a backend pod may be not ready (or terminating past its grace "
+                    "period) before the pods given it are recreated (owned) or marked (bare); a "
+                    "backend pod gone or at a new address counts at once; 0: off");
   flags.addList("plugins", &options.plugins, "GVirtuS frontend plugins listed in properties.json");
   flags.addInt("max-request-bytes", &options.maxRequestBytes,
                "larger AdmissionReview bodies are refused with 400", 4096, 64 * 1024 * 1024);
@@ -161,6 +165,9 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
     return bad(
         "--leader-elect-renew-deadline: must be positive and shorter than "
         "--leader-elect-lease-duration");
+  }
+  if (options.backendLostGrace < Duration::zero()) {
+    return bad("--backend-lost-grace: must not be negative");
   }
   if (options.leaderElectRetryPeriod <= Duration::zero() ||
       options.leaderElectRetryPeriod * 12 / 10 >= options.leaderElectRenewDeadline) {

@@ -28,7 +28,7 @@ json frontendFields(json pod) {
   json kept = {{"metadata", json::object()}};
   json& metadata = kept["metadata"];
   for (const char* key :
-       {"name", "namespace", "resourceVersion", "creationTimestamp", "deletionTimestamp"}) {
+       {"name", "namespace", "uid", "resourceVersion", "creationTimestamp", "deletionTimestamp"}) {
     if (const json* value = memberAt(pod, {"metadata", key})) {
       metadata[key] = *value;
     }
@@ -48,6 +48,19 @@ json frontendFields(json pod) {
       }
     }
   }
+  // Of the owners only the controlling one, whom the backend follower asks for a new pod.
+  if (const json* owners = memberAt(pod, {"metadata", "ownerReferences"});
+      owners != nullptr && owners->is_array()) {
+    for (const auto& owner : *owners) {
+      if (const json* controller = member(owner, "controller");
+          controller != nullptr && *controller == true) {
+        metadata["ownerReferences"] = json::array({{{"kind", stringAt(owner, {"kind"})},
+                                                    {"name", stringAt(owner, {"name"})},
+                                                    {"controller", true}}});
+        break;
+      }
+    }
+  }
   // Of the scheduling gates only ours, and only while the pod carries it (a waiting pod is
   // no peer of its backend yet): most pods are released and keep none.
   if (const json* gates = memberAt(pod, {"spec", "schedulingGates"});
@@ -62,6 +75,17 @@ json frontendFields(json pod) {
   for (const char* key : {"phase", "podIP"}) {
     if (const json* value = memberAt(pod, {"status", key})) {
       kept["status"][key] = *value;
+    }
+  }
+  // Of the conditions only the backend follower's, which it sets once.
+  if (const json* conditions = memberAt(pod, {"status", "conditions"});
+      conditions != nullptr && conditions->is_array()) {
+    for (const auto& condition : *conditions) {
+      if (stringAt(condition, {"type"}) == names::kBackendLostCondition) {
+        kept["status"]["conditions"] = json::array({{{"type", names::kBackendLostCondition},
+                                                     {"status", stringAt(condition, {"status"})}}});
+        break;
+      }
     }
   }
   // podIPs only where podIP is not the IPv4 address (IPv6-first dual stack): podIpv4()

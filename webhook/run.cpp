@@ -19,6 +19,7 @@
 #include "common/metrics.h"
 #include "common/signals.h"
 #include "webhook/backend_chooser.h"
+#include "webhook/backend_follower.h"
 #include "webhook/cluster_backend_source.h"
 #include "webhook/metrics.h"
 #include "webhook/mutate_handler.h"
@@ -57,13 +58,21 @@ std::string identity() {
 }
 
 // The leader's work (everyone's without --leader-elect), until `stop`: the waiting-pod
-// controller and, beside it, the peer publisher.
-void runControllers(std::stop_token stop, WaitingPodController& controller, PeerPublisher* peers) {
+// controller and, beside it, the peer publisher and the backend follower.
+void runControllers(std::stop_token stop, WaitingPodController& controller, PeerPublisher* peers,
+                    BackendFollower* follower) {
   std::jthread publisher;
   if (peers != nullptr) {
     publisher = std::jthread([peers](std::stop_token own) { peers->run(own); });
   }
-  std::stop_callback endPublisher(stop, [&publisher] { publisher.request_stop(); });
+  std::jthread following;
+  if (follower != nullptr) {
+    following = std::jthread([follower](std::stop_token own) { follower->run(own); });
+  }
+  std::stop_callback endOthers(stop, [&publisher, &following] {
+    publisher.request_stop();
+    following.request_stop();
+  });
   controller.run(stop);
 }
 
@@ -145,6 +154,8 @@ int run(const Options& options) {
   std::unique_ptr<WaitingPodController> controller;
   // gvirtus.io/peers of backend pods (static backends are none), where the controller runs.
   std::unique_ptr<PeerPublisher> peers;
+  // Pods whose backend pod went away are recreated or marked (static backends: none).
+  std::unique_ptr<BackendFollower> follower;
   std::unique_ptr<KubeClient> electionClient;
   std::unique_ptr<LeaderElector> elector;
   if (client) {
@@ -170,6 +181,13 @@ int run(const Options& options) {
       peers = std::make_unique<PeerPublisher>(
           clusterSource->backendPods(), clusterSource->frontendPods(), peerWriter(*client),
           &metrics, PeerPublisherOptions{.port = clusterSource->port()});
+      if (options.backendLostGrace > Duration::zero()) {
+        BackendFollowerOptions followerOptions;
+        followerOptions.grace = options.backendLostGrace;
+        follower = std::make_unique<BackendFollower>(
+            clusterSource->backendPods(), clusterSource->frontendPods(), followerApi(*client),
+            events.get(), &metrics, followerOptions);
+      }
     }
     if (options.leaderElect) {
       // A renewal must end well within the renew deadline (see LeaderElector).
@@ -188,9 +206,9 @@ int run(const Options& options) {
       election.retryPeriod = options.leaderElectRetryPeriod;
       // The two replicas break the chooser's ties in opposite orders (TieOrder).
       chooser.setTieOrder(TieOrder::Descending);
-      election.onStartedLeading = [&controller, &chooser, &peers](std::stop_token stop) {
+      election.onStartedLeading = [&controller, &chooser, &peers, &follower](std::stop_token stop) {
         chooser.setTieOrder(TieOrder::Ascending);
-        runControllers(stop, *controller, peers.get());
+        runControllers(stop, *controller, peers.get(), follower.get());
         chooser.setTieOrder(TieOrder::Descending);
       };
       elector = std::make_unique<LeaderElector>(*electionClient, election);
@@ -268,8 +286,8 @@ int run(const Options& options) {
       return configurationError(kProgram, "--leader-elect: " + started.error().message);
     }
   } else if (controller) {
-    controllerThread = std::jthread([&controller, &peers](std::stop_token stop) {
-      runControllers(stop, *controller, peers.get());
+    controllerThread = std::jthread([&controller, &peers, &follower](std::stop_token stop) {
+      runControllers(stop, *controller, peers.get(), follower.get());
     });
   }
   std::string controllerMode = "off (no API server)";
@@ -288,6 +306,8 @@ int run(const Options& options) {
        {"tls", options.tlsFromFiles() ? "files" : "own CA in Secret " + options.tlsSecretName},
        {"waitingPodController", controllerMode},
        {"peerPublisher", peers ? controllerMode : "off (static backends)"},
+       {"backendFollower",
+        follower ? controllerMode + ", grace " + formatDuration(options.backendLostGrace) : "off"},
        {"autoscale", options.autoscale.enabled()
                          ? options.autoscale.candidates + " (" +
                                std::to_string(options.autoscale.min) + ".." +

@@ -7,10 +7,8 @@
 #include "common/json_access.h"
 #include "common/kube_resource.h"
 #include "common/log.h"
-#include "common/parallel.h"
 #include "common/resource_cache.h"
 #include "webhook/backend_requirements.h"
-#include "webhook/gvirtus_properties.h"
 #include "webhook/metrics.h"
 #include "webhook/names.h"
 
@@ -24,21 +22,6 @@ using nlohmann::json;
 constexpr const char* kPassKey = "pass";
 // How often run() looks again while the caches have not synced yet.
 constexpr auto kSyncPoll = std::chrono::milliseconds(200);
-
-// The index of the gate gvirtus.io/backend in spec.schedulingGates.
-std::optional<size_t> gateIndex(const json& pod) {
-  const json* spec = member(pod, "spec");
-  const json* gates = spec != nullptr ? member(*spec, "schedulingGates") : nullptr;
-  if (gates == nullptr || !gates->is_array()) {
-    return std::nullopt;
-  }
-  for (size_t i = 0; i < gates->size(); ++i) {
-    if (stringAt((*gates)[i], {"name"}) == kSchedulingGate) {
-      return i;
-    }
-  }
-  return std::nullopt;
-}
 
 SystemTime createdAt(const json& pod) {
   auto parsed = parseRfc3339(stringAt(pod, {"metadata", "creationTimestamp"}));
@@ -66,7 +49,7 @@ double milliseconds(std::chrono::system_clock::duration d) {
 bool isWaiting(const json& pod) {
   const json* metadata = member(pod, "metadata");
   return metadata != nullptr && member(*metadata, "deletionTimestamp") == nullptr &&
-         gateIndex(pod).has_value();
+         backendGateIndex(pod).has_value();
 }
 
 std::vector<json> waitingPods(const std::vector<ObjectSnapshot>& pods) {
@@ -85,194 +68,6 @@ std::vector<json> waitingPods(const std::vector<ObjectSnapshot>& pods) {
     out.push_back(*std::get<2>(entry));
   }
   return out;
-}
-
-JsonPatch releasePatch(const json& pod, const Assignment& assignment) {
-  JsonPatch patch;
-  const std::string resourceVersion = stringAt(pod, {"metadata", "resourceVersion"});
-  if (!resourceVersion.empty()) {
-    patch.test(jsonPointer({"metadata", "resourceVersion"}), resourceVersion);
-  }
-  if (auto index = gateIndex(pod)) {
-    patch.test(jsonPointer({"spec", "schedulingGates", std::to_string(*index), "name"}),
-               std::string(kSchedulingGate));
-  }
-  json released = pod;
-  assignBackend(released, assignment);
-  patch.append(JsonPatch::between(pod, released));
-  return patch;
-}
-
-bool isReleaseConflict(const Error& error) {
-  return error.isConflict() ||
-         (error.httpStatus == 422 && error.message.find("test") != std::string::npos);
-}
-
-namespace {
-
-// One unit of a pass: a pod alone, or the waiting members of a gang.
-struct ReleaseUnit {
-  std::vector<const json*> pods;
-  std::optional<Gang> gang;
-};
-
-// The pass's units in the order of their oldest pod (`waiting` is oldest first).
-std::vector<ReleaseUnit> releaseUnits(const std::vector<const json*>& waiting,
-                                      const GangLookup& gangOf) {
-  std::vector<ReleaseUnit> units;
-  std::map<std::string, size_t> unitOfGang;
-  for (const json* pod : waiting) {
-    std::optional<Gang> gang = gangOf ? gangOf(*pod) : std::nullopt;
-    if (!gang || gang->minMember <= 1) {
-      units.push_back({{pod}, std::nullopt});
-      continue;
-    }
-    auto [it, added] = unitOfGang.emplace(gang->name, units.size());
-    if (added) {
-      units.push_back({{}, std::move(gang)});
-    }
-    units[it->second].pods.push_back(pod);
-  }
-  return units;
-}
-
-// A pod that waits, and why.
-PodOutcome waits(const json& pod, std::string reason, bool forCapacity) {
-  PodOutcome outcome;
-  outcome.pod = pod;
-  outcome.reason = std::move(reason);
-  outcome.forCapacity = forCapacity;
-  return outcome;
-}
-
-}  // namespace
-
-std::vector<PodOutcome> releaseWaitingPods(const std::vector<json>& waiting,
-                                           const std::vector<Backend>& backends,
-                                           BackendChooser& chooser,
-                                           const std::vector<std::string>& plugins,
-                                           const ReleaseWriter& write, std::stop_token stop,
-                                           const GangLookup& gangOf, size_t parallelWrites) {
-  const std::vector<std::string>& wanted = plugins.empty() ? defaultPlugins() : plugins;
-  std::vector<PodOutcome> outcomes;
-  // Releases chosen but not written yet: outcomes[index] waits for its write's result.
-  struct PendingRelease {
-    size_t index;
-    JsonPatch patch;
-  };
-  std::vector<PendingRelease> pending;
-  // Only pods the webhook wired and gated: a pod created with the gate but without the label,
-  // and labelled later, was never wired, and would reach a backend without the webhook's
-  // checks.
-  std::vector<const json*> wired;
-  for (const auto& pod : waiting) {
-    if (gatedByWebhook(pod)) {
-      wired.push_back(&pod);
-      continue;
-    }
-    PodOutcome refused;
-    refused.kind = PodOutcome::Kind::Refused;
-    refused.pod = pod;
-    refused.reason = "it carries the scheduling gate " + std::string(kSchedulingGate) +
-                     " but was not wired by the GVirtuS webhook at creation (no " +
-                     std::string(kEnabledLabel) +
-                     "=true label then); it is not given a backend: delete it and create it "
-                     "with the label";
-    outcomes.push_back(std::move(refused));
-  }
-  // Writes what is pending, up to parallelWrites at once; a failed write gives its backend
-  // back, to the pods chosen for after this.
-  auto writePending = [&] {
-    std::vector<Result<void>> written(pending.size());
-    forEachParallel(pending.size(), parallelWrites, [&](size_t i) {
-      written[i] = write(outcomes[pending[i].index].pod, pending[i].patch);
-    });
-    for (size_t i = 0; i < pending.size(); ++i) {
-      PodOutcome& outcome = outcomes[pending[i].index];
-      if (written[i]) {
-        outcome.kind = PodOutcome::Kind::Released;
-        outcome.at = std::chrono::system_clock::now();
-      } else {
-        chooser.cancelAssignment(*outcome.choice);
-        outcome.error = written[i].error();
-      }
-    }
-    pending.clear();
-  };
-  for (const auto& unit : releaseUnits(wired, gangOf)) {
-    if (stop.stop_requested()) {
-      break;
-    }
-    // Choose for every pod of the unit before writing any: a gang goes whole or not at all.
-    std::vector<Choice> choices;
-    std::string reason;
-    bool forCapacity = false;
-    const int members = static_cast<int>(unit.pods.size()) + (unit.gang ? unit.gang->others : 0);
-    if (unit.gang && members < unit.gang->minMember) {
-      reason = "gang " + unit.gang->name + " has " + std::to_string(members) + " of its " +
-               std::to_string(unit.gang->minMember) + " pods";
-    }
-    for (const json* pod : unit.pods) {
-      if (!reason.empty()) {
-        break;
-      }
-      auto requirements = requirementsFromPod(*pod);
-      ChooseResult choice =
-          requirements ? chooser.choose(backends, *requirements, true)
-                       : ChooseResult(std::unexpect, NoBackend{requirements.error().message});
-      if (choice) {
-        // The pod exists: its assignment counts for the whole window, not only for the short
-        // life of one made at admission for a pod that may never appear.
-        chooser.confirmAssignment(*choice);
-        choices.push_back(std::move(*choice));
-        continue;
-      }
-      forCapacity = requirements.has_value();
-      if (!unit.gang) {
-        reason = choice.error().reason;
-      } else {
-        reason = "gang " + unit.gang->name + " is released whole and only " +
-                 std::to_string(choices.size()) + " of its " + std::to_string(unit.pods.size()) +
-                 " waiting pods can get a backend (" + choice.error().reason + ")";
-      }
-    }
-    if (!reason.empty()) {
-      for (const auto& choice : choices) {
-        chooser.cancelAssignment(choice);
-      }
-      for (const json* pod : unit.pods) {
-        outcomes.push_back(waits(*pod, reason, forCapacity));
-      }
-      continue;
-    }
-    for (size_t i = 0; i < unit.pods.size(); ++i) {
-      const json& pod = *unit.pods[i];
-      Choice& choice = choices[i];
-      PodOutcome outcome;
-      outcome.pod = pod;
-      outcome.kind = PodOutcome::Kind::Failed;
-      auto properties = renderProperties(choice.backend.ip, choice.backend.port, wanted);
-      if (properties) {
-        pending.push_back(
-            {outcomes.size(), releasePatch(pod, {.endpoint = choice.backend.endpoint(),
-                                                 .backendPod = choice.backend.podRef(),
-                                                 .properties = *properties,
-                                                 .preferredZone = choice.preferredZone,
-                                                 .gpuIndex = choice.gpuIndex,
-                                                 .assignedBy = chooser.instance()})});
-      } else {
-        chooser.cancelAssignment(choice);
-        outcome.error = properties.error();
-      }
-      outcome.choice = std::move(choice);
-      outcomes.push_back(std::move(outcome));
-    }
-    if (pending.size() >= std::max<size_t>(parallelWrites, 1)) {
-      writePending();
-    }
-  }
-  writePending();
-  return outcomes;
 }
 
 WaitingPodController::WaitingPodController(KubeClient& client, const BackendSource& backends,
@@ -563,11 +358,13 @@ void WaitingPodController::report(const PodOutcome& outcome, RunState& state) {
   const std::string key = podKey(pod);
   switch (outcome.kind) {
     case PodOutcome::Kind::Waiting: {
-      auto& told = state.told[podUid(pod)];
-      if (std::find(told.begin(), told.end(), outcome.reason) != told.end()) {
+      // Told when the reason changes, back to an earlier one too: `kubectl gvirtus why`
+      // shows the latest Event, which must be the pod's current reason.
+      std::string& told = state.told[podUid(pod)];
+      if (told == outcome.reason) {
         return;
       }
-      told.push_back(outcome.reason);
+      told = outcome.reason;
       log::info("pod waits for a backend", {{"pod", key}, {"reason", outcome.reason}});
       events_.record(ref, EventType::Normal, kWaitingForBackendReason,
                      "Waiting for a GVirtuS backend: " + outcome.reason);
@@ -606,11 +403,11 @@ void WaitingPodController::report(const PodOutcome& outcome, RunState& state) {
       return;
     }
     case PodOutcome::Kind::Refused: {
-      auto& told = state.told[podUid(pod)];
-      if (std::find(told.begin(), told.end(), outcome.reason) != told.end()) {
+      std::string& told = state.told[podUid(pod)];
+      if (told == outcome.reason) {
         return;
       }
-      told.push_back(outcome.reason);
+      told = outcome.reason;
       log::warn("gated pod not wired by the webhook; not released", {{"pod", key}});
       events_.record(ref, EventType::Warning, kNotWiredReason,
                      "Not given a GVirtuS backend: " + outcome.reason);

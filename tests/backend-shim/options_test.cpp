@@ -67,6 +67,9 @@ TEST_CASE("backend-shim options: defaults, with the backend command after --", "
         std::vector<std::string>{test::kFakeBackend, "--ignore-sigterm"});
   CHECK(options->peerCheck);
   CHECK(options->peerWait == 3s);
+  CHECK(options->maxLeakedSockets == 256);
+  CHECK(options->leakRestartMaxDefer == 5min);
+  CHECK(options->backendSelector == "app.kubernetes.io/component=backend");
   // ../preload/ from the binary's folder: the build tree has tests/ and preload/ side by side
   // as the image has bin/ and preload/.
   CHECK(options->peerGuardLibrary == std::filesystem::canonical(test::kPeerGuardLibrary).string());
@@ -123,9 +126,10 @@ TEST_CASE("backend-shim options: flags and environment", "[options]") {
   EnvVar home("GVIRTUS_HOME", "");
   EnvVar pod("POD_NAME", "backend-0");
   EnvVar ns("POD_NAMESPACE", "gvirtus-system");
-  auto options = parse({"--port=10000", "--plugins", "cudart,cublas", "--config-out",
-                        "/tmp/x/backend.json", "--max-sessions", "4", "--publish-interval", "2s",
-                        "--drain-timeout", "1m", "--stop-timeout", "500ms", "--", "sh"});
+  auto options = parse(
+      {"--port=10000", "--plugins", "cudart,cublas", "--config-out", "/tmp/x/backend.json",
+       "--max-sessions", "4", "--publish-interval", "2s", "--drain-timeout", "1m", "--stop-timeout",
+       "500ms", "--leak-restart-max-defer", "0s", "--backend-selector", "app=gvirtus", "--", "sh"});
   REQUIRE(options.has_value());
   CHECK(options->port == 10000);
   CHECK(options->plugins == std::vector<std::string>{"cudart", "cublas"});
@@ -134,6 +138,8 @@ TEST_CASE("backend-shim options: flags and environment", "[options]") {
   CHECK(options->publishInterval == 2s);
   CHECK(options->drainTimeout == 1min);
   CHECK(options->stopTimeout == 500ms);
+  CHECK(options->leakRestartMaxDefer == 0s);
+  CHECK(options->backendSelector == "app=gvirtus");
   CHECK(options->podName == "backend-0");
   CHECK(options->podNamespace == "gvirtus-system");
   REQUIRE(options->backendCommand.size() == 1);
@@ -161,6 +167,8 @@ TEST_CASE("backend-shim options: bad configuration exits 2", "[options]") {
   CHECK(parse({"--plugins", "", "--", "sh"}).error() == 2);
   CHECK(parse({"--publish-interval", "0s", "--", "sh"}).error() == 2);
   CHECK(parse({"--max-sessions", "0", "--", "sh"}).error() == 2);
+  CHECK(parse({"--leak-restart-max-defer", "-1s", "--", "sh"}).error() == 2);
+  CHECK(parse({"--backend-selector", "", "--", "sh"}).error() == 2);
   CHECK(parse({}).error() == 2);  // no backend binary
   CHECK(parse({"--", "/no/such/gvirtus-backend"}).error() == 2);
   CHECK(parse({"--gvirtus-home", "/no/such/home"}).error() == 2);

@@ -79,3 +79,14 @@ TEST_CASE("backend-shim shim_metrics: the waits for the backend's port", "[shim_
   CHECK_THAT(text, Catch::Contains("gvirtus_backend_port_waits_total 1\n"));
   CHECK_THAT(text, Catch::Contains("gvirtus_backend_port_wait_seconds_total 2.25\n"));
 }
+
+TEST_CASE("backend-shim shim_metrics: leak restarts put off", "[shim_metrics]") {
+  gvirtus::MetricsRegistry registry;
+  ShimMetrics metrics(registry, 16);
+  CHECK_THAT(registry.render(),
+             Catch::Contains("gvirtus_backend_leak_restarts_deferred_total 0\n"));
+  metrics.observeLeakRestartDeferred();
+  metrics.observeLeakRestartDeferred();
+  CHECK_THAT(registry.render(),
+             Catch::Contains("gvirtus_backend_leak_restarts_deferred_total 2\n"));
+}

@@ -3,10 +3,12 @@
 # the local cluster's real kubelet + containerd nodes, 20 GVirtuS pods (admitted by our
 # webhook through its Service, given a backend, a projected properties.json and a
 # virtual GPU from our device plugin) against 20 plain pods of the same image on the
-# same nodes; and the memory of an idle node container. Prints figures and ratios.
+# same nodes; the memory of an idle node container; and, with every backend pod lost at
+# once, how long until a Deployment's frontends run again on new backend pods (issue 39).
+# Prints figures and ratios.
 #   tests/bench/real-nodes-bench.sh   (on a fresh cluster of tests/e2e/real/up.sh plus a
 #                                      third frontend node; removed after)
-# Environment: BENCH_PODS (default 20).
+# Environment: BENCH_PODS (default 20), BENCH_LOST_FRONTENDS (default 10).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -79,4 +81,122 @@ printf '  %-14s p50 %6s ms   p95 %6s ms\n' plain "$p50p" "$p95p" GVirtuS "$p50g"
 awk -v a="$p50g" -v b="$p50p" -v c="$p95g" -v d="$p95p" \
   'BEGIN {printf "  ratio GVirtuS/plain: p50 %.2fx, p95 %.2fx\n", a / b, c / d}'
 printf '\nnode container memory before any workload (docker stats):\n%s\n' "$idle"
+
+# Backend lost (issue 39): a Deployment's GVirtuS pods hold sessions on the backends; every
+# backend pod is deleted at once with a grace period of 1 s (as a lost node or a crashed
+# pod leaves them). Per frontend: from the deletion to its replacement pod Running with a
+# session its backend answered. The floor beside it: the new backend pods Ready.
+lost=${BENCH_LOST_FRONTENDS:-10}
+say "backend lost: $lost frontends, every backend pod deleted"
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: lost, namespace: $ns}
+spec:
+  replicas: $lost
+  selector: {matchLabels: {bench: lost}}
+  template:
+    metadata: {labels: {bench: lost, gvirtus.io/enabled: "true"}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+        - name: app
+          image: $E2E_TEST_IMAGE
+          command: [gvirtus-frontend-standin]
+          env: [{name: GVIRTUS_STANDIN_PING, value: "2"}]
+YAML
+# answered_pods: "uid name" of the Running pods whose session the backend answered.
+answered_pods() {
+  local name uid
+  kubectl -n $ns get pods -l bench=lost --field-selector status.phase=Running \
+    -o jsonpath='{range .items[*]}{.metadata.uid} {.metadata.name} {.metadata.deletionTimestamp}{"\n"}{end}' |
+    while read -r uid name deleting; do
+      [ -z "$deleting" ] || continue
+      kubectl -n $ns logs "$name" 2>/dev/null | grep -q "backend answered" && echo "$uid $name"
+    done
+}
+deadline=$((SECONDS + 180))
+until [ "$(answered_pods | grep -c .)" = "$lost" ]; do
+  [ $SECONDS -lt $deadline ] || { say "the $lost frontends did not all connect"; exit 1; }
+  sleep 1
+done
+old=$(answered_pods | cut -d' ' -f1)
+backend_count=$(kubectl -n gvirtus-system get pods -l app.kubernetes.io/component=backend -o name | grep -c .)
+declare -A back=()
+backends_ready=""
+started=$(now_ms)
+kubectl -n gvirtus-system delete pods -l app.kubernetes.io/component=backend --grace-period=1 \
+  --wait=false >/dev/null
+deadline=$((SECONDS + 300))
+while [ ${#back[@]} -lt "$lost" ] && [ $SECONDS -lt $deadline ]; do
+  t=$(now_ms)
+  if [ -z "$backends_ready" ] && [ "$(kubectl -n gvirtus-system get pods -l app.kubernetes.io/component=backend \
+    -o jsonpath='{range .items[*]}{.metadata.deletionTimestamp}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' |
+    grep -cx True)" -ge "$backend_count" ]; then
+    backends_ready=$((t - started))
+  fi
+  while read -r uid name; do
+    [ -n "$uid" ] && ! grep -qx "$uid" <<<"$old" && [ -z "${back[$uid]:-}" ] && back[$uid]=$((t - started))
+  done < <(answered_pods)
+  sleep 0.2
+done
+[ ${#back[@]} = "$lost" ] || { say "only ${#back[@]} of $lost frontends ran again"; exit 1; }
+kubectl -n $ns delete deployment lost --wait=false >/dev/null
+p50l=$(printf '%s\n' "${back[@]}" | percentile 50) p95l=$(printf '%s\n' "${back[@]}" | percentile 95)
+printf '\nbackend lost: %d frontends, every backend pod deleted (grace 1 s) -> replacement Running and answered\n' "$lost"
+printf '  frontends      p50 %6s ms   p95 %6s ms\n' "$p50l" "$p95l"
+printf '  backends Ready again after %s ms (the floor)\n' "${backends_ready:-?}"
+
+# Why the backend follower never rewrites a running pod's address (issue 39): how the
+# kubelet's refresh of a projected downward-API file races a container restart. Each of
+# $races pods projects its annotation bench/value and prints the file when its container
+# starts. The annotation is changed, and at once the container exits (its first restart
+# has no back-off). Counted: restarts that read the old value; and, without a restart, the
+# time until a running container sees the new value.
+races=${BENCH_RACES:-10}
+say "downward-API refresh against a container restart: $races pods"
+manifest=""
+for i in $(seq 1 "$races"); do
+  manifest+="---
+apiVersion: v1
+kind: Pod
+metadata: {name: race-$i, namespace: $ns, labels: {bench: race}, annotations: {bench/value: old}}
+spec:
+  terminationGracePeriodSeconds: 1
+  volumes: [{name: v, downwardAPI: {items: [{path: value, fieldRef: {fieldPath: \"metadata.annotations['bench/value']\"}}]}}]
+  containers:
+    - name: app
+      image: $E2E_TEST_IMAGE
+      command: [sh, -c, 'echo start \$(cat /v/value); while [ ! -e /tmp/exit ]; do sleep 0.05; done; exit 1']
+      volumeMounts: [{name: v, mountPath: /v}]
+"
+done
+kubectl apply -f - <<<"$manifest" >/dev/null
+kubectl -n $ns wait pods -l bench=race --for=condition=Ready --timeout=180s >/dev/null
+stale=0
+refresh=()
+for i in $(seq 1 "$races"); do
+  kubectl -n $ns annotate pod "race-$i" bench/value=new --overwrite >/dev/null
+  kubectl -n $ns exec "race-$i" -- touch /tmp/exit
+done
+for i in $(seq 1 "$races"); do
+  for _ in $(seq 1 300); do
+    [ "$(kubectl -n $ns get pod "race-$i" -o jsonpath='{.status.containerStatuses[0].restartCount}')" -ge 1 ] &&
+      [ -n "$(kubectl -n $ns logs "race-$i" 2>/dev/null)" ] && break
+    sleep 0.1
+  done
+  [ "$(kubectl -n $ns logs "race-$i")" = "start old" ] && stale=$((stale + 1))
+done
+# Without a restart: annotation written -> the running container reads it.
+for i in $(seq 1 "$races"); do
+  started=$(now_ms)
+  kubectl -n $ns annotate pod "race-$i" bench/value="v$i" --overwrite >/dev/null
+  until [ "$(kubectl -n $ns exec "race-$i" -- cat /v/value 2>/dev/null)" = "v$i" ]; do sleep 0.05; done
+  refresh+=($(($(now_ms) - started)))
+done
+kubectl -n $ns delete pods -l bench=race --wait=false >/dev/null
+printf '\ndownward-API file against a container restart: %d pods, annotation changed then the container exits\n' "$races"
+printf '  restarted containers that read the old value: %d of %d\n' "$stale" "$races"
+printf '  running container sees a new value after: p50 %s ms, p95 %s ms\n' \
+  "$(printf '%s\n' "${refresh[@]}" | percentile 50)" "$(printf '%s\n' "${refresh[@]}" | percentile 95)"
 kubectl delete namespace $ns --wait=false >/dev/null

@@ -291,3 +291,114 @@ TEST_CASE("events withdrawn before they were written are never written", "[event
 }
 
 }  // namespace gvirtus
+
+namespace gvirtus {
+namespace {
+
+// The message of the object's Event of `reason` with the latest lastTimestamp, as
+// `kubectl gvirtus why` picks it.
+std::string latestMessage(FakeEvents& api, const std::string& reason) {
+  std::string latest;
+  std::string message;
+  for (const auto& [name, event] : api.events()) {
+    if (event["reason"] == reason && event["lastTimestamp"].get<std::string>() > latest) {
+      latest = event["lastTimestamp"];
+      message = event["message"];
+    }
+  }
+  return message;
+}
+
+}  // namespace
+
+TEST_CASE("a message that comes back after another is refreshed at once", "[events]") {
+  testing::TlsTestServer server(pki());
+  FakeEvents api(server);
+  server.start();
+  auto client = clientOf(server);
+  FakeClock clock;
+  EventRecorder recorder(*client, optionsWith(clock));
+  recorder.start();
+  const ObjectReference pod = referenceTo(kPod, "v1", "Pod");
+  json otherPod = kPod;
+  otherPod["metadata"]["uid"] = "other-uid";
+  const ObjectReference other = referenceTo(otherPod, "v1", "Pod");
+
+  // A -> B -> A, all within the window: A's Event becomes the latest again.
+  CHECK(recorder.record(pod, EventType::Normal, "WaitingForBackend", "A"));
+  clock.now += 1min;
+  CHECK(recorder.record(pod, EventType::Normal, "WaitingForBackend", "B"));
+  REQUIRE(recorder.flush(10s));
+  CHECK(latestMessage(api, "WaitingForBackend") == "B");
+  clock.now += 1min;
+  CHECK(recorder.record(pod, EventType::Normal, "WaitingForBackend", "A"));
+  REQUIRE(recorder.flush(10s));
+  CHECK(api.events().size() == 2);
+  CHECK(latestMessage(api, "WaitingForBackend") == "A");
+  for (const auto& [name, event] : api.events()) {
+    CHECK(event["count"] == (event["message"] == "A" ? 2 : 1));
+  }
+  auto requests = api.requests();
+  REQUIRE(requests.size() == 3);
+  CHECK(requests[2].starts_with("patch "));
+
+  // A steady A is not written again within the window, whatever other reasons and other
+  // objects record meanwhile.
+  clock.now += 1min;
+  CHECK(recorder.record(pod, EventType::Normal, "BackendAssigned", "x"));
+  CHECK(recorder.record(other, EventType::Normal, "WaitingForBackend", "B"));
+  for (int pass = 0; pass < 8; ++pass) {
+    clock.now += 1min;
+    CHECK_FALSE(recorder.record(pod, EventType::Normal, "WaitingForBackend", "A"));
+  }
+  REQUIRE(recorder.flush(10s));
+  CHECK(api.requests().size() == 5);  // the two Events of the other subjects only
+  CHECK(recorder.stats().deduped == 8);
+  CHECK(recorder.stats().patched == 1);
+
+  // After the window A counts up as before; then B is the latest again, and B once more is
+  // dropped.
+  clock.now += 2min;
+  CHECK(recorder.record(pod, EventType::Normal, "WaitingForBackend", "A"));
+  clock.now += 1s;
+  CHECK(recorder.record(pod, EventType::Normal, "WaitingForBackend", "B"));
+  CHECK_FALSE(recorder.record(pod, EventType::Normal, "WaitingForBackend", "B"));
+  REQUIRE(recorder.flush(10s));
+  CHECK(recorder.stats().patched == 3);
+  CHECK(latestMessage(api, "WaitingForBackend") == "B");
+  recorder.stop();
+}
+
+TEST_CASE("a refresh withdrawn before it was written leaves the latest message as it was",
+          "[events]") {
+  testing::TlsTestServer server(pki());
+  FakeEvents api(server);
+  server.start();
+  auto client = clientOf(server);
+  FakeClock clock;
+  EventRecorder recorder(*client, optionsWith(clock));
+  const ObjectReference pod = referenceTo(kPod, "v1", "Pod");
+  recorder.start();
+  REQUIRE(recorder.record(pod, EventType::Normal, "WaitingForBackend", "A"));
+  clock.now += 1min;
+  REQUIRE(recorder.record(pod, EventType::Normal, "WaitingForBackend", "B"));
+  REQUIRE(recorder.flush(10s));
+  recorder.stop();  // what follows stays queued
+
+  clock.now += 1min;
+  REQUIRE(recorder.record(pod, EventType::Normal, "WaitingForBackend", "A"));
+  CHECK(recorder.withdraw(pod, "WaitingForBackend") == 1);
+  // B is still the latest written: A again is a refresh, B again is not.
+  clock.now += 1min;
+  CHECK_FALSE(recorder.record(pod, EventType::Normal, "WaitingForBackend", "B"));
+  CHECK(recorder.record(pod, EventType::Normal, "WaitingForBackend", "A"));
+  recorder.start();
+  REQUIRE(recorder.flush(10s));
+  CHECK(latestMessage(api, "WaitingForBackend") == "A");
+  for (const auto& [name, event] : api.events()) {
+    CHECK(event["count"] == (event["message"] == "A" ? 2 : 1));
+  }
+  recorder.stop();
+}
+
+}  // namespace gvirtus

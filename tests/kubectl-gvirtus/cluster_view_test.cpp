@@ -4,9 +4,12 @@
 
 namespace {
 
+using gvirtus::kubectl_gvirtus::BackendPods;
 using gvirtus::kubectl_gvirtus::backendViews;
 using gvirtus::kubectl_gvirtus::explainPod;
 using gvirtus::kubectl_gvirtus::formatAge;
+using gvirtus::kubectl_gvirtus::indexBackendPods;
+using gvirtus::kubectl_gvirtus::PodEvents;
 using gvirtus::kubectl_gvirtus::PodExplanation;
 using gvirtus::kubectl_gvirtus::TimePoint;
 using gvirtus::kubectl_gvirtus::waitingViews;
@@ -14,6 +17,8 @@ using nlohmann::json;
 
 // 2026-11-22T10:00:00Z
 const TimePoint kNow = std::chrono::system_clock::from_time_t(1795341600);
+// No backend pods listed in gvirtus-system.
+const BackendPods kNone{"gvirtus-system", {}};
 
 json backendPod(const std::string& name, const std::string& node, const std::string& ip, bool ready,
                 const std::string& load) {
@@ -129,24 +134,27 @@ TEST_CASE("waiting pods: oldest first, with the latest reason from their Events"
             "2026-11-22T09:40:00Z"),
       event("other", "WaitingForBackend", "Waiting for a GVirtuS backend: elsewhere",
             "2026-11-22T09:50:00Z")};
-  auto waiting = waitingViews(pods, events, kNow);
+  auto waiting = waitingViews(pods, PodEvents(events), {}, kNow);
   REQUIRE(waiting.size() == 2);
   CHECK(waiting[0].name == "old");
   CHECK(waiting[0].age == std::chrono::minutes(30));
   CHECK(waiting[0].reason == "none of 1 backend can take the pod: 1 at maxSessions");
+  CHECK(waiting[0].reasonAge == std::chrono::minutes(20));
   CHECK(waiting[1].name == "young");
   CHECK_THAT(waiting[1].reason, Catch::Contains("no reason recorded yet"));
+  CHECK_FALSE(waiting[1].reasonAge);
 }
 
 TEST_CASE("why: a pod with a backend names it, its node and its load", "[view]") {
-  const auto backends = backendViews(
-      {backendPod("gvirtus-backend-a", "gpu-1", "10.0.0.5", true, kLoad)}, {}, 9999, kNow);
+  const std::vector<json> backendPods = {
+      backendPod("gvirtus-backend-a", "gpu-1", "10.0.0.5", true, kLoad)};
+  const auto backends = backendViews(backendPods, {}, 9999, kNow);
   json pod = assigned(gvirtusPod("team-a", "app", "2026-11-22T09:00:00Z"), "10.0.0.5:9999",
                       "gvirtus-system/gvirtus-backend-a");
   const std::vector<json> events = {
       event("app", "BackendAssigned", "Backend 10.0.0.5:9999", "2026-11-22T09:01:00Z"),
       event("app", "WaitingForBackend", "Waiting ...", "2026-11-22T09:00:01Z")};
-  auto e = explainPod(pod, events, backends, kNow);
+  auto e = explainPod(pod, events, backends, indexBackendPods(backendPods, "gvirtus-system"), kNow);
   CHECK(e.state == PodExplanation::State::Assigned);
   CHECK(e.summary ==
         "uses the GVirtuS backend 10.0.0.5:9999 (backend pod gvirtus-system/gvirtus-backend-a on "
@@ -160,12 +168,18 @@ TEST_CASE("why: a pod with a backend names it, its node and its load", "[view]")
 TEST_CASE("why: a backend pod that is gone, and a static backend", "[view]") {
   json pod = assigned(gvirtusPod("team-a", "app", "2026-11-22T09:00:00Z"), "10.0.0.9:9999",
                       "gvirtus-system/gone");
-  auto e = explainPod(pod, {}, {}, kNow);
-  CHECK(e.state == PodExplanation::State::Assigned);
-  CHECK_THAT(e.summary, Catch::Contains("no longer exists"));
+  auto e = explainPod(pod, {}, {}, kNone, kNow);
+  CHECK(e.state == PodExplanation::State::BackendLost);
+  CHECK(e.summary ==
+        "lost its GVirtuS backend 10.0.0.9:9999 (backend pod gvirtus-system/gone): the backend "
+        "pod no longer exists; done: nothing yet (the webhook's leader acts once the backend is "
+        "gone, or not Ready past its grace period)");
+  REQUIRE(e.lost);
   json staticPod =
       assigned(gvirtusPod("team-a", "app", "2026-11-22T09:00:00Z"), "192.0.2.1:9999", "");
-  CHECK_THAT(explainPod(staticPod, {}, {}, kNow).summary, Catch::Contains("static backend"));
+  auto s = explainPod(staticPod, {}, {}, kNone, kNow);
+  CHECK(s.state == PodExplanation::State::Assigned);
+  CHECK_THAT(s.summary, Catch::Contains("static backend"));
 }
 
 TEST_CASE("why: a waiting pod says why and for how long", "[view]") {
@@ -174,19 +188,92 @@ TEST_CASE("why: a waiting pod says why and for how long", "[view]") {
       pod,
       {event("app", "WaitingForBackend",
              "Waiting for a GVirtuS backend: no GVirtuS backend is ready", "2026-11-22T09:50:01Z")},
-      {}, kNow);
+      {}, kNone, kNow);
   CHECK(e.state == PodExplanation::State::Waiting);
   CHECK(e.summary ==
         "waits for a GVirtuS backend (scheduling gate gvirtus.io/backend, 10m): no GVirtuS "
-        "backend is ready");
+        "backend is ready (recorded 9m ago; backends now: 0 ready of 0)");
+}
+
+json readySince(json pod, const std::string& at) {
+  pod["status"]["conditions"][0]["lastTransitionTime"] = at;
+  return pod;
+}
+
+TEST_CASE("why: an old reason is not told as news when backends are ready now", "[view]") {
+  // Seen on a cluster: why said "no GVirtuS backend is ready" while status said
+  // "Backends: 2 ready of 2". The reason was recorded before the backends became Ready.
+  const std::vector<json> backendPods = {
+      readySince(backendPod("gvirtus-backend-a", "gpu-1", "10.0.0.5", true, ""),
+                 "2026-11-22T09:55:00Z"),
+      readySince(backendPod("gvirtus-backend-b", "gpu-2", "10.0.0.6", true, ""),
+                 "2026-11-22T09:58:00Z")};
+  const auto backends = backendViews(backendPods, {}, 9999, kNow);
+  const auto index = indexBackendPods(backendPods, "gvirtus-system");
+  json pod = gated(gvirtusPod("team-a", "app", "2026-11-22T09:50:00Z"));
+  const json none =
+      event("app", "WaitingForBackend",
+            "Waiting for a GVirtuS backend: no GVirtuS backend is ready", "2026-11-22T09:50:01Z");
+  auto e = explainPod(pod, {none}, backends, index, kNow);
+  CHECK(e.summary ==
+        "waits for a GVirtuS backend (scheduling gate gvirtus.io/backend, 10m): no GVirtuS "
+        "backend is ready (recorded 9m ago, before gvirtus-backend-b became Ready 2m ago: out of "
+        "date, no newer pass recorded (is a gvirtus-webhook replica leading, and do its "
+        "--backend-selector and --backend-namespace match the backend pods?); backends now: 2 "
+        "ready of 2)");
+
+  // Recorded while they were Ready: the webhook does not see them.
+  json late = none;
+  late["lastTimestamp"] = "2026-11-22T09:59:00Z";
+  CHECK_THAT(explainPod(pod, {late}, backends, index, kNow).summary,
+             Catch::Contains("no GVirtuS backend is ready (recorded 60s ago while backends were "
+                             "Ready: the webhook does not see them"));
+
+  // Another reason, recorded before a backend became Ready, may still hold: its age and the
+  // backends now are told next to it.
+  const json full = event("app", "WaitingForBackend",
+                          "Waiting for a GVirtuS backend: none of 2 backends can take the pod: 2 "
+                          "at maxSessions",
+                          "2026-11-22T09:56:00Z");
+  CHECK_THAT(explainPod(pod, {none, full}, backends, index, kNow).summary,
+             Catch::EndsWith("none of 2 backends can take the pod: 2 at maxSessions (recorded 4m "
+                             "ago, before gvirtus-backend-b became Ready 2m ago; backends now: 2 "
+                             "ready of 2)"));
+
+  // The status table marks it too.
+  const std::vector<json> events = {none};
+  auto waiting = waitingViews({pod}, PodEvents(events), backends, kNow);
+  REQUIRE(waiting.size() == 1);
+  CHECK(waiting[0].reason == "no GVirtuS backend is ready (out of date: 2 ready now)");
+}
+
+TEST_CASE("why: after A, B, A the latest reason is A, even within one second", "[view]") {
+  json pod = gated(gvirtusPod("team-a", "app", "2026-11-22T09:50:00Z"));
+  // The recorder refreshed A's Event (a patch: a later resourceVersion) in the second it
+  // wrote B's: lastTimestamp has whole seconds.
+  json a =
+      event("app", "WaitingForBackend", "Waiting for a GVirtuS backend: A", "2026-11-22T09:59:00Z");
+  a["metadata"]["resourceVersion"] = "1205";
+  a["count"] = 2;
+  json b =
+      event("app", "WaitingForBackend", "Waiting for a GVirtuS backend: B", "2026-11-22T09:59:00Z");
+  b["metadata"]["resourceVersion"] = "1198";
+  auto e = explainPod(pod, {a, b}, {}, kNone, kNow);
+  CHECK_THAT(e.summary, Catch::Contains("): A (recorded 60s ago"));
+  REQUIRE(e.events.size() == 2);
+  CHECK(e.events[1].message == "Waiting for a GVirtuS backend: A");
+  const std::vector<json> listed = {b, a};
+  auto waiting = waitingViews({pod}, PodEvents(listed), {}, kNow);
+  REQUIRE(waiting.size() == 1);
+  CHECK(waiting[0].reason == "A");
 }
 
 TEST_CASE("why: pods without the label, or labelled but never admitted", "[view]") {
   json plain = gvirtusPod("team-a", "plain", "2026-11-22T09:00:00Z");
   plain["metadata"]["labels"] = json::object();
-  CHECK(explainPod(plain, {}, {}, kNow).state == PodExplanation::State::NotGvirtus);
+  CHECK(explainPod(plain, {}, {}, kNone, kNow).state == PodExplanation::State::NotGvirtus);
   json missed = gvirtusPod("team-a", "missed", "2026-11-22T09:00:00Z");
-  auto e = explainPod(missed, {}, {}, kNow);
+  auto e = explainPod(missed, {}, {}, kNone, kNow);
   CHECK(e.state == PodExplanation::State::NoBackend);
   CHECK_THAT(e.summary, Catch::Contains("re-create it"));
 }

@@ -21,12 +21,15 @@ TEST_CASE("status: a summary line, the backends and the waiting pods", "[report]
   b.loadAge = std::chrono::seconds(12);
   b.pods = 3;
   b.heldMiB = 40960;
-  WaitingView w{"team-a", "train", std::chrono::minutes(5), "no GVirtuS backend is ready"};
-  const std::string text = statusText({b}, {w});
-  CHECK_THAT(text, Catch::StartsWith("Backends: 1 ready of 1, sessions 3/16; pods waiting: 1\n"));
+  WaitingView w{"team-a", "train", std::chrono::minutes(5), "no GVirtuS backend is ready",
+                std::chrono::minutes(4)};
+  const std::string text = statusText({b}, {w}, {}, std::chrono::system_clock::now());
+  CHECK_THAT(text, Catch::StartsWith("Backends: 1 ready of 1, sessions 3/16; pods waiting: 1; "
+                                     "pods with a lost backend: 0\n"));
   CHECK_THAT(text, Catch::Contains("gvirtus-backend-a   gpu-1   10.0.0.5:9999   yes     3/16       "
                                    "3      1      1.0/80.0Gi   40.0Gi     12%        12s"));
-  CHECK_THAT(text, Catch::Contains("team-a      train   5m        no GVirtuS backend is ready"));
+  CHECK_THAT(text, Catch::Contains("team-a      train   5m        4m ago        no GVirtuS backend "
+                                   "is ready"));
 
   auto j = toJson(b);
   CHECK(j["load"]["connections"] == 3);
@@ -34,6 +37,7 @@ TEST_CASE("status: a summary line, the backends and the waiting pods", "[report]
   CHECK(j["pods"] == 3);
   CHECK(j["gpuMemoryHeldMiB"] == 40960);
   CHECK(toJson(w)["waitingSeconds"] == 300);
+  CHECK(toJson(w)["reasonAgeSeconds"] == 240);
 }
 
 TEST_CASE("empty clusters say so", "[report]") {

@@ -54,12 +54,15 @@ expect no gvirtus-labeler get leases.coordination.k8s.io "$ns"
 
 say "gvirtus-webhook"
 # Pods and nodes through watch caches (list, watch), never one by one (get).
-for verb in list watch patch; do expect yes gvirtus-webhook "$verb" pods default; done
+# delete and status: the backend follower (narrowed by gvirtus-webhook-pod-deletes and
+# gvirtus-webhook-pods: tests/manifests/tenant_policy_test.sh).
+for verb in list watch patch delete; do expect yes gvirtus-webhook "$verb" pods default; done
 expect yes gvirtus-webhook list pods "$ns"
-for verb in get create update delete; do expect no gvirtus-webhook "$verb" pods default; done
+for verb in get create update deletecollection; do expect no gvirtus-webhook "$verb" pods default; done
 expect no gvirtus-webhook create "pods#eviction" default
 expect no gvirtus-webhook get "pods#log" default
-expect no gvirtus-webhook patch "pods#status" default
+expect yes gvirtus-webhook patch "pods#status" default
+expect no gvirtus-webhook update "pods#status" default
 for verb in list watch; do expect yes gvirtus-webhook "$verb" nodes; done
 expect no gvirtus-webhook get nodes
 expect no gvirtus-webhook patch nodes

@@ -215,6 +215,33 @@ webhook_pod=$(k get pods -n "$ns" -l app.kubernetes.io/name=gvirtus-webhook -o j
 refused "its own replica's image" $W "only GVirtuS pods" "$webhook" \
   patch pod "$webhook_pod" -n "$ns" --type=json -p '[{"op": "replace", "path": "/spec/containers/0/image", "value": "evil:1"}]'
 
+say "webhook as the backend follower: the condition gvirtus.io/BackendLost, deletes of owned pods"
+lost='{"status": {"conditions": [{"type": "gvirtus.io/BackendLost", "status": "True",
+  "reason": "BackendGone", "message": "backend pod gvirtus-system/be-1 is gone"}]}}'
+allowed "condition gvirtus.io/BackendLost of a GVirtuS pod" "$webhook" \
+  patch pod assigned/status -n "$tenant_ns" -p "$lost"
+refused "another condition of a pod" $W "only the condition gvirtus.io/BackendLost" "$webhook" \
+  patch pod assigned/status -n "$tenant_ns" -p '{"status": {"conditions": [{"type": "Ready", "status": "False"}]}}'
+refused "the phase of a pod" $W "only the condition gvirtus.io/BackendLost" "$webhook" \
+  patch pod assigned/status -n "$tenant_ns" -p '{"status": {"phase": "Failed"}}'
+k create configmap owner -n "$tenant_ns" >/dev/null
+owner_uid=$(k get configmap owner -n "$tenant_ns" -o jsonpath='{.metadata.uid}')
+owned() {
+  pod "$1" "$gv" "$assigned_annotations" '[]' | jq --arg uid "$owner_uid" --argjson controller "$2" \
+    '.metadata.ownerReferences = [{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+      "uid": $uid, "controller": $controller}]'
+}
+allowed "create an owned GVirtuS pod" "$tenant" create -f - < <(owned owned true)
+allowed "create a GVirtuS pod with an owner that is no controller" "$tenant" create -f - < <(owned loose false)
+D=gvirtus-webhook-pod-deletes
+refused "delete a bare GVirtuS pod" $D "no bare pod" "$webhook" delete pod assigned -n "$tenant_ns" --wait=false
+refused "delete a GVirtuS pod whose owner is no controller" $D "no bare pod" "$webhook" \
+  delete pod loose -n "$tenant_ns" --wait=false
+refused "delete a pod that is not a GVirtuS pod" $D "no other pod" "$webhook" \
+  delete pod plain -n "$tenant_ns" --wait=false
+refused "delete its own replica" $D "no other pod" "$webhook" delete pod "$webhook_pod" -n "$ns" --wait=false
+allowed "delete an owned GVirtuS pod given a backend pod" "$webhook" delete pod owned -n "$tenant_ns" --wait=false
+
 say "webhook as the backend autoscaler (overlays/autoscale's RBAC): the backend keys of nodes"
 k apply -f "$repo/overlays/autoscale/rbac.yaml" >/dev/null
 N=gvirtus-webhook-nodes

@@ -1,115 +1,24 @@
 // The waiting-pod controller's logic without an API server: which pods wait, in what
-// order they are released, how many a backend takes, the guarded release patch. The
-// controller on the real control plane is in waiting_pod_integration_test.cpp.
+// order they are released, how many a backend takes, the guarded release patch. Gangs are
+// in release_pass_gang_test.cpp, the controller on the real control plane in
+// waiting_pod_integration_test.cpp.
 #include "webhook/waiting_pod_controller.h"
-#include "webhook/names.h"
 
 #include <catch2/catch.hpp>
 #include <map>
 #include <mutex>
-#include <set>
 #include <thread>
 
 #include "webhook/fixtures.h"
+#include "webhook/names.h"
+#include "webhook/release_fixtures.h"
 
 using namespace gvirtus::webhook;
 using namespace gvirtus::webhook::testing;
+using namespace gvirtus::webhook::release_testing;
 using gvirtus::Error;
 using gvirtus::JsonPatch;
 using gvirtus::Result;
-
-namespace {
-
-// `pods` as a cache hands them out.
-std::vector<gvirtus::ObjectSnapshot> snapshotsOf(const std::vector<json>& pods) {
-  std::vector<gvirtus::ObjectSnapshot> out;
-  for (const auto& pod : pods)
-    out.push_back(std::make_shared<const json>(pod));
-  return out;
-}
-
-// A GVirtuS pod as the admission left it when no backend could take it: wired, and gated.
-json waitingPod(const std::string& name, const std::string& created,
-                json annotations = json::object(), const std::string& ns = "team-a") {
-  json pod = gvirtusPod();
-  REQUIRE(wirePod(pod, {}).has_value());
-  pod["metadata"]["name"] = name;
-  pod["metadata"]["namespace"] = ns;
-  pod["metadata"]["uid"] = "uid-" + ns + "-" + name;
-  pod["metadata"]["resourceVersion"] = "100";
-  pod["metadata"]["creationTimestamp"] = created;
-  annotations["gvirtus.io/backend-status"] = "waiting";
-  pod["metadata"]["annotations"] = annotations;
-  pod["spec"]["schedulingGates"] = json::array({{{"name", "gvirtus.io/backend"}}});
-  return pod;
-}
-
-// Five pods created a second apart, in a shuffled list.
-std::vector<json> fivePods() {
-  std::vector<json> pods;
-  for (int i : {3, 1, 5, 2, 4}) {
-    pods.push_back(
-        waitingPod("pod-" + std::to_string(i), "2026-11-22T10:00:0" + std::to_string(i) + "Z"));
-  }
-  return waitingPods(snapshotsOf(pods));
-}
-
-std::string nameOf(const json& pod) {
-  return pod["metadata"]["name"];
-}
-
-// A writer that applies each patch to its own copy of the pods, as the API server would,
-// and can be told to refuse some.
-struct FakeApi {
-  std::map<std::string, json> pods;
-  std::set<std::string> refuse;
-  std::vector<std::string> written;
-
-  explicit FakeApi(const std::vector<json>& from) {
-    for (const auto& pod : from) {
-      pods[nameOf(pod)] = pod;
-    }
-  }
-  ReleaseWriter writer() {
-    return [this](const json& pod, const JsonPatch& patch) -> Result<void> {
-      const std::string name = nameOf(pod);
-      if (refuse.contains(name)) {
-        return gvirtus::fail("Internal error", 500);
-      }
-      auto result = gvirtus::applyJsonPatch(pods.at(name), patch.toJson());
-      if (!result) {
-        return gvirtus::fail("testing value failed: " + result.error().message, 422);
-      }
-      pods[name] = *result;
-      written.push_back(name);
-      return {};
-    };
-  }
-};
-
-std::vector<std::string> released(const std::vector<PodOutcome>& outcomes) {
-  std::vector<std::string> out;
-  for (const auto& o : outcomes) {
-    if (o.kind == PodOutcome::Kind::Released) {
-      out.push_back(nameOf(o.pod));
-    }
-  }
-  return out;
-}
-
-std::map<std::string, std::string> waitingReasons(const std::vector<PodOutcome>& outcomes) {
-  std::map<std::string, std::string> out;
-  for (const auto& o : outcomes) {
-    if (o.kind == PodOutcome::Kind::Waiting) {
-      out[nameOf(o.pod)] = o.reason;
-    }
-  }
-  return out;
-}
-
-using Names = std::vector<std::string>;
-
-}  // namespace
 
 TEST_CASE("waiting pods are the gated ones and the oldest come first", "[waiting]") {
   json plain = gvirtusPod();
@@ -341,80 +250,6 @@ TEST_CASE("a pass stops between pods when asked to", "[waiting]") {
       stop.get_token());
   CHECK(outcomes.size() == 1);
   CHECK(api.written == Names{"pod-1"});
-}
-
-namespace {
-
-// Pods of one KAI PodGroup (annotation pod-group-name), created after a pod alone.
-std::vector<json> gangAndLoner(int members) {
-  std::vector<json> pods = {waitingPod("loner", "2026-11-22T10:00:00Z")};
-  for (int i = 1; i <= members; ++i) {
-    pods.push_back(waitingPod("gang-" + std::to_string(i),
-                              "2026-11-22T10:00:0" + std::to_string(i) + "Z",
-                              {{std::string(kPodGroupAnnotation), "trainers"}}));
-  }
-  return waitingPods(snapshotsOf(pods));
-}
-
-// The lookup the controller makes from the PodGroup: minMember, and members released before.
-GangLookup gangOfTrainers(int minMember, int others = 0) {
-  return [=](const json& pod) -> std::optional<Gang> {
-    if (!pod["metadata"]["annotations"].contains(std::string(kPodGroupAnnotation))) {
-      return std::nullopt;
-    }
-    return Gang{"team-a/trainers", minMember, others};
-  };
-}
-
-}  // namespace
-
-TEST_CASE("a gang with fewer free sessions than members is not released at all", "[waiting]") {
-  BackendChooser chooser;
-  const auto pods = gangAndLoner(3);
-  FakeApi api(pods);
-  // Three sessions: the loner (oldest) takes one, the gang of three needs three.
-  auto outcomes = releaseWaitingPods(pods, {backend("10.0.0.1", 0, 3)}, chooser, {}, api.writer(),
-                                     {}, gangOfTrainers(3));
-  CHECK(released(outcomes) == Names{"loner"});
-  const auto reasons = waitingReasons(outcomes);
-  REQUIRE(reasons.size() == 3);
-  CHECK(reasons.at("gang-1") ==
-        "gang team-a/trainers is released whole and only 2 of its 3 waiting pods can get a "
-        "backend (none of 1 backend can take the pod: 1 at maxSessions)");
-  CHECK(reasons.at("gang-3") == reasons.at("gang-1"));
-  // What was chosen for the first two members was given back.
-  CHECK(chooser.recentAssignments("10.0.0.1:9999") == 1);
-  CHECK(api.written == Names{"loner"});
-}
-
-TEST_CASE("a gang is released whole, in one pass, when the last session appears", "[waiting]") {
-  BackendChooser chooser;
-  const auto pods = gangAndLoner(3);
-  FakeApi api(pods);
-  auto outcomes = releaseWaitingPods(pods, {backend("10.0.0.1", 0, 2)}, chooser, {}, api.writer(),
-                                     {}, gangOfTrainers(3));
-  CHECK(released(outcomes) == Names{"loner"});
-  std::vector<json> rest = {api.pods.at("gang-1"), api.pods.at("gang-2"), api.pods.at("gang-3")};
-  outcomes = releaseWaitingPods(rest, {backend("10.0.0.1", 0, 2), backend("10.0.0.2", 0, 2)},
-                                chooser, {}, api.writer(), {}, gangOfTrainers(3));
-  CHECK(released(outcomes) == Names{"gang-1", "gang-2", "gang-3"});
-  CHECK(api.written.size() == 4);
-}
-
-TEST_CASE("a gang waits for its missing members, counting those released before", "[waiting]") {
-  BackendChooser chooser;
-  const auto pods = gangAndLoner(2);
-  FakeApi api(pods);
-  auto outcomes = releaseWaitingPods(pods, {backend("10.0.0.1", 0, 16)}, chooser, {}, api.writer(),
-                                     {}, gangOfTrainers(3));
-  CHECK(released(outcomes) == Names{"loner"});
-  CHECK(waitingReasons(outcomes).at("gang-2") == "gang team-a/trainers has 2 of its 3 pods");
-  CHECK(chooser.recentAssignments("10.0.0.1:9999") == 1);
-  // One member was released earlier (a late pod joining a running gang): the two go.
-  outcomes = releaseWaitingPods({api.pods.at("gang-1"), api.pods.at("gang-2")},
-                                {backend("10.0.0.1", 0, 16)}, chooser, {}, api.writer(), {},
-                                gangOfTrainers(3, 1));
-  CHECK(released(outcomes) == Names{"gang-1", "gang-2"});
 }
 
 TEST_CASE("a gated pod the webhook never wired is refused, not released", "[waiting]") {

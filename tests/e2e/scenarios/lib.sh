@@ -115,3 +115,24 @@ finish() {
   say "FAILED: $failures checks"
   exit 1
 }
+
+# start_log_collector DIR: every line every container of the test namespace logs, with its
+# time, appended to DIR/POD.log about every second until stop_log_collector (a restarted
+# container's lines are read with --previous before they are lost; a deleted pod's stay).
+start_log_collector() {
+  local dir=$1
+  (
+    while :; do
+      for pod in $(k get pods -n "$test_ns" -o 'jsonpath={.items[*].metadata.name}' 2>/dev/null); do
+        k logs -n "$test_ns" "$pod" --timestamps >>"$dir/$pod.log" 2>/dev/null || true
+        k logs -n "$test_ns" "$pod" --timestamps --previous >>"$dir/$pod.log" 2>/dev/null || true
+      done
+      sleep 1
+    done
+  ) &
+  log_collector=$!
+}
+stop_log_collector() {
+  [ -z "${log_collector:-}" ] || kill "$log_collector" 2>/dev/null || true
+  log_collector=""
+}

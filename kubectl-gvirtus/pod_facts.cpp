@@ -1,0 +1,85 @@
+#include "kubectl-gvirtus/pod_facts.h"
+
+#include <algorithm>
+
+#include "common/json_access.h"
+#include "common/labels.h"
+#include "common/time_text.h"
+
+namespace gvirtus::kubectl_gvirtus {
+
+using nlohmann::json;
+
+std::string annotationOf(const json& object, std::string_view key) {
+  return stringAt(object, {"metadata", "annotations", key});
+}
+
+std::string labelOf(const json& object, std::string_view key) {
+  return stringAt(object, {"metadata", "labels", key});
+}
+
+std::optional<TimePoint> timeAt(const json& object, std::initializer_list<std::string_view> path) {
+  auto parsed = parseRfc3339(stringAt(object, path));
+  return parsed ? std::optional(*parsed) : std::nullopt;
+}
+
+std::chrono::seconds since(std::optional<TimePoint> then, TimePoint now) {
+  if (!then || *then > now) {
+    return std::chrono::seconds(0);
+  }
+  return std::chrono::duration_cast<std::chrono::seconds>(now - *then);
+}
+
+const json* conditionOf(const json& pod, std::string_view type) {
+  const json* conditions = memberAt(pod, {"status", "conditions"});
+  if (conditions == nullptr || !conditions->is_array()) {
+    return nullptr;
+  }
+  auto it = std::find_if(conditions->begin(), conditions->end(),
+                         [&](const json& c) { return stringAt(c, {"type"}) == type; });
+  return it == conditions->end() ? nullptr : &*it;
+}
+
+bool isReady(const json& pod) {
+  const json* ready = conditionOf(pod, "Ready");
+  return ready != nullptr && stringAt(*ready, {"status"}) == "True";
+}
+
+std::optional<TimePoint> readyChangedAt(const json& pod) {
+  const json* ready = conditionOf(pod, "Ready");
+  return ready == nullptr ? std::nullopt : timeAt(*ready, {"lastTransitionTime"});
+}
+
+bool isGated(const json& pod) {
+  const json* gates = memberAt(pod, {"spec", "schedulingGates"});
+  if (gates == nullptr || !gates->is_array()) {
+    return false;
+  }
+  return std::any_of(gates->begin(), gates->end(),
+                     [](const json& g) { return stringAt(g, {"name"}) == names::kSchedulingGate; });
+}
+
+bool isFinished(const json& pod) {
+  const std::string phase = stringAt(pod, {"status", "phase"});
+  return phase == "Succeeded" || phase == "Failed";
+}
+
+bool isDeleting(const json& pod) {
+  return !stringAt(pod, {"metadata", "deletionTimestamp"}).empty();
+}
+
+std::string formatAge(std::chrono::seconds age) {
+  const int64_t s = age.count();
+  if (s < 120) {
+    return std::to_string(s) + "s";
+  }
+  if (s < 2 * 3600) {
+    return std::to_string(s / 60) + "m";
+  }
+  if (s < 2 * 86400) {
+    return std::to_string(s / 3600) + "h";
+  }
+  return std::to_string(s / 86400) + "d";
+}
+
+}  // namespace gvirtus::kubectl_gvirtus

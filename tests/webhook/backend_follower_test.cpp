@@ -1,0 +1,255 @@
+// The backend follower without an API server: its caches are FakeObjectCaches, its writes
+// go to a recorder that, like the API server and the watch after it, applies them to the
+// pod in the cache. On real nodes: tests/e2e/real/scenarios/74-backend-replaced.sh.
+#include "webhook/backend_follower.h"
+
+#include <catch2/catch.hpp>
+#include <mutex>
+#include <thread>
+
+#include "common/time_text.h"
+#include "support/cluster_env.h"
+#include "support/fake_object_cache.h"
+#include "webhook/metrics.h"
+
+using namespace gvirtus::webhook;
+using gvirtus::MetricsRegistry;
+using gvirtus::Result;
+using gvirtus::testing::eventually;
+using gvirtus::testing::FakeObjectCache;
+using gvirtus::testing::metricValue;
+using nlohmann::json;
+
+namespace {
+
+json backendPod(const std::string& name, const std::string& ip, const char* ready = "True") {
+  return {{"metadata", {{"name", name}, {"namespace", "gvirtus-system"}}},
+          {"status",
+           {{"phase", "Running"},
+            {"podIP", ip},
+            {"conditions", json::array({{{"type", "Ready"},
+                                         {"status", ready},
+                                         {"lastTransitionTime", "2026-11-26T11:00:00Z"}}})}}}};
+}
+
+json frontend(const std::string& name, bool owned) {
+  json pod = {{"metadata",
+               {{"name", name},
+                {"namespace", "team-a"},
+                {"uid", "uid-" + name},
+                {"labels", {{"gvirtus.io/enabled", "true"}}},
+                {"annotations",
+                 {{"gvirtus.io/backend", "10.0.0.1:9999"},
+                  {"gvirtus.io/backend-pod", "gvirtus-system/be-1"}}}}},
+              {"status", {{"phase", "Running"}, {"podIP", "10.1.0.5"}}}};
+  if (owned) {
+    pod["metadata"]["ownerReferences"] =
+        json::array({{{"kind", "ReplicaSet"}, {"name", "web-1"}, {"controller", true}}});
+  }
+  return pod;
+}
+
+// The API server's side: deletes mark the pod deleting (the kubelet ends it later), status
+// patches merge the condition by type; both reach the cache as the watch would bring them.
+struct FakeApi {
+  explicit FakeApi(FakeObjectCache& cache) : pods(cache) {}
+
+  FakeObjectCache& pods;
+  std::mutex mutex;
+  std::vector<std::string> deletes;  // "namespace/name uid"
+  std::vector<json> statuses;
+  int failDeletes = 0;
+  int failStatus = 500;
+
+  FollowerApi api() {
+    FollowerApi out;
+    out.deletePod = [this](const std::string& ns, const std::string& name,
+                           const std::string& uid) -> Result<void> {
+      json stored;
+      {
+        std::lock_guard lock(mutex);
+        if (failDeletes > 0) {
+          --failDeletes;
+          return gvirtus::fail("refused", failStatus);
+        }
+        auto pod = pods.get(ns, name);
+        if (!pod) {
+          return gvirtus::fail("not found", 404);
+        }
+        if ((*pod)["metadata"].value("uid", "") != uid) {
+          return gvirtus::fail("precondition failed: UID", 409);
+        }
+        deletes.push_back(ns + "/" + name + " " + uid);
+        stored = *pod;
+        stored["metadata"]["deletionTimestamp"] = "2026-11-26T12:00:00Z";
+      }
+      pods.put(stored);
+      return {};
+    };
+    out.patchStatus = [this](const std::string& ns, const std::string& name,
+                             const std::string& text) -> Result<void> {
+      json stored;
+      {
+        std::lock_guard lock(mutex);
+        json patch = json::parse(text);
+        statuses.push_back(patch);
+        auto pod = pods.get(ns, name);
+        if (!pod) {
+          return gvirtus::fail("not found", 404);
+        }
+        stored = *pod;
+        stored["status"]["conditions"] = patch["status"]["conditions"];
+      }
+      pods.put(stored);
+      return {};
+    };
+    return out;
+  }
+  size_t deleteCount() {
+    std::lock_guard lock(mutex);
+    return deletes.size();
+  }
+  size_t statusCount() {
+    std::lock_guard lock(mutex);
+    return statuses.size();
+  }
+};
+
+std::string condition(const FakeObjectCache& pods, const std::string& name) {
+  auto pod = pods.get("team-a", name);
+  return pod ? backendLostCondition(*pod) : "(no pod)";
+}
+
+struct Fixture {
+  FakeObjectCache backends, frontends;
+  FakeApi api{frontends};
+  MetricsRegistry registry;
+  WebhookMetrics metrics{registry};
+  TimePoint now = *gvirtus::parseRfc3339("2026-11-26T11:00:10Z");
+  BackendFollower follower{backends,
+                           frontends,
+                           api.api(),
+                           nullptr,
+                           &metrics,
+                           BackendFollowerOptions{.grace = std::chrono::seconds(30),
+                                                  .backoffInitial = std::chrono::milliseconds(20),
+                                                  .backoffMax = std::chrono::milliseconds(100),
+                                                  .now = [this] { return now; }}};
+
+  Fixture() {
+    backends.start();
+    frontends.start();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a pod with an owner whose backend pod is gone is deleted for its owner",
+          "[backend-follower]") {
+  Fixture f;
+  f.frontends.put(frontend("web-a", true));
+  f.backends.put(backendPod("be-1", "10.0.0.1"));
+  REQUIRE(f.follower.sync("team-a/web-a"));
+  CHECK(f.api.deleteCount() == 0);  // serving: left alone
+
+  f.backends.remove("gvirtus-system", "be-1");
+  REQUIRE(f.follower.sync("team-a/web-a"));
+  REQUIRE(f.api.deleteCount() == 1);
+  CHECK(f.api.deletes[0] == "team-a/web-a uid-web-a");  // only that pod, by its UID
+  CHECK(f.api.statusCount() == 0);
+  CHECK(metricValue(f.registry.render(),
+                    R"(gvirtus_webhook_backend_lost_pods_total{action="recreated"})") == 1);
+
+  // Being deleted now: nothing more, however often asked.
+  REQUIRE(f.follower.sync("team-a/web-a"));
+  CHECK(f.api.deleteCount() == 1);
+}
+
+TEST_CASE("a pod replaced under its name meanwhile is not deleted", "[backend-follower]") {
+  Fixture f;
+  f.frontends.put(frontend("db-0", true));
+  json replaced = frontend("db-0", true);
+  replaced["metadata"]["uid"] = "uid-new";
+  // The cache still holds the old pod; the API server has the new one.
+  f.api.failDeletes = 1;
+  f.api.failStatus = 409;
+  auto synced = f.follower.sync("team-a/db-0");
+  CHECK(synced);
+  CHECK(f.api.deleteCount() == 0);
+  // A refused delete of another kind comes back as an error, to be retried.
+  f.api.failDeletes = 1;
+  f.api.failStatus = 500;
+  CHECK_FALSE(f.follower.sync("team-a/db-0"));
+  CHECK(metricValue(f.registry.render(),
+                    R"(gvirtus_webhook_backend_lost_pods_total{action="failed"})") == 1);
+}
+
+TEST_CASE("a bare pod whose backend went away is marked once, never deleted",
+          "[backend-follower]") {
+  Fixture f;
+  f.frontends.put(frontend("lonely", false));
+  f.backends.put(backendPod("be-1", "10.0.0.9"));  // a new address
+  REQUIRE(f.follower.sync("team-a/lonely"));
+  CHECK(f.api.deleteCount() == 0);
+  REQUIRE(f.api.statusCount() == 1);
+  const json& set = f.api.statuses[0]["status"]["conditions"][0];
+  CHECK(set["type"] == "gvirtus.io/BackendLost");
+  CHECK(set["status"] == "True");
+  CHECK(set["reason"] == "BackendGone");
+  CHECK(set["message"].get<std::string>().find("new address 10.0.0.9") != std::string::npos);
+  CHECK(condition(f.frontends, "lonely") == "True");
+
+  // Marked: not again.
+  REQUIRE(f.follower.sync("team-a/lonely"));
+  CHECK(f.api.statusCount() == 1);
+  CHECK(metricValue(f.registry.render(),
+                    R"(gvirtus_webhook_backend_lost_pods_total{action="marked"})") == 1);
+}
+
+TEST_CASE("a backend back at the same address within the grace keeps its pods",
+          "[backend-follower]") {
+  Fixture f;
+  f.frontends.put(frontend("web-a", true));
+  f.frontends.put(frontend("lonely", false));
+  f.backends.put(backendPod("be-1", "10.0.0.1", "False"));  // not ready since 11:00:00
+
+  // 10 s into the 30 s grace: nothing done, a look again when it runs out.
+  auto synced = f.follower.sync("team-a/web-a");
+  REQUIRE(synced);
+  REQUIRE(synced->requeueAfter);
+  CHECK(*synced->requeueAfter == std::chrono::seconds(20));
+  CHECK(f.api.deleteCount() == 0);
+
+  // Ready again: nothing moved.
+  f.backends.put(backendPod("be-1", "10.0.0.1", "True"));
+  f.now += std::chrono::seconds(60);
+  REQUIRE(f.follower.sync("team-a/web-a"));
+  REQUIRE(f.follower.sync("team-a/lonely"));
+  CHECK(f.api.deleteCount() == 0);
+  CHECK(f.api.statusCount() == 0);
+
+  // Not ready past the grace: moved; the bare pod marked, and unmarked when it serves again.
+  f.backends.put(backendPod("be-1", "10.0.0.1", "False"));
+  REQUIRE(f.follower.sync("team-a/web-a"));
+  REQUIRE(f.follower.sync("team-a/lonely"));
+  CHECK(f.api.deleteCount() == 1);
+  CHECK(condition(f.frontends, "lonely") == "True");
+  CHECK(f.api.statuses.back()["status"]["conditions"][0]["reason"] == "BackendNotReady");
+  f.backends.put(backendPod("be-1", "10.0.0.1", "True"));
+  REQUIRE(f.follower.sync("team-a/lonely"));
+  CHECK(condition(f.frontends, "lonely") == "False");
+}
+
+TEST_CASE("the leader acts when the backend pod goes, without being asked", "[backend-follower]") {
+  Fixture f;
+  f.backends.put(backendPod("be-1", "10.0.0.1"));
+  for (const char* name : {"web-a", "web-b", "web-c"}) {
+    f.frontends.put(frontend(name, true));
+  }
+  f.frontends.put(frontend("lonely", false));
+  std::jthread leader([&f](std::stop_token stop) { f.follower.run(stop); });
+  f.backends.remove("gvirtus-system", "be-1");
+  REQUIRE(eventually([&] { return f.api.deleteCount() == 3; }));
+  REQUIRE(eventually([&] { return condition(f.frontends, "lonely") == "True"; }));
+  CHECK(f.api.deleteCount() == 3);
+}

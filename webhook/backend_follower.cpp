@@ -1,0 +1,303 @@
+#include "webhook/backend_follower.h"
+
+#include <vector>
+
+#include "common/json_access.h"
+#include "common/kube_resource.h"
+#include "common/log.h"
+#include "common/time_text.h"
+#include "webhook/metrics.h"
+#include "webhook/names.h"
+#include "webhook/pod_fields.h"
+
+namespace gvirtus::webhook {
+namespace {
+
+using nlohmann::json;
+
+// Deletes to different pods go this many at a time: a backend with hundreds of pods is
+// left behind in seconds, within the client's rate limit.
+constexpr int kWorkers = 4;
+constexpr auto kSyncPoll = std::chrono::milliseconds(200);
+
+std::pair<std::string, std::string> splitKey(const std::string& key) {
+  const size_t slash = key.find('/');
+  if (slash == std::string::npos) {
+    return {"", key};
+  }
+  return {key.substr(0, slash), key.substr(slash + 1)};
+}
+
+// What of a backend pod decides for its pods: a load report (every few seconds) does not.
+struct BackendFacts {
+  std::string ip;
+  std::string ready;
+  bool deleting = false;
+  bool operator==(const BackendFacts&) const = default;
+};
+
+BackendFacts factsOf(const json& pod) {
+  BackendFacts facts{podIpv4(pod), "", memberAt(pod, {"metadata", "deletionTimestamp"}) != nullptr};
+  const json* conditions = memberAt(pod, {"status", "conditions"});
+  for (size_t i = 0; conditions != nullptr && conditions->is_array() && i < conditions->size();
+       ++i) {
+    if (stringAt((*conditions)[i], {"type"}) == "Ready") {
+      facts.ready = stringAt((*conditions)[i], {"status"});
+    }
+  }
+  return facts;
+}
+
+}  // namespace
+
+FollowerApi followerApi(KubeClient& client) {
+  FollowerApi api;
+  api.deletePod = [&client](const std::string& ns, const std::string& name,
+                            const std::string& uid) {
+    return client.remove(resources::kPods, ns, name, uid);
+  };
+  api.patchStatus = [&client](const std::string& ns, const std::string& name,
+                              const std::string& patch) -> Result<void> {
+    WriteOptions status;
+    status.subresource = "status";
+    auto patched =
+        client.patch(resources::kPods, ns, name, PatchType::StrategicMerge, patch, status);
+    if (!patched) {
+      return fail(patched.error());
+    }
+    return {};
+  };
+  return api;
+}
+
+BackendFollower::BackendFollower(ObjectCache& backendPods, ObjectCache& frontendPods,
+                                 FollowerApi api, EventRecorder* events, WebhookMetrics* metrics,
+                                 BackendFollowerOptions options)
+    : backendPods_(backendPods),
+      frontendPods_(frontendPods),
+      api_(std::move(api)),
+      events_(events),
+      metrics_(metrics),
+      options_(std::move(options)) {
+  frontendPods_.addHandlers(
+      {.onAdd = [this](const json& pod) { frontendChanged(nullptr, &pod); },
+       .onUpdate = [this](const json& old, const json& now) { frontendChanged(&old, &now); },
+       .onDelete = [this](const json& pod) { frontendChanged(&pod, nullptr); }});
+  backendPods_.addHandlers({.onAdd = [this](const json& pod) { backendChanged(pod); },
+                            .onUpdate =
+                                [this](const json& old, const json& now) {
+                                  if (factsOf(old) != factsOf(now)) {
+                                    backendChanged(now);
+                                  }
+                                },
+                            .onDelete = [this](const json& pod) { backendChanged(pod); }});
+}
+
+TimePoint BackendFollower::now() const {
+  return options_.now ? options_.now() : std::chrono::system_clock::now();
+}
+
+void BackendFollower::frontendChanged(const json* old, const json* now) {
+  auto before = old != nullptr ? followedBackend(*old) : std::nullopt;
+  auto after = now != nullptr ? followedBackend(*now) : std::nullopt;
+  const std::string pod = cacheKey(now != nullptr ? *now : *old);
+  {
+    std::lock_guard lock(mutex_);
+    if (before && (!after || before->backendPod != after->backendPod)) {
+      if (auto it = followers_.find(before->backendPod); it != followers_.end()) {
+        it->second.erase(pod);
+        if (it->second.empty()) {
+          followers_.erase(it);
+        }
+      }
+    }
+    if (after) {
+      followers_[after->backendPod].insert(pod);
+    }
+  }
+  // A pod that follows a backend now, or whose condition may have to go back: any change
+  // of one (most are status updates) costs one look at two cached objects.
+  if (after || (now != nullptr && backendLostCondition(*now) == "True")) {
+    enqueue(pod);
+  }
+}
+
+void BackendFollower::backendChanged(const json& backend) {
+  std::vector<std::string> pods;
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = followers_.find(cacheKey(backend)); it != followers_.end()) {
+      pods.assign(it->second.begin(), it->second.end());
+    }
+  }
+  for (const auto& pod : pods) {
+    enqueue(pod);
+  }
+}
+
+void BackendFollower::enqueue(const std::string& pod) {
+  std::lock_guard lock(mutex_);
+  if (controller_) {
+    controller_->enqueue(pod);
+  }
+}
+
+void BackendFollower::enqueueAll() {
+  std::vector<std::string> pods;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [backend, followers] : followers_) {
+      pods.insert(pods.end(), followers.begin(), followers.end());
+    }
+  }
+  for (const auto& pod : pods) {
+    enqueue(pod);
+  }
+}
+
+Result<SyncResult> BackendFollower::sync(const std::string& key) {
+  const auto [ns, name] = splitKey(key);
+  const ObjectSnapshot pod = frontendPods_.get(ns, name);
+  if (!pod) {
+    return SyncResult{};
+  }
+  const auto followed = followedBackend(*pod);
+  if (!followed) {
+    return SyncResult{};
+  }
+  const auto [backendNs, backendName] = splitKey(followed->backendPod);
+  const ObjectSnapshot backend = backendPods_.get(backendNs, backendName);
+  const TimePoint at = now();
+  const BackendLoss loss = backendLoss(*followed, backend.get(), at, options_.grace);
+  switch (loss.kind) {
+    case BackendLoss::Kind::kServing:
+      if (backendLostCondition(*pod) == "True") {
+        if (auto set = setCondition(
+                *pod, false, "BackendServing",
+                "backend pod " + followed->backendPod + " serves again at " + followed->ip);
+            !set) {
+          return fail(set.error());
+        }
+      }
+      return SyncResult{};
+    case BackendLoss::Kind::kWaiting: {
+      const Duration left = std::chrono::duration_cast<Duration>(*loss.recheckAt - at);
+      return SyncResult{std::max<Duration>(left, std::chrono::seconds(1))};
+    }
+    case BackendLoss::Kind::kGone:
+    case BackendLoss::Kind::kNotReady:
+      break;
+  }
+  const std::string owner = controllingOwner(*pod);
+  if (!owner.empty()) {
+    if (auto done = recreate(*pod, owner, loss.why); !done) {
+      return fail(done.error());
+    }
+    return SyncResult{};
+  }
+  if (backendLostCondition(*pod) == "True") {
+    return SyncResult{};  // marked before: the Event was written then
+  }
+  const std::string reason =
+      loss.kind == BackendLoss::Kind::kGone ? "BackendGone" : "BackendNotReady";
+  if (auto set = setCondition(*pod, true, reason, loss.why); !set) {
+    return fail(set.error());
+  }
+  if (metrics_ != nullptr) {
+    metrics_->backendLost("marked");
+  }
+  if (events_ != nullptr) {
+    events_->record(referenceTo(*pod, "v1", "Pod"), EventType::Warning, names::kBackendLostReason,
+                    loss.why +
+                        "; this pod has no owner to recreate it and its containers keep the old "
+                        "address: delete it, and create it again for a new backend");
+  }
+  log::warn("a bare GVirtuS pod lost its backend; marked, not deleted",
+            {{"pod", key}, {"why", loss.why}});
+  return SyncResult{};
+}
+
+Result<void> BackendFollower::recreate(const json& pod, const std::string& owner,
+                                       const std::string& why) {
+  const std::string key = cacheKey(pod);
+  auto deleted =
+      api_.deletePod(stringAt(pod, {"metadata", "namespace"}), stringAt(pod, {"metadata", "name"}),
+                     stringAt(pod, {"metadata", "uid"}));
+  if (!deleted) {
+    // Gone already, or a new pod under the name (a StatefulSet's): nothing left to do.
+    if (deleted.error().isNotFound() || deleted.error().isConflict()) {
+      return {};
+    }
+    if (metrics_ != nullptr) {
+      metrics_->backendLost("failed");
+    }
+    return fail(deleted.error().context("delete pod " + key + " for its owner to recreate"));
+  }
+  if (metrics_ != nullptr) {
+    metrics_->backendLost("recreated");
+  }
+  if (events_ != nullptr) {
+    events_->record(referenceTo(pod, "v1", "Pod"), EventType::Normal,
+                    names::kBackendLostRecreatedReason,
+                    why + "; deleted so that its " + owner +
+                        " creates a new pod, which is given a live backend");
+  }
+  log::info("deleted a GVirtuS pod whose backend went away, for its owner to recreate",
+            {{"pod", key}, {"owner", owner}, {"why", why}});
+  return {};
+}
+
+Result<void> BackendFollower::setCondition(const json& pod, bool lost, const std::string& reason,
+                                           const std::string& message) {
+  const json patch = {
+      {"status",
+       {{"conditions", json::array({{{"type", names::kBackendLostCondition},
+                                     {"status", lost ? "True" : "False"},
+                                     {"reason", reason},
+                                     {"message", message},
+                                     {"lastTransitionTime", formatRfc3339(now())}}})}}}};
+  auto patched = api_.patchStatus(stringAt(pod, {"metadata", "namespace"}),
+                                  stringAt(pod, {"metadata", "name"}), patch.dump());
+  if (!patched) {
+    if (patched.error().isNotFound()) {
+      return {};
+    }
+    if (metrics_ != nullptr && lost) {
+      metrics_->backendLost("failed");
+    }
+    return fail(patched.error().context(
+        "set condition " + std::string(names::kBackendLostCondition) + " of pod " + cacheKey(pod)));
+  }
+  return {};
+}
+
+void BackendFollower::run(std::stop_token stop) {
+  auto controller =
+      std::make_shared<Controller>(ControllerOptions{.name = "backend-follower",
+                                                     .workers = kWorkers,
+                                                     .backoffInitial = options_.backoffInitial,
+                                                     .backoffMax = options_.backoffMax,
+                                                     .syncPoll = kSyncPoll},
+                                   [this](const std::string& pod) { return sync(pod); });
+  {
+    std::lock_guard lock(mutex_);
+    controller_ = controller;
+  }
+  log::info("backend follower started", {{"grace", formatDuration(options_.grace)}});
+  // Every following pod once, when this replica starts leading with synced caches: a
+  // backend may have gone while no replica led.
+  controller->run(stop, [this] {
+    if (!backendPods_.hasSynced() || !frontendPods_.hasSynced()) {
+      return false;
+    }
+    enqueueAll();
+    return true;
+  });
+  {
+    std::lock_guard lock(mutex_);
+    controller_.reset();
+  }
+  log::info("backend follower stopped");
+}
+
+}  // namespace gvirtus::webhook

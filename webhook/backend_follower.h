@@ -1,0 +1,110 @@
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <stop_token>
+#include <string>
+
+#include "common/controller.h"
+#include "common/duration.h"
+#include "common/error.h"
+#include "common/event_recorder.h"
+#include "common/kube_client.h"
+#include "common/object_cache.h"
+#include "webhook/backend_loss.h"
+
+// The backend follower (issue 39): GVirtuS pods follow their backend. A pod's
+// properties.json names the address it was given at release, and a container restarted
+// in the same pod reads the same file: when its backend pod is gone, has a new address, or
+// has not been ready for a grace period, the pod must not run on against that address.
+//
+// What it does, once per pod and backend (webhook/backend_loss.h decides):
+// - a pod with a controlling owner (ReplicaSet, Job, StatefulSet, ...) is deleted, with
+//   its UID as a precondition, so that the owner creates a new pod; that pod goes through
+//   admission and the waiting-pod controller like any other and gets a live backend.
+//   Its Event BackendLostRecreated says why.
+// - a bare pod, which nothing would recreate, is never deleted: it gets the condition
+//   gvirtus.io/BackendLost=True and a Warning Event BackendLost telling its owner to delete
+//   it. The condition goes back to False if the backend serves again at the same address.
+//
+// Why not rewrite the pod's address in place: the kubelet refreshes a projected downward-
+// API file on its own schedule, after the pod update reaches it, while a crashed container
+// restarts at once the first time. A container restarted in between would read the old
+// address. A new pod has its address written before its first container starts (the
+// gate is removed in the same patch), so the race cannot be lost.
+namespace gvirtus::webhook {
+
+class WebhookMetrics;
+
+// The follower's writes, passed as functions so that it runs in a unit test without HTTP.
+struct FollowerApi {
+  // DELETE of a pod, only if it still has `uid` (a precondition).
+  std::function<Result<void>(const std::string& ns, const std::string& name,
+                             const std::string& uid)>
+      deletePod;
+  // A strategic merge patch of a pod's status (its conditions).
+  std::function<Result<void>(const std::string& ns, const std::string& name,
+                             const std::string& patch)>
+      patchStatus;
+};
+FollowerApi followerApi(KubeClient& client);
+
+struct BackendFollowerOptions {
+  // How long a backend pod may be not ready (or terminating past its deadline) before its
+  // pods are moved: a backend restarted in its pod comes back within seconds.
+  Duration grace = std::chrono::seconds(30);
+  Duration backoffInitial = std::chrono::seconds(1);
+  Duration backoffMax = std::chrono::seconds(60);
+  std::function<TimePoint()> now;  // default: the system clock
+};
+
+// On the shared controller loop (common/controller.h), one key per GVirtuS pod
+// ("namespace/name"). A change of a backend pod (gone, a new address, readiness, deletion)
+// queues the pods that follow it; a change of a pod queues that pod; gaining leadership
+// queues every pod that follows a backend. Pods are indexed by the backend pod they follow
+// on every replica (the handlers run whether or not this one leads).
+class BackendFollower {
+ public:
+  // Adds its handlers to both caches, which must not have started: `backendPods` (the
+  // backend pods, whole) and `frontendPods` (the GVirtuS pods, frontendFields()).
+  // `events` and `metrics` may be null. All must outlive the follower.
+  BackendFollower(ObjectCache& backendPods, ObjectCache& frontendPods, FollowerApi api,
+                  EventRecorder* events, WebhookMetrics* metrics,
+                  BackendFollowerOptions options = {});
+
+  // The leader's work: runs until `stop`. May run again after it returned.
+  void run(std::stop_token stop);
+
+  // Acts on one GVirtuS pod ("namespace/name") as backendLoss() decides; asks to be synced
+  // again when the decision waits on time (a grace running out).
+  Result<SyncResult> sync(const std::string& pod);
+
+ private:
+  void frontendChanged(const nlohmann::json* old, const nlohmann::json* now);
+  void backendChanged(const nlohmann::json& pod);
+  void enqueue(const std::string& pod);
+  void enqueueAll();
+  Result<void> recreate(const nlohmann::json& pod, const std::string& owner,
+                        const std::string& why);
+  Result<void> setCondition(const nlohmann::json& pod, bool lost, const std::string& reason,
+                            const std::string& message);
+  TimePoint now() const;
+
+  ObjectCache& backendPods_;
+  ObjectCache& frontendPods_;
+  const FollowerApi api_;
+  EventRecorder* events_;
+  WebhookMetrics* metrics_;
+  const BackendFollowerOptions options_;
+
+  std::mutex mutex_;
+  std::shared_ptr<Controller> controller_;  // while run() runs
+  // By backend pod ("namespace/name"): the GVirtuS pods that follow it.
+  std::map<std::string, std::set<std::string>> followers_;
+};
+
+}  // namespace gvirtus::webhook

@@ -1,0 +1,131 @@
+#include "webhook/backend_loss.h"
+
+#include "common/json_access.h"
+#include "common/time_text.h"
+#include "webhook/names.h"
+#include "webhook/pod_fields.h"
+#include "webhook/waiting_pod_controller.h"
+
+namespace gvirtus::webhook {
+namespace {
+
+using nlohmann::json;
+
+// The IP of "IP:PORT"; "" for anything else.
+std::string endpointIp(const std::string& endpoint) {
+  const size_t colon = endpoint.rfind(':');
+  return colon == std::string::npos ? std::string() : endpoint.substr(0, colon);
+}
+
+// The pod's Ready condition: whether true, and since when it is what it is.
+struct Readiness {
+  bool ready = false;
+  std::optional<TimePoint> since;
+};
+
+Readiness readiness(const json& pod) {
+  const json* conditions = memberAt(pod, {"status", "conditions"});
+  for (size_t i = 0; conditions != nullptr && conditions->is_array() && i < conditions->size();
+       ++i) {
+    const json& condition = (*conditions)[i];
+    if (stringAt(condition, {"type"}) == "Ready") {
+      Readiness out;
+      out.ready = stringAt(condition, {"status"}) == "True";
+      if (auto since = parseRfc3339(stringAt(condition, {"lastTransitionTime"}))) {
+        out.since = *since;
+      }
+      return out;
+    }
+  }
+  return {};
+}
+
+BackendLoss waitUntil(TimePoint at) {
+  return BackendLoss{BackendLoss::Kind::kWaiting, "", at};
+}
+
+}  // namespace
+
+std::optional<FollowedBackend> followedBackend(const json& pod) {
+  if (stringAt(pod, {"metadata", "labels", kEnabledLabel}) != "true" || isWaiting(pod) ||
+      memberAt(pod, {"metadata", "deletionTimestamp"}) != nullptr) {
+    return std::nullopt;
+  }
+  const std::string phase = stringAt(pod, {"status", "phase"});
+  if (phase == "Succeeded" || phase == "Failed") {
+    return std::nullopt;
+  }
+  FollowedBackend followed{
+      stringAt(pod, {"metadata", "annotations", kBackendPodAnnotation}),
+      endpointIp(stringAt(pod, {"metadata", "annotations", kBackendAnnotation}))};
+  if (followed.backendPod.empty() || followed.ip.empty()) {
+    return std::nullopt;
+  }
+  return followed;
+}
+
+BackendLoss backendLoss(const FollowedBackend& followed, const json* backend, TimePoint now,
+                        Duration grace) {
+  const std::string name = "backend pod " + followed.backendPod;
+  if (backend == nullptr) {
+    return {BackendLoss::Kind::kGone, name + " is gone", std::nullopt};
+  }
+  const std::string ip = podIpv4(*backend);
+  if (!ip.empty() && ip != followed.ip) {
+    return {BackendLoss::Kind::kGone,
+            name + " has a new address " + ip + " (this pod was given " + followed.ip + ")",
+            std::nullopt};
+  }
+  if (memberAt(*backend, {"metadata", "deletionTimestamp"}) != nullptr) {
+    auto deadline = parseRfc3339(stringAt(*backend, {"metadata", "deletionTimestamp"}));
+    if (!deadline || now < *deadline + grace) {
+      // Draining: its delete event, or the deadline, brings the pod back.
+      return waitUntil(deadline ? *deadline + grace : now + grace);
+    }
+    return {BackendLoss::Kind::kGone,
+            name + " is stuck terminating (its node may be lost) past its grace period",
+            std::nullopt};
+  }
+  const Readiness ready = readiness(*backend);
+  if (ready.ready && !ip.empty()) {
+    return {};
+  }
+  // Not ready since the condition last changed; without one (a pod just created under the
+  // old name), since it was created.
+  TimePoint since = now;
+  if (ready.since) {
+    since = *ready.since;
+  } else if (auto created = parseRfc3339(stringAt(*backend, {"metadata", "creationTimestamp"}))) {
+    since = *created;
+  }
+  if (now < since + grace) {
+    return waitUntil(since + grace);
+  }
+  return {BackendLoss::Kind::kNotReady,
+          name + " has not been ready for " + formatDuration(grace) + " or more", std::nullopt};
+}
+
+std::string controllingOwner(const json& pod) {
+  const json* owners = memberAt(pod, {"metadata", "ownerReferences"});
+  for (size_t i = 0; owners != nullptr && owners->is_array() && i < owners->size(); ++i) {
+    const json& owner = (*owners)[i];
+    const json* controller = member(owner, "controller");
+    if (controller != nullptr && *controller == true) {
+      return stringAt(owner, {"kind"}) + " " + stringAt(owner, {"name"});
+    }
+  }
+  return "";
+}
+
+std::string backendLostCondition(const json& pod) {
+  const json* conditions = memberAt(pod, {"status", "conditions"});
+  for (size_t i = 0; conditions != nullptr && conditions->is_array() && i < conditions->size();
+       ++i) {
+    if (stringAt((*conditions)[i], {"type"}) == names::kBackendLostCondition) {
+      return stringAt((*conditions)[i], {"status"});
+    }
+  }
+  return "";
+}
+
+}  // namespace gvirtus::webhook

@@ -1,0 +1,65 @@
+#pragma once
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "common/duration.h"
+
+// Whether a GVirtuS pod has lost its backend (issue 39): the decision behind the backend
+// follower (webhook/backend_follower.h), pure so that it is tested without a cluster.
+namespace gvirtus::webhook {
+
+using TimePoint = std::chrono::system_clock::time_point;
+
+// What a released GVirtuS pod was given: the backend pod ("namespace/name") and the address
+// written into its properties.json.
+struct FollowedBackend {
+  std::string backendPod;
+  std::string ip;
+
+  bool operator==(const FollowedBackend&) const = default;
+};
+
+// The backend a pod follows, when it has one to lose: labelled gvirtus.io/enabled=true;
+// released (no scheduling gate gvirtus.io/backend); given a backend pod and an address by
+// the webhook; not finished; not being deleted. nullopt otherwise (a static backend names
+// no pod: nothing to follow).
+std::optional<FollowedBackend> followedBackend(const nlohmann::json& pod);
+
+struct BackendLoss {
+  enum class Kind {
+    kServing,   // ready at the address the pod was given: nothing to do
+    kWaiting,   // not ready or draining, within its grace: look again at `recheckAt`
+    kGone,      // no such pod, another address, or stuck terminating
+    kNotReady,  // not ready for longer than the grace
+  };
+  Kind kind = Kind::kServing;
+  std::string why;  // for Events and conditions: "backend pod gvirtus-system/b-1 is gone"
+  std::optional<TimePoint> recheckAt;
+};
+
+// Decides on `backend` (the cache's backend pod, null when there is none of that name) for a
+// pod that was given `followed`, at `now`:
+// - absent, or at another address than the pod was given: gone at once. A new pod that
+//   took the name (a StatefulSet's) or an address reused by another pod serve other
+//   sessions; the pod's properties.json names neither.
+// - being deleted (a DaemonSet rollout, a node drain): its shim drains, and its sessions
+//   run until they end or --drain-timeout; the pods are left alone until it is gone, or
+//   `grace` past its deletion deadline (a lost node's pod stays terminating forever).
+// - not ready (no address yet, the backend restarting in its pod): lost once it has been
+//   so for `grace` (since the Ready condition's lastTransitionTime). A backend back at the
+//   same address within the grace keeps its sessions; nothing is moved.
+BackendLoss backendLoss(const FollowedBackend& followed, const nlohmann::json* backend,
+                        TimePoint now, Duration grace);
+
+// The name of the pod's controlling owner ("ReplicaSet web-5d8f"), empty for a bare pod:
+// its owner creates a new pod when this one is deleted.
+std::string controllingOwner(const nlohmann::json& pod);
+
+// The status of the pod's condition gvirtus.io/BackendLost ("True", "False"), empty when it
+// has none.
+std::string backendLostCondition(const nlohmann::json& pod);
+
+}  // namespace gvirtus::webhook
