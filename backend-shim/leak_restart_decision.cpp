@@ -1,31 +1,15 @@
 #include "backend-shim/leak_restart_decision.h"
 
 #include "common/json_access.h"
+#include "common/pod_status.h"
 
 namespace gvirtus::backend_shim {
-namespace {
-
-bool readyCondition(const nlohmann::json& pod) {
-  const nlohmann::json* conditions = memberAt(pod, {"status", "conditions"});
-  if (conditions == nullptr || !conditions->is_array()) {
-    return false;
-  }
-  for (const auto& condition : *conditions) {
-    if (stringAt(condition, {"type"}) == "Ready") {
-      return stringAt(condition, {"status"}) == "True";
-    }
-  }
-  return false;
-}
-
-}  // namespace
-
 BackendPod backendPodFrom(const nlohmann::json& pod) {
   BackendPod out;
   out.name = stringAt(pod, {"metadata", "name"});
   const bool terminating = memberAt(pod, {"metadata", "deletionTimestamp"}) != nullptr &&
                            !memberAt(pod, {"metadata", "deletionTimestamp"})->is_null();
-  out.ready = readyCondition(pod) && !stringAt(pod, {"status", "podIP"}).empty() && !terminating;
+  out.ready = podReady(pod) && !podIpv4(pod).empty() && !terminating;
   return out;
 }
 

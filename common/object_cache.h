@@ -4,6 +4,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gvirtus {
@@ -26,6 +27,9 @@ using ObjectSnapshot = std::shared_ptr<const nlohmann::json>;
 // The store key of an object: "namespace/name", or "name" when it has no namespace.
 std::string cacheKey(const nlohmann::json& object);
 std::string cacheKey(const std::string& ns, const std::string& name);
+// The namespace and name of a store key (client-go's SplitMetaNamespaceKey); the namespace
+// is empty for "name".
+std::pair<std::string, std::string> splitCacheKey(const std::string& key);
 
 // What a controller uses of a cache of one kind of object (client-go's informer + lister).
 // ResourceCache is the one that lists and watches the API server; a unit test hands a

@@ -5,6 +5,7 @@
 
 #include "common/json_access.h"
 #include "common/labels.h"
+#include "common/pod_status.h"
 #include "webhook/cluster_backend_source.h"
 
 namespace gvirtus::kubectl_gvirtus {
@@ -58,18 +59,18 @@ std::vector<BackendView> backendViews(const std::vector<json>& backendPods,
   }
   std::vector<BackendView> out;
   for (const auto& pod : backendPods) {
-    if (isDeleting(pod) && !isReady(pod)) {
+    if (isDeleting(pod) && !podReady(pod)) {
       continue;  // going away
     }
     BackendView view;
     view.ns = stringAt(pod, {"metadata", "namespace"});
     view.name = stringAt(pod, {"metadata", "name"});
     view.node = stringAt(pod, {"spec", "nodeName"});
-    const std::string ip = stringAt(pod, {"status", "podIP"});
+    const std::string ip = podIpv4(pod);
     view.endpoint = ip.empty() ? "" : ip + ":" + std::to_string(port);
-    view.ready = isReady(pod) && !ip.empty();
+    view.ready = podReady(pod) && !ip.empty();
     if (view.ready) {
-      view.readySince = readyChangedAt(pod);
+      view.readySince = podReadySince(pod);
     }
     if (const std::string text = annotationOf(pod, names::kLoadAnnotation); !text.empty()) {
       if (auto load = webhook::parseBackendLoad(text)) {

@@ -5,6 +5,7 @@
 
 #include "common/json_access.h"
 #include "common/labels.h"
+#include "common/pod_status.h"
 
 namespace gvirtus::kubectl_gvirtus {
 namespace {
@@ -35,16 +36,16 @@ std::optional<std::pair<LostView::Problem, std::string>> problemOf(const json* b
   if (backendPod == nullptr) {
     return std::pair(Problem::Gone, std::string("the backend pod no longer exists"));
   }
-  const std::string ip = stringAt(*backendPod, {"status", "podIP"});
+  const std::string ip = podIpv4(*backendPod);
   if (ip != ipOf(endpoint)) {
     return std::pair(Problem::Gone, ip.empty() ? "the backend pod has no IP now"
                                                : "the backend pod is at " + ip + " now");
   }
-  if (isReady(*backendPod)) {
+  if (podReady(*backendPod)) {
     return std::nullopt;
   }
   std::string detail = "the backend pod is not Ready";
-  if (auto changed = readyChangedAt(*backendPod)) {
+  if (auto changed = podReadySince(*backendPod)) {
     detail += " for " + formatAge(since(changed, now));
   }
   if (isDeleting(*backendPod)) {
@@ -89,7 +90,7 @@ std::optional<LostView> lostBackend(const json& pod, const BackendPods& backends
   view.backend = endpoint;
   view.backendPod = ref;
   view.deleting = isDeleting(pod);
-  if (const json* c = conditionOf(pod, names::kBackendLostCondition);
+  if (const json* c = podCondition(pod, names::kBackendLostCondition);
       c != nullptr && stringAt(*c, {"status"}) == "True") {
     view.condition = stringAt(*c, {"reason"}) + ": " + stringAt(*c, {"message"});
   }

@@ -30,26 +30,6 @@ std::chrono::seconds since(std::optional<TimePoint> then, TimePoint now) {
   return std::chrono::duration_cast<std::chrono::seconds>(now - *then);
 }
 
-const json* conditionOf(const json& pod, std::string_view type) {
-  const json* conditions = memberAt(pod, {"status", "conditions"});
-  if (conditions == nullptr || !conditions->is_array()) {
-    return nullptr;
-  }
-  auto it = std::find_if(conditions->begin(), conditions->end(),
-                         [&](const json& c) { return stringAt(c, {"type"}) == type; });
-  return it == conditions->end() ? nullptr : &*it;
-}
-
-bool isReady(const json& pod) {
-  const json* ready = conditionOf(pod, "Ready");
-  return ready != nullptr && stringAt(*ready, {"status"}) == "True";
-}
-
-std::optional<TimePoint> readyChangedAt(const json& pod) {
-  const json* ready = conditionOf(pod, "Ready");
-  return ready == nullptr ? std::nullopt : timeAt(*ready, {"lastTransitionTime"});
-}
-
 bool isGated(const json& pod) {
   const json* gates = memberAt(pod, {"spec", "schedulingGates"});
   if (gates == nullptr || !gates->is_array()) {

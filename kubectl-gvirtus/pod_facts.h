@@ -23,14 +23,6 @@ std::optional<TimePoint> timeAt(const nlohmann::json& object,
 // How long ago `then` was; 0 when unknown or in the future.
 std::chrono::seconds since(std::optional<TimePoint> then, TimePoint now);
 
-// The pod's status condition of `type`; null without one.
-const nlohmann::json* conditionOf(const nlohmann::json& pod, std::string_view type);
-
-// Condition Ready is "True".
-bool isReady(const nlohmann::json& pod);
-// When the Ready condition last changed (its lastTransitionTime).
-std::optional<TimePoint> readyChangedAt(const nlohmann::json& pod);
-
 // Behind the scheduling gate gvirtus.io/backend.
 bool isGated(const nlohmann::json& pod);
 // Phase Succeeded or Failed.

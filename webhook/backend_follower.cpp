@@ -20,32 +20,16 @@ using nlohmann::json;
 constexpr int kWorkers = 4;
 constexpr auto kSyncPoll = std::chrono::milliseconds(200);
 
-std::pair<std::string, std::string> splitKey(const std::string& key) {
-  const size_t slash = key.find('/');
-  if (slash == std::string::npos) {
-    return {"", key};
-  }
-  return {key.substr(0, slash), key.substr(slash + 1)};
-}
-
 // What of a backend pod decides for its pods: a load report (every few seconds) does not.
 struct BackendFacts {
   std::string ip;
-  std::string ready;
+  bool ready = false;
   bool deleting = false;
   bool operator==(const BackendFacts&) const = default;
 };
 
 BackendFacts factsOf(const json& pod) {
-  BackendFacts facts{podIpv4(pod), "", memberAt(pod, {"metadata", "deletionTimestamp"}) != nullptr};
-  const json* conditions = memberAt(pod, {"status", "conditions"});
-  for (size_t i = 0; conditions != nullptr && conditions->is_array() && i < conditions->size();
-       ++i) {
-    if (stringAt((*conditions)[i], {"type"}) == "Ready") {
-      facts.ready = stringAt((*conditions)[i], {"status"});
-    }
-  }
-  return facts;
+  return {podIpv4(pod), podReady(pod), memberAt(pod, {"metadata", "deletionTimestamp"}) != nullptr};
 }
 
 }  // namespace
@@ -97,12 +81,23 @@ TimePoint BackendFollower::now() const {
   return options_.now ? options_.now() : std::chrono::system_clock::now();
 }
 
+std::optional<FollowedBackend> BackendFollower::followed(const json& pod) const {
+  auto followed = followedBackend(pod);
+  if (!followed || !followed->backendPod.starts_with(options_.backendNamespace + "/")) {
+    return std::nullopt;
+  }
+  return followed;
+}
+
 void BackendFollower::frontendChanged(const json* old, const json* now) {
-  auto before = old != nullptr ? followedBackend(*old) : std::nullopt;
-  auto after = now != nullptr ? followedBackend(*now) : std::nullopt;
+  auto before = old != nullptr ? followed(*old) : std::nullopt;
+  auto after = now != nullptr ? followed(*now) : std::nullopt;
   const std::string pod = cacheKey(now != nullptr ? *now : *old);
   {
     std::lock_guard lock(mutex_);
+    if (now == nullptr) {
+      acted_.erase(stringAt(*old, {"metadata", "uid"}));
+    }
     if (before && (!after || before->backendPod != after->backendPod)) {
       if (auto it = followers_.find(before->backendPod); it != followers_.end()) {
         it->second.erase(pod);
@@ -156,25 +151,32 @@ void BackendFollower::enqueueAll() {
 }
 
 Result<SyncResult> BackendFollower::sync(const std::string& key) {
-  const auto [ns, name] = splitKey(key);
+  const auto [ns, name] = splitCacheKey(key);
   const ObjectSnapshot pod = frontendPods_.get(ns, name);
   if (!pod) {
     return SyncResult{};
   }
-  const auto followed = followedBackend(*pod);
-  if (!followed) {
+  const auto given = followed(*pod);
+  if (!given) {
     return SyncResult{};
   }
-  const auto [backendNs, backendName] = splitKey(followed->backendPod);
+  const auto [backendNs, backendName] = splitCacheKey(given->backendPod);
   const ObjectSnapshot backend = backendPods_.get(backendNs, backendName);
   const TimePoint at = now();
-  const BackendLoss loss = backendLoss(*followed, backend.get(), at, options_.grace);
+  const auto created = parseRfc3339(stringAt(*pod, {"metadata", "creationTimestamp"}));
+  const BackendLoss loss =
+      backendLoss(*given, backend.get(), created.value_or(TimePoint{}), at, options_.grace);
+  const std::string uid = stringAt(*pod, {"metadata", "uid"});
   switch (loss.kind) {
     case BackendLoss::Kind::kServing:
       if (backendLostCondition(*pod) == "True") {
-        if (auto set = setCondition(
-                *pod, false, "BackendServing",
-                "backend pod " + followed->backendPod + " serves again at " + followed->ip);
+        {
+          std::lock_guard lock(mutex_);
+          acted_.erase(uid);
+        }
+        if (auto set =
+                setCondition(*pod, false, "BackendServing",
+                             "backend pod " + given->backendPod + " serves again at " + given->ip);
             !set) {
           return fail(set.error());
         }
@@ -188,11 +190,19 @@ Result<SyncResult> BackendFollower::sync(const std::string& key) {
     case BackendLoss::Kind::kNotReady:
       break;
   }
+  {
+    std::lock_guard lock(mutex_);
+    if (acted_.contains(uid)) {
+      return SyncResult{};  // deleted or marked; the watch has not brought it yet
+    }
+  }
   const std::string owner = controllingOwner(*pod);
   if (!owner.empty()) {
     if (auto done = recreate(*pod, owner, loss.why); !done) {
       return fail(done.error());
     }
+    std::lock_guard lock(mutex_);
+    acted_.insert(uid);
     return SyncResult{};
   }
   if (backendLostCondition(*pod) == "True") {
@@ -202,6 +212,10 @@ Result<SyncResult> BackendFollower::sync(const std::string& key) {
       loss.kind == BackendLoss::Kind::kGone ? "BackendGone" : "BackendNotReady";
   if (auto set = setCondition(*pod, true, reason, loss.why); !set) {
     return fail(set.error());
+  }
+  {
+    std::lock_guard lock(mutex_);
+    acted_.insert(uid);
   }
   if (metrics_ != nullptr) {
     metrics_->backendLost("marked");

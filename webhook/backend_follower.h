@@ -54,9 +54,14 @@ struct FollowerApi {
 FollowerApi followerApi(KubeClient& client);
 
 struct BackendFollowerOptions {
+  // The backend pods' namespace (--backend-namespace): a pod that names a backend pod
+  // elsewhere (an older installation's) is left alone, never taken for one whose backend
+  // is gone.
+  std::string backendNamespace = "gvirtus-system";
   // How long a backend pod may be not ready (or terminating past its deadline) before its
-  // pods are moved: a backend restarted in its pod comes back within seconds.
-  Duration grace = std::chrono::seconds(30);
+  // pods are moved: a backend restarted in its pod is back within seconds, and its startup
+  // probe allows a minute; a node's brief NotReady (a kubelet restart) is no loss either.
+  Duration grace = std::chrono::seconds(90);
   Duration backoffInitial = std::chrono::seconds(1);
   Duration backoffMax = std::chrono::seconds(60);
   std::function<TimePoint()> now;  // default: the system clock
@@ -84,6 +89,8 @@ class BackendFollower {
   Result<SyncResult> sync(const std::string& pod);
 
  private:
+  // followedBackend(), for a backend pod of options_.backendNamespace only.
+  std::optional<FollowedBackend> followed(const nlohmann::json& pod) const;
   void frontendChanged(const nlohmann::json* old, const nlohmann::json* now);
   void backendChanged(const nlohmann::json& pod);
   void enqueue(const std::string& pod);
@@ -105,6 +112,9 @@ class BackendFollower {
   std::shared_ptr<Controller> controller_;  // while run() runs
   // By backend pod ("namespace/name"): the GVirtuS pods that follow it.
   std::map<std::string, std::set<std::string>> followers_;
+  // The UIDs of the pods deleted or marked: until the watch brings the change, a sync does
+  // not act on one again. Forgotten when the pod is.
+  std::set<std::string> acted_;
 };
 
 }  // namespace gvirtus::webhook

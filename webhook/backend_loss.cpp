@@ -1,6 +1,7 @@
 #include "webhook/backend_loss.h"
 
 #include "common/json_access.h"
+#include "common/pod_status.h"
 #include "common/time_text.h"
 #include "webhook/names.h"
 #include "webhook/pod_fields.h"
@@ -15,29 +16,6 @@ using nlohmann::json;
 std::string endpointIp(const std::string& endpoint) {
   const size_t colon = endpoint.rfind(':');
   return colon == std::string::npos ? std::string() : endpoint.substr(0, colon);
-}
-
-// The pod's Ready condition: whether true, and since when it is what it is.
-struct Readiness {
-  bool ready = false;
-  std::optional<TimePoint> since;
-};
-
-Readiness readiness(const json& pod) {
-  const json* conditions = memberAt(pod, {"status", "conditions"});
-  for (size_t i = 0; conditions != nullptr && conditions->is_array() && i < conditions->size();
-       ++i) {
-    const json& condition = (*conditions)[i];
-    if (stringAt(condition, {"type"}) == "Ready") {
-      Readiness out;
-      out.ready = stringAt(condition, {"status"}) == "True";
-      if (auto since = parseRfc3339(stringAt(condition, {"lastTransitionTime"}))) {
-        out.since = *since;
-      }
-      return out;
-    }
-  }
-  return {};
 }
 
 BackendLoss waitUntil(TimePoint at) {
@@ -64,10 +42,13 @@ std::optional<FollowedBackend> followedBackend(const json& pod) {
   return followed;
 }
 
-BackendLoss backendLoss(const FollowedBackend& followed, const json* backend, TimePoint now,
-                        Duration grace) {
+BackendLoss backendLoss(const FollowedBackend& followed, const json* backend, TimePoint created,
+                        TimePoint now, Duration grace) {
   const std::string name = "backend pod " + followed.backendPod;
   if (backend == nullptr) {
+    if (now < created + kAbsentSettle) {
+      return waitUntil(created + kAbsentSettle);
+    }
     return {BackendLoss::Kind::kGone, name + " is gone", std::nullopt};
   }
   const std::string ip = podIpv4(*backend);
@@ -86,17 +67,17 @@ BackendLoss backendLoss(const FollowedBackend& followed, const json* backend, Ti
             name + " is stuck terminating (its node may be lost) past its grace period",
             std::nullopt};
   }
-  const Readiness ready = readiness(*backend);
-  if (ready.ready && !ip.empty()) {
+  if (podReady(*backend) && !ip.empty()) {
     return {};
   }
   // Not ready since the condition last changed; without one (a pod just created under the
   // old name), since it was created.
   TimePoint since = now;
-  if (ready.since) {
-    since = *ready.since;
-  } else if (auto created = parseRfc3339(stringAt(*backend, {"metadata", "creationTimestamp"}))) {
-    since = *created;
+  if (auto readySince = podReadySince(*backend)) {
+    since = *readySince;
+  } else if (auto backendCreated =
+                 parseRfc3339(stringAt(*backend, {"metadata", "creationTimestamp"}))) {
+    since = *backendCreated;
   }
   if (now < since + grace) {
     return waitUntil(since + grace);
@@ -110,22 +91,24 @@ std::string controllingOwner(const json& pod) {
   for (size_t i = 0; owners != nullptr && owners->is_array() && i < owners->size(); ++i) {
     const json& owner = (*owners)[i];
     const json* controller = member(owner, "controller");
-    if (controller != nullptr && *controller == true) {
-      return stringAt(owner, {"kind"}) + " " + stringAt(owner, {"name"});
+    if (controller == nullptr || *controller != true) {
+      continue;
     }
+    const std::string kind = stringAt(owner, {"kind"});
+    for (const char* replacing :
+         {"ReplicaSet", "ReplicationController", "StatefulSet", "Job", "DaemonSet"}) {
+      if (kind == replacing) {
+        return kind + " " + stringAt(owner, {"name"});
+      }
+    }
+    return "";
   }
   return "";
 }
 
 std::string backendLostCondition(const json& pod) {
-  const json* conditions = memberAt(pod, {"status", "conditions"});
-  for (size_t i = 0; conditions != nullptr && conditions->is_array() && i < conditions->size();
-       ++i) {
-    if (stringAt((*conditions)[i], {"type"}) == names::kBackendLostCondition) {
-      return stringAt((*conditions)[i], {"status"});
-    }
-  }
-  return "";
+  const json* condition = podCondition(pod, names::kBackendLostCondition);
+  return condition != nullptr ? stringAt(*condition, {"status"}) : "";
 }
 
 }  // namespace gvirtus::webhook

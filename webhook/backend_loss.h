@@ -41,21 +41,26 @@ struct BackendLoss {
 };
 
 // Decides on `backend` (the cache's backend pod, null when there is none of that name) for a
-// pod that was given `followed`, at `now`:
+// pod that was given `followed` and created at `created`, at `now`:
 // - absent, or at another address than the pod was given: gone at once. A new pod that
 //   took the name (a StatefulSet's) or an address reused by another pod serve other
-//   sessions; the pod's properties.json names neither.
+//   sessions; the pod's properties.json names neither. Absent only counts once the pod
+//   is kAbsentSettle old: either webhook replica admits pods, and the leader's cache may
+//   not have listed a backend pod the other replica just gave out.
 // - being deleted (a DaemonSet rollout, a node drain): its shim drains, and its sessions
 //   run until they end or --drain-timeout; the pods are left alone until it is gone, or
 //   `grace` past its deletion deadline (a lost node's pod stays terminating forever).
 // - not ready (no address yet, the backend restarting in its pod): lost once it has been
 //   so for `grace` (since the Ready condition's lastTransitionTime). A backend back at the
 //   same address within the grace keeps its sessions; nothing is moved.
+inline constexpr Duration kAbsentSettle = std::chrono::seconds(10);
 BackendLoss backendLoss(const FollowedBackend& followed, const nlohmann::json* backend,
-                        TimePoint now, Duration grace);
+                        TimePoint created, TimePoint now, Duration grace);
 
-// The name of the pod's controlling owner ("ReplicaSet web-5d8f"), empty for a bare pod:
-// its owner creates a new pod when this one is deleted.
+// The pod's controlling owner ("ReplicaSet web-5d8f") when it is one of the workload
+// controllers that create a new pod when one of theirs is deleted (ReplicaSet,
+// ReplicationController, StatefulSet, Job, DaemonSet); empty otherwise. An Argo Workflow or
+// a Spark driver owns its pods too, but does not replace them: such a pod counts as bare.
 std::string controllingOwner(const nlohmann::json& pod);
 
 // The status of the pod's condition gvirtus.io/BackendLost ("True", "False"), empty when it

@@ -2,6 +2,7 @@
 
 #include "common/json_access.h"
 #include "common/log.h"
+#include "common/pod_status.h"
 #include "common/strings.h"
 #include "common/time_text.h"
 #include "webhook/names.h"
@@ -11,20 +12,6 @@ namespace gvirtus::webhook {
 namespace {
 
 using nlohmann::json;
-
-bool isReady(const json& pod) {
-  const json* status = member(pod, "status");
-  const json* conditions = status != nullptr ? member(*status, "conditions") : nullptr;
-  if (conditions == nullptr || !conditions->is_array()) {
-    return false;
-  }
-  for (const auto& condition : *conditions) {
-    if (stringAt(condition, {"type"}) == "Ready") {
-      return stringAt(condition, {"status"}) == "True";
-    }
-  }
-  return false;
-}
 
 // A finished pod holds nothing on its backend any more.
 bool finished(const json& pod) {
@@ -74,7 +61,7 @@ std::optional<std::pair<std::string, AssignedPod>> assignedPod(const json& pod) 
 
 std::optional<Backend> backendFromPod(const json& pod, const json* node, int port) {
   const json* metadata = member(pod, "metadata");
-  if (metadata == nullptr || member(*metadata, "deletionTimestamp") != nullptr || !isReady(pod)) {
+  if (metadata == nullptr || member(*metadata, "deletionTimestamp") != nullptr || !podReady(pod)) {
     return std::nullopt;
   }
   Backend backend;

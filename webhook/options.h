@@ -43,7 +43,7 @@ struct Options {
   Duration leaderElectRetryPeriod = std::chrono::seconds(2);
   // How long a backend pod may be not ready before the pods given it are moved
   // (webhook/backend_follower.h); 0 turns the backend follower off.
-  Duration backendLostGrace = std::chrono::seconds(30);
+  Duration backendLostGrace = std::chrono::seconds(90);
   std::vector<std::string> plugins;
   size_t maxRequestBytes = 3 * 1024 * 1024;
   // The API client of the waiting-pod controller: releasing 1,000 waiting pods within 5s

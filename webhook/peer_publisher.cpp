@@ -21,14 +21,6 @@ constexpr int kWorkers = 4;
 // How often run() looks again while the caches have not synced yet.
 constexpr auto kSyncPoll = std::chrono::milliseconds(200);
 
-std::pair<std::string, std::string> splitKey(const std::string& key) {
-  const size_t slash = key.find('/');
-  if (slash == std::string::npos) {
-    return {"", key};
-  }
-  return {key.substr(0, slash), key.substr(slash + 1)};
-}
-
 // The value a backend pod carries; nullopt when absent (never published).
 std::optional<std::string> carriedPeers(const json& pod) {
   const json* value = memberAt(pod, {"metadata", "annotations", kPeersAnnotation});
@@ -118,7 +110,7 @@ void PeerPublisher::enqueueAll() {
 }
 
 Result<bool> PeerPublisher::sync(const std::string& backendPod) {
-  const auto [ns, name] = splitKey(backendPod);
+  const auto [ns, name] = splitCacheKey(backendPod);
   const ObjectSnapshot pod = backendPods_.get(ns, name);
   if (!pod) {
     std::lock_guard lock(mutex_);
@@ -142,7 +134,7 @@ Result<bool> PeerPublisher::sync(const std::string& backendPod) {
   std::vector<ObjectSnapshot> frontends;
   frontends.reserve(claiming.size());
   for (const auto& key : claiming) {
-    const auto [podNs, podName] = splitKey(key);
+    const auto [podNs, podName] = splitCacheKey(key);
     frontends.push_back(frontendPods_.get(podNs, podName));
   }
   const std::vector<std::string> peers = backendPeers(*pod, frontends, options_.port);

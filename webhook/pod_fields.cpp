@@ -8,22 +8,6 @@ namespace gvirtus::webhook {
 
 using nlohmann::json;
 
-std::string podIpv4(const json& pod) {
-  std::string ip = stringAt(pod, {"status", "podIP"});
-  if (isDottedIpv4(ip)) {
-    return ip;
-  }
-  // An IPv6-first dual-stack pod: its IPv4 address is in podIPs.
-  const json* ips = memberAt(pod, {"status", "podIPs"});
-  for (size_t i = 0; ips != nullptr && ips->is_array() && i < ips->size(); ++i) {
-    ip = stringAt((*ips)[i], {"ip"});
-    if (isDottedIpv4(ip)) {
-      return ip;
-    }
-  }
-  return "";
-}
-
 json frontendFields(json pod) {
   json kept = {{"metadata", json::object()}};
   json& metadata = kept["metadata"];

@@ -155,6 +155,7 @@ int run(const Options& options) {
   // gvirtus.io/peers of backend pods (static backends are none), where the controller runs.
   std::unique_ptr<PeerPublisher> peers;
   // Pods whose backend pod went away are recreated or marked (static backends: none).
+  std::unique_ptr<KubeClient> followerClient;
   std::unique_ptr<BackendFollower> follower;
   std::unique_ptr<KubeClient> electionClient;
   std::unique_ptr<LeaderElector> elector;
@@ -182,11 +183,20 @@ int run(const Options& options) {
           clusterSource->backendPods(), clusterSource->frontendPods(), peerWriter(*client),
           &metrics, PeerPublisherOptions{.port = clusterSource->port()});
       if (options.backendLostGrace > Duration::zero()) {
+        // Its own client: a burst of deletes never holds up releases (of the pods their
+        // owners create again, too) behind the client's rate limit.
+        made = connectKubeClient(kProgram, options.common.kubeconfig,
+                                 clientOptions(std::chrono::seconds(10)));
+        if (!made) {
+          return configurationError(kProgram, made.error().message);
+        }
+        followerClient = std::move(*made);
         BackendFollowerOptions followerOptions;
+        followerOptions.backendNamespace = options.backendNamespace;
         followerOptions.grace = options.backendLostGrace;
         follower = std::make_unique<BackendFollower>(
-            clusterSource->backendPods(), clusterSource->frontendPods(), followerApi(*client),
-            events.get(), &metrics, followerOptions);
+            clusterSource->backendPods(), clusterSource->frontendPods(),
+            followerApi(*followerClient), events.get(), &metrics, followerOptions);
       }
     }
     if (options.leaderElect) {

@@ -112,8 +112,11 @@ answered_pods() {
     -o jsonpath='{range .items[*]}{.metadata.uid} {.metadata.name} {.metadata.deletionTimestamp}{"\n"}{end}' |
     while read -r uid name deleting; do
       [ -z "$deleting" ] || continue
-      kubectl -n $ns logs "$name" 2>/dev/null | grep -q "backend answered" && echo "$uid $name"
+      if kubectl -n $ns logs "$name" 2>/dev/null | grep -q "backend answered"; then
+        echo "$uid $name"
+      fi
     done
+  return 0
 }
 deadline=$((SECONDS + 180))
 until [ "$(answered_pods | grep -c .)" = "$lost" ]; do
@@ -185,13 +188,20 @@ for i in $(seq 1 "$races"); do
       [ -n "$(kubectl -n $ns logs "race-$i" 2>/dev/null)" ] && break
     sleep 0.1
   done
-  [ "$(kubectl -n $ns logs "race-$i")" = "start old" ] && stale=$((stale + 1))
+  first=$(kubectl -n $ns logs "race-$i" 2>/dev/null || true)
+  [ "$(kubectl -n $ns get pod "race-$i" -o jsonpath='{.status.containerStatuses[0].restartCount}')" -ge 1 ] ||
+    { say "race-$i did not restart within 30 s"; exit 1; }
+  [ "$first" = "start old" ] && stale=$((stale + 1))
 done
 # Without a restart: annotation written -> the running container reads it.
 for i in $(seq 1 "$races"); do
   started=$(now_ms)
   kubectl -n $ns annotate pod "race-$i" bench/value="v$i" --overwrite >/dev/null
-  until [ "$(kubectl -n $ns exec "race-$i" -- cat /v/value 2>/dev/null)" = "v$i" ]; do sleep 0.05; done
+  deadline=$((SECONDS + 180))
+  until [ "$(kubectl -n $ns exec "race-$i" -- cat /v/value 2>/dev/null)" = "v$i" ]; do
+    [ $SECONDS -lt $deadline ] || { say "race-$i never saw v$i"; exit 1; }
+    sleep 0.05
+  done
   refresh+=($(($(now_ms) - started)))
 done
 kubectl -n $ns delete pods -l bench=race --wait=false >/dev/null

@@ -397,3 +397,10 @@ TEST_CASE("without a server the cache does not sync and keeps retrying", "[resou
 
 }  // namespace
 }  // namespace gvirtus
+
+TEST_CASE("a store key splits into namespace and name", "[resource-cache]") {
+  CHECK(gvirtus::splitCacheKey("team-a/web") ==
+        std::pair<std::string, std::string>{"team-a", "web"});
+  CHECK(gvirtus::splitCacheKey("node-1") == std::pair<std::string, std::string>{"", "node-1"});
+  CHECK(gvirtus::splitCacheKey(gvirtus::cacheKey("ns", "a/b")).second == "a/b");
+}

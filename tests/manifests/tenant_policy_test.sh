@@ -226,17 +226,23 @@ refused "the phase of a pod" $W "only the condition gvirtus.io/BackendLost" "$we
   patch pod assigned/status -n "$tenant_ns" -p '{"status": {"phase": "Failed"}}'
 k create configmap owner -n "$tenant_ns" >/dev/null
 owner_uid=$(k get configmap owner -n "$tenant_ns" -o jsonpath='{.metadata.uid}')
+# owned NAME CONTROLLER KIND: a GVirtuS pod given a backend pod, owned by the ConfigMap as
+# if it were an object of KIND (the policy reads the reference, not the owner).
 owned() {
   pod "$1" "$gv" "$assigned_annotations" '[]' | jq --arg uid "$owner_uid" --argjson controller "$2" \
-    '.metadata.ownerReferences = [{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
-      "uid": $uid, "controller": $controller}]'
+    --arg kind "$3" '.metadata.ownerReferences = [{"apiVersion": "v1", "kind": $kind,
+      "name": "owner", "uid": $uid, "controller": $controller}]'
 }
-allowed "create an owned GVirtuS pod" "$tenant" create -f - < <(owned owned true)
-allowed "create a GVirtuS pod with an owner that is no controller" "$tenant" create -f - < <(owned loose false)
+allowed "create an owned GVirtuS pod" "$tenant" create -f - < <(owned owned true ReplicaSet)
+allowed "create a GVirtuS pod with an owner that is no controller" "$tenant" create -f - < <(owned loose false ReplicaSet)
+allowed "create a GVirtuS pod owned by a controller that does not replace it" "$tenant" create -f - \
+  < <(owned workflow true Workflow)
 D=gvirtus-webhook-pod-deletes
 refused "delete a bare GVirtuS pod" $D "no bare pod" "$webhook" delete pod assigned -n "$tenant_ns" --wait=false
 refused "delete a GVirtuS pod whose owner is no controller" $D "no bare pod" "$webhook" \
   delete pod loose -n "$tenant_ns" --wait=false
+refused "delete a GVirtuS pod whose owner does not replace it" $D "no bare pod" "$webhook" \
+  delete pod workflow -n "$tenant_ns" --wait=false
 refused "delete a pod that is not a GVirtuS pod" $D "no other pod" "$webhook" \
   delete pod plain -n "$tenant_ns" --wait=false
 refused "delete its own replica" $D "no other pod" "$webhook" delete pod "$webhook_pod" -n "$ns" --wait=false

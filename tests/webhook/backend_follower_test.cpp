@@ -60,6 +60,7 @@ struct FakeApi {
   std::vector<json> statuses;
   int failDeletes = 0;
   int failStatus = 500;
+  bool echo = true;  // false: the watch is behind, the cache keeps the pod as it was
 
   FollowerApi api() {
     FollowerApi out;
@@ -80,6 +81,9 @@ struct FakeApi {
           return gvirtus::fail("precondition failed: UID", 409);
         }
         deletes.push_back(ns + "/" + name + " " + uid);
+        if (!echo) {
+          return {};
+        }
         stored = *pod;
         stored["metadata"]["deletionTimestamp"] = "2026-11-26T12:00:00Z";
       }
@@ -96,6 +100,9 @@ struct FakeApi {
         auto pod = pods.get(ns, name);
         if (!pod) {
           return gvirtus::fail("not found", 404);
+        }
+        if (!echo) {
+          return {};
         }
         stored = *pod;
         stored["status"]["conditions"] = patch["status"]["conditions"];
@@ -177,9 +184,12 @@ TEST_CASE("a pod replaced under its name meanwhile is not deleted", "[backend-fo
   CHECK(synced);
   CHECK(f.api.deleteCount() == 0);
   // A refused delete of another kind comes back as an error, to be retried.
+  f.frontends.put(frontend("db-1", true));
   f.api.failDeletes = 1;
   f.api.failStatus = 500;
-  CHECK_FALSE(f.follower.sync("team-a/db-0"));
+  CHECK_FALSE(f.follower.sync("team-a/db-1"));
+  REQUIRE(f.follower.sync("team-a/db-1"));
+  CHECK(f.api.deleteCount() == 1);
   CHECK(metricValue(f.registry.render(),
                     R"(gvirtus_webhook_backend_lost_pods_total{action="failed"})") == 1);
 }
@@ -252,4 +262,30 @@ TEST_CASE("the leader acts when the backend pod goes, without being asked", "[ba
   REQUIRE(eventually([&] { return f.api.deleteCount() == 3; }));
   REQUIRE(eventually([&] { return condition(f.frontends, "lonely") == "True"; }));
   CHECK(f.api.deleteCount() == 3);
+}
+
+TEST_CASE("a pod acted on is not acted on again before the watch brings the change",
+          "[backend-follower]") {
+  Fixture f;
+  f.api.echo = false;
+  f.frontends.put(frontend("web-a", true));
+  f.frontends.put(frontend("lonely", false));
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE(f.follower.sync("team-a/web-a"));
+    REQUIRE(f.follower.sync("team-a/lonely"));
+  }
+  CHECK(f.api.deleteCount() == 1);
+  CHECK(f.api.statusCount() == 1);
+  CHECK(metricValue(f.registry.render(),
+                    R"(gvirtus_webhook_backend_lost_pods_total{action="recreated"})") == 1);
+}
+
+TEST_CASE("a pod naming a backend pod outside the backend namespace is left alone",
+          "[backend-follower]") {
+  Fixture f;
+  json elsewhere = frontend("web-a", true);
+  elsewhere["metadata"]["annotations"]["gvirtus.io/backend-pod"] = "old-gvirtus/be-1";
+  f.frontends.put(elsewhere);
+  REQUIRE(f.follower.sync("team-a/web-a"));
+  CHECK(f.api.deleteCount() == 0);
 }

@@ -116,16 +116,19 @@ finish() {
   exit 1
 }
 
-# start_log_collector DIR: every line every container of the test namespace logs, with its
-# time, appended to DIR/POD.log about every second until stop_log_collector (a restarted
-# container's lines are read with --previous before they are lost; a deleted pod's stay).
+# start_log_collector DIR: what every container of the test namespace logged, with its
+# time, kept in DIR/POD.log (the current container) and DIR/POD.previous.log (the one
+# before), read about every second until stop_log_collector. A deleted pod's files stay as
+# last read.
 start_log_collector() {
   local dir=$1
   (
     while :; do
       for pod in $(k get pods -n "$test_ns" -o 'jsonpath={.items[*].metadata.name}' 2>/dev/null); do
-        k logs -n "$test_ns" "$pod" --timestamps >>"$dir/$pod.log" 2>/dev/null || true
-        k logs -n "$test_ns" "$pod" --timestamps --previous >>"$dir/$pod.log" 2>/dev/null || true
+        k logs -n "$test_ns" "$pod" --timestamps >"$dir/.$pod" 2>/dev/null &&
+          mv "$dir/.$pod" "$dir/$pod.log"
+        k logs -n "$test_ns" "$pod" --timestamps --previous >"$dir/.$pod" 2>/dev/null &&
+          mv "$dir/.$pod" "$dir/$pod.previous.log"
       done
       sleep 1
     done

@@ -7,8 +7,10 @@
 # gone, its frontends are recreated on a live backend.
 source "$(dirname "$0")/../../scenarios/lib.sh"
 ds=gvirtus-backend
+# The backend pods serving now (not one still going from an earlier scenario).
 mapfile -t backends < <(jp pods -n "$system_ns" -l app.kubernetes.io/component=backend \
-  -o 'jsonpath={range .items[*]}{.metadata.name}{"\n"}{end}')
+  -o 'jsonpath={range .items[*]}{.metadata.name} {.metadata.deletionTimestamp}{"\n"}{end}' |
+  awk 'NF == 1')
 [ ${#backends[@]} -ge 1 ] || skip "needs a backend pod"
 drain=$(jp daemonset "$ds" -n "$system_ns" -o 'jsonpath={.spec.template.spec.containers[0].args}' |
   grep -oE -- '--drain-timeout=[0-9]+s' | grep -oE '[0-9]+' || true)
@@ -17,7 +19,8 @@ grace=$(jp daemonset "$ds" -n "$system_ns" -o 'jsonpath={.spec.template.spec.ter
 replicas=$((2 * ${#backends[@]}))
 use_test_namespace
 logs=$(mktemp -d)
-trap 'stop_log_collector; rm -rf "$logs"; dump_on_failure; k delete namespace "$test_ns" --ignore-not-found --wait=false >/dev/null 2>&1 || true' EXIT
+watcher=""
+trap '[ -z "$watcher" ] || kill "$watcher" 2>/dev/null; stop_log_collector; rm -rf "$logs"; dump_on_failure; k delete namespace "$test_ns" --ignore-not-found --wait=false >/dev/null 2>&1 || true' EXIT
 
 say "$replicas frontends with sessions on ${#backends[@]} backends (drain ${drain}s, grace ${grace}s)"
 k apply -f - >/dev/null <<YAML
@@ -59,12 +62,13 @@ watch_deletions() { # every terminating backend pod: "name deletionTimestamp", o
   while :; do
     jp_lenient=1 jp pods -n "$system_ns" -l app.kubernetes.io/component=backend \
       -o 'jsonpath={range .items[*]}{.metadata.name} {.metadata.deletionTimestamp}{"\n"}{end}' |
-      awk 'NF == 2' >>"$logs/deletions"
+      awk -v serving=" ${backends[*]} " 'NF == 2 && index(serving, " " $1 " ")' >>"$logs/deletions"
     sleep 1
   done
 }
 watch_deletions &
 watcher=$!
+rolled_at=$(date -u +%Y-%m-%dT%H:%M:%S)
 k rollout restart daemonset "$ds" -n "$system_ns" >/dev/null
 first_draining() { awk 'NF == 2 {print $1; exit}' "$logs/deletions" | grep -q .; }
 eventually "an old backend pod drains" first_draining
@@ -74,22 +78,37 @@ test_pod late '  labels: {gvirtus.io/enabled: "true"}' "" | k apply -f - >/dev/n
 given() { [ -n "$(jp pod late -n "$test_ns" -o 'jsonpath={.metadata.annotations.gvirtus\.io/backend-pod}')" ]; }
 eventually "the new pod is given a backend" given
 late_backend=$(jp pod late -n "$test_ns" -o 'jsonpath={.metadata.annotations.gvirtus\.io/backend-pod}')
-grep -q "^${late_backend#*/} " "$logs/deletions" && bad "the new pod was given the draining $late_backend" ||
+late_created=$(jp pod late -n "$test_ns" -o 'jsonpath={.metadata.creationTimestamp}')
+epoch() { date -u -d "$1" +%s; }
+# Given at admission (its creation): was its backend pod deleted (its deletionTimestamp less
+# the grace period) by then?
+stamp=$(awk -v p="${late_backend#*/}" '$1 == p {print $2; exit}' "$logs/deletions")
+if [ -n "$stamp" ] && [ $(($(epoch "$stamp") - grace)) -le "$(epoch "$late_created")" ]; then
+  bad "the new pod was given $late_backend, draining since $(date -u -d "@$(($(epoch "$stamp") - grace))" +%T)"
+else
   ok "the new pod was given $late_backend, not a draining backend"
+fi
 rolled() { k rollout status daemonset "$ds" -n "$system_ns" --timeout=5s >/dev/null 2>&1; }
 timeout_s=$((timeout_s + ${#backends[@]} * (grace + 30))) eventually "the rollout completes" rolled
+old_gone() {
+  local pod
+  for pod in "${backends[@]}"; do
+    [ -z "$(jp pod "$pod" -n "$system_ns" -o 'jsonpath={.metadata.name}')" ] || return 1
+  done
+}
+eventually "the old backend pods are gone (each drained)" old_gone
 kill "$watcher" 2>/dev/null || true
 
 say "no session cut before the drain timeout"
 # Each old frontend: when its backend pod was deleted (deletionTimestamp less the grace
 # period), and when the app first saw its session end.
-epoch() { date -u -d "$1" +%s; }
 while read -r name uid backend phase deleting; do
   [ -n "$name" ] || continue
   stamp=$(awk -v p="${backend#*/}" '$1 == p {print $2; exit}' "$logs/deletions")
   [ -n "$stamp" ] || { bad "$name: its backend ${backend#*/} was never seen deleting"; continue; }
   deleted=$(($(epoch "$stamp") - grace))
-  ended=$(sort -u "$logs/$name.log" 2>/dev/null | grep -m1 "stopped answering\|cannot connect" | cut -d' ' -f1 || true)
+  ended=$(cat "$logs/$name.log" "$logs/$name.previous.log" 2>/dev/null | sort -u |
+    awk -v t="$rolled_at" '$1 >= t && /stopped answering|cannot connect/ {print $1; exit}' || true)
   if [ -z "$ended" ]; then
     bad "$name: no end of its session logged"
     continue

@@ -64,6 +64,8 @@ first_stamp=$(stamp)
 
 say "the operator opts $node out; new pods wait"
 k label node "$node" gvirtus.io/backend.allowed=false --overwrite >/dev/null
+# Its backend pod drains and goes: until then the webhook could still give it out.
+eventually "no backend offered once $node's backend pod is gone" no_backend || finish
 test_pod waiter-2 '  labels: {gvirtus.io/enabled: "true"}' "" | k apply -f - >/dev/null
 test_pod waiter-3 '  labels: {gvirtus.io/enabled: "true"}' "" | k apply -f - >/dev/null
 
