@@ -41,8 +41,8 @@ struct Options {
   Duration leaderElectLeaseDuration = std::chrono::seconds(15);
   Duration leaderElectRenewDeadline = std::chrono::seconds(10);
   Duration leaderElectRetryPeriod = std::chrono::seconds(2);
-  // How long a backend pod may be not ready before the pods given it are moved
-  // (webhook/backend_follower.h); 0 turns the backend follower off.
+  // How long a backend pod may be not ready before the pods given it are recreated or
+  // marked (webhook/backend_follower.h); 0 turns the backend follower off.
   Duration backendLostGrace = std::chrono::seconds(90);
   std::vector<std::string> plugins;
   size_t maxRequestBytes = 3 * 1024 * 1024;
