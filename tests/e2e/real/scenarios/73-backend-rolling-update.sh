@@ -20,7 +20,7 @@ replicas=$((2 * ${#backends[@]}))
 use_test_namespace
 logs=$(mktemp -d)
 watcher=""
-trap '[ -z "$watcher" ] || kill "$watcher" 2>/dev/null; stop_log_collector; rm -rf "$logs"; dump_on_failure; k delete namespace "$test_ns" --ignore-not-found --wait=false >/dev/null 2>&1 || true' EXIT
+trap '[ -z "$watcher" ] || kill "$watcher" 2>/dev/null || true; stop_log_collector; rm -rf "$logs"; dump_on_failure; k delete namespace "$test_ns" --ignore-not-found --wait=false >/dev/null 2>&1 || true' EXIT
 
 say "$replicas frontends with sessions on ${#backends[@]} backends (drain ${drain}s, grace ${grace}s)"
 k apply -f - >/dev/null <<YAML
