@@ -34,7 +34,8 @@ TEST_CASE("backend-shim binary: alone, a leak restart waits, then goes after the
           "[shim_binary]") {
   test::FakePodApi api("gvirtus-system", "backend-0");
   test::RunningShim shim;
-  startLeaking(shim, api, "5s");
+  // A bound long enough that a loaded machine sees the deferral well before it.
+  startLeaking(shim, api, "12s");
   INFO(shim.process->output());
   REQUIRE(eventually([&] { return shim.metric("gvirtus_backend_leak_restarts_deferred_total 1"); },
                      10s));
@@ -42,7 +43,7 @@ TEST_CASE("backend-shim binary: alone, a leak restart waits, then goes after the
   CHECK(shim.logged("no other backend pod is ready"));
   CHECK(shim.metric("gvirtus_backend_leak_restarts_total 0"));
   CHECK(shim.readyz() == 200);  // it serves on meanwhile
-  REQUIRE(eventually([&] { return shim.metric("gvirtus_backend_leak_restarts_total 1"); }, 15s));
+  REQUIRE(eventually([&] { return shim.metric("gvirtus_backend_leak_restarts_total 1"); }, 25s));
   CHECK(eventually([&] { return shim.metric("gvirtus_backend_leaked_sockets 0"); }, 10s));
   CHECK(eventually([&] { return shim.readyz() == 200; }, 10s));
 }

@@ -107,13 +107,13 @@ spec:
 YAML
 # answered_pods: "uid name" of the Running pods whose session the backend answered.
 answered_pods() {
-  local name uid
+  local pod uid deleting
   kubectl -n $ns get pods -l bench=lost --field-selector status.phase=Running \
     -o jsonpath='{range .items[*]}{.metadata.uid} {.metadata.name} {.metadata.deletionTimestamp}{"\n"}{end}' |
-    while read -r uid name deleting; do
+    while read -r uid pod deleting; do
       [ -z "$deleting" ] || continue
-      if kubectl -n $ns logs "$name" 2>/dev/null | grep -q "backend answered"; then
-        echo "$uid $name"
+      if kubectl -n $ns logs "$pod" 2>/dev/null | grep -q "backend answered"; then
+        echo "$uid $pod"
       fi
     done
   return 0
@@ -138,7 +138,7 @@ while [ ${#back[@]} -lt "$lost" ] && [ $SECONDS -lt $deadline ]; do
     grep -cx True)" -ge "$backend_count" ]; then
     backends_ready=$((t - started))
   fi
-  while read -r uid name; do
+  while read -r uid _; do
     [ -n "$uid" ] && ! grep -qx "$uid" <<<"$old" && [ -z "${back[$uid]:-}" ] && back[$uid]=$((t - started))
   done < <(answered_pods)
   sleep 0.2
@@ -153,9 +153,9 @@ printf '  backends Ready again after %s ms (the floor)\n' "${backends_ready:-?}"
 # Why the backend follower never rewrites a running pod's address (issue 39): how the
 # kubelet's refresh of a projected downward-API file races a container restart. Each of
 # $races pods projects its annotation bench/value and prints the file when its container
-# starts. The annotation is changed, and at once the container exits (its first restart
-# has no back-off). Counted: restarts that read the old value; and, without a restart, the
-# time until a running container sees the new value.
+# starts. The annotation is changed and, at the same moment, the container exits (its
+# first restart has no back-off). Counted: restarts that read the old value; and, without
+# a restart, the time until a running container sees the new value.
 races=${BENCH_RACES:-10}
 say "downward-API refresh against a container restart: $races pods"
 manifest=""
@@ -178,9 +178,12 @@ kubectl apply -f - <<<"$manifest" >/dev/null
 kubectl -n $ns wait pods -l bench=race --for=condition=Ready --timeout=180s >/dev/null
 stale=0
 refresh=()
+# The write and the crash at the same moment, as when a pod is re-pointed around the time
+# its container fails on the lost backend.
 for i in $(seq 1 "$races"); do
-  kubectl -n $ns annotate pod "race-$i" bench/value=new --overwrite >/dev/null
-  kubectl -n $ns exec "race-$i" -- touch /tmp/exit
+  kubectl -n $ns annotate pod "race-$i" bench/value=new --overwrite >/dev/null &
+  kubectl -n $ns exec "race-$i" -- touch /tmp/exit &
+  wait
 done
 for i in $(seq 1 "$races"); do
   for _ in $(seq 1 300); do
@@ -205,7 +208,7 @@ for i in $(seq 1 "$races"); do
   refresh+=($(($(now_ms) - started)))
 done
 kubectl -n $ns delete pods -l bench=race --wait=false >/dev/null
-printf '\ndownward-API file against a container restart: %d pods, annotation changed then the container exits\n' "$races"
+printf '\ndownward-API file against a container restart: %d pods, annotation changed as the container exits\n' "$races"
 printf '  restarted containers that read the old value: %d of %d\n' "$stale" "$races"
 printf '  running container sees a new value after: p50 %s ms, p95 %s ms\n' \
   "$(printf '%s\n' "${refresh[@]}" | percentile 50)" "$(printf '%s\n' "${refresh[@]}" | percentile 95)"
