@@ -79,4 +79,7 @@ ready() {
 eventually "the backend pod is Ready" ready
 [ "$(jp pod "$backend" -n "$system_ns" -o 'jsonpath={.status.containerStatuses[0].restartCount}')" = 0 ] &&
   ok "the shim's container itself did not restart" || bad "the container restarted"
+# The clients go now, not in the background: the next scenarios count the backends'
+# sessions.
+k delete pods -n "$test_ns" --all --wait=true --timeout=60s >/dev/null 2>&1 || true
 finish

@@ -6,6 +6,14 @@ use_test_namespace
 backends=$(k get pods -n "$system_ns" -l app.kubernetes.io/component=backend \
   -o jsonpath='{range .items[*]}{.status.podIP}{"\n"}{end}' | sort)
 [ "$(wc -l <<<"$backends")" = 2 ] || skip "needs exactly two backend pods"
+# Least-connections counts the sessions the backends report: none left from earlier
+# scenarios (whose namespaces go away in the background), or the split is theirs.
+idle() {
+  ! k get pods -n "$system_ns" -l app.kubernetes.io/component=backend \
+    -o jsonpath='{range .items[*]}{.metadata.annotations.gvirtus\.io/load}{"\n"}{end}' |
+    grep -q '"connections":[1-9]'
+}
+eventually "the backends report no session" idle || finish
 for i in 1 2 3 4; do
   test_pod "spread-$i" '  labels: {gvirtus.io/enabled: "true"}' "" | k apply -f - >/dev/null
 done
