@@ -175,9 +175,8 @@ TEST_CASE("a pod with an owner whose backend pod is gone is deleted for its owne
 TEST_CASE("a pod replaced under its name meanwhile is not deleted", "[backend-follower]") {
   Fixture f;
   f.frontends.put(frontend("db-0", true));
-  json replaced = frontend("db-0", true);
-  replaced["metadata"]["uid"] = "uid-new";
-  // The cache still holds the old pod; the API server has the new one.
+  // The cache still holds the old pod; the API server has a new one under the name, so the
+  // DELETE's UID precondition fails (409).
   f.api.failDeletes = 1;
   f.api.failStatus = 409;
   auto synced = f.follower.sync("team-a/db-0");
