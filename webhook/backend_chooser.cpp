@@ -156,6 +156,29 @@ void BackendChooser::confirmLocked(const Backend& backend) {
   }
 }
 
+void BackendChooser::forgetGoneLocked(const Backend& backend) {
+  auto it = assignments_.find(backend.endpoint());
+  if (it == assignments_.end()) {
+    return;
+  }
+  auto listedNow = [&](const Reservation& r) {
+    return !r.seenAs.empty() && std::ranges::any_of(backend.assigned, [&](const AssignedPod& pod) {
+      return pod.pod == r.seenAs;
+    });
+  };
+  // A pod deleted or finished holds no session, like one being deleted (which
+  // Backend::assigned leaves out): counting it for the rest of the window would steer the
+  // next pods away from a backend for nothing. One never listed yet (released, and the
+  // cache has not caught up) still counts.
+  std::erase_if(it->second, [&](const Reservation& r) { return r.listed && !listedNow(r); });
+  for (auto& r : it->second) {
+    r.listed = r.listed || listedNow(r);
+  }
+  if (it->second.empty()) {
+    assignments_.erase(it);
+  }
+}
+
 int64_t BackendChooser::recentLocked(const std::string& endpoint) const {
   auto it = assignments_.find(endpoint);
   return it == assignments_.end() ? 0 : static_cast<int64_t>(it->second.size());
@@ -259,6 +282,7 @@ ChooseResult BackendChooser::choose(const std::vector<Backend>& backends,
   // Before the pruning: an assignment whose pod shows up now holds, however late it is seen.
   for (const auto& backend : backends) {
     confirmLocked(backend);
+    forgetGoneLocked(backend);
   }
   pruneLocked(now);
   const Policy policy = pod.policy.value_or(options_.policy);

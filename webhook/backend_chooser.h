@@ -48,8 +48,9 @@ struct ChooserOptions {
   // the review had no name yet (generateName), created since. Whoever reaches the webhook's
   // port can post reviews for pods that are never created; each would otherwise hold a
   // session for the whole window. Assignments of pods that exist (confirmAssignment(): the
-  // waiting-pod controller's releases) count for the window. Zero: every assignment counts
-  // for the window (static backends, whose pods no one watches).
+  // waiting-pod controller's releases) count for the window, or until their pod, once seen,
+  // is gone (deleted, finished). Zero: every assignment counts for the window (static
+  // backends, whose pods no one watches).
   Duration unconfirmedLifetime = std::chrono::seconds(5);
   // A load report older than this is unknown: such backends rank after fresh ones.
   Duration staleAfter = std::chrono::minutes(1);
@@ -136,10 +137,15 @@ class BackendChooser {
     // Its pod was seen (or exists): it counts for the whole window.
     bool confirmed = false;
     std::string seenAs;  // the pod seen for it ("namespace/name"), never matched again
+    // seenAs was among the backend's pods (Backend::assigned) at least once: when it is
+    // there no more, the pod was deleted or finished.
+    bool listed = false;
   };
   void pruneLocked(TimePoint now);
   // Confirms the unconfirmed assignments to `backend` whose pods it shows (Backend::assigned).
   void confirmLocked(const Backend& backend);
+  // Forgets the assignments to `backend` whose pods were among its pods and are gone.
+  void forgetGoneLocked(const Backend& backend);
   int64_t recentLocked(const std::string& endpoint) const;
   // Pods other webhook instances gave `backend` within the window.
   int64_t assignedElsewhere(const Backend& backend, TimePoint now) const;

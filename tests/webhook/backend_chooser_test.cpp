@@ -544,3 +544,36 @@ TEST_CASE("an assignment whose pod exists holds for the window, and lifetime zer
   clock.advance(seconds(1));
   CHECK(statics.recentAssignments("10.0.0.1:9999") == 0);
 }
+
+TEST_CASE("an assignment stops counting once its pod, seen, is deleted or finished", "[chooser]") {
+  gvirtus::testing::ManualClock clock;
+  const auto now = timeOf(clock);
+  ChooserOptions options;
+  options.instance = "webhook-a";
+  options.now = now;
+  BackendChooser chooser(options);
+  Backend one = backend("10.0.0.1", 0, 0, "backend-0");
+  REQUIRE(chooser.choose({one}, podNamed("team-a/deleted"), true).has_value());
+  auto released = chooser.choose({one}, podNamed("team-a/released"), true);
+  REQUIRE(released.has_value());
+  chooser.confirmAssignment(*released);
+
+  // Both pods are seen; then the first is deleted. The released one is not in the cache
+  // yet a moment later: it was never listed, so it still counts.
+  clock.advance(seconds(1));
+  one.assigned = {AssignedPod{now(), "webhook-a", "team-a/deleted"}};
+  REQUIRE(chooser.choose({one}, {}, false).has_value());
+  CHECK(chooser.recentAssignments("10.0.0.1:9999") == 2);
+  clock.advance(seconds(1));
+  one.assigned = {};
+  REQUIRE(chooser.choose({one}, {}, false).has_value());
+  CHECK(chooser.recentAssignments("10.0.0.1:9999") == 1);
+
+  // The released pod shows up, then finishes (Backend::assigned leaves finished pods out).
+  one.assigned = {AssignedPod{now(), "webhook-a", "team-a/released"}};
+  REQUIRE(chooser.choose({one}, {}, false).has_value());
+  CHECK(chooser.recentAssignments("10.0.0.1:9999") == 1);
+  one.assigned = {};
+  REQUIRE(chooser.choose({one}, {}, false).has_value());
+  CHECK(chooser.recentAssignments("10.0.0.1:9999") == 0);
+}

@@ -1,18 +1,28 @@
 #!/usr/bin/env bash
 # Frontends spread by least-connections over the two backends, and each pod is given one
 # backend pod's IP (all threads of a process reach the same backend), never a Service IP.
+# shellcheck source=../../scenarios/lib.sh
 source "$(dirname "$0")/../../scenarios/lib.sh"
 use_test_namespace
 backends=$(k get pods -n "$system_ns" -l app.kubernetes.io/component=backend \
   -o jsonpath='{range .items[*]}{.status.podIP}{"\n"}{end}' | sort)
 [ "$(wc -l <<<"$backends")" = 2 ] || skip "needs exactly two backend pods"
-# Least-connections counts the sessions the backends report: none left from earlier
-# scenarios (whose namespaces go away in the background), or the split is theirs.
+# Least-connections counts the sessions the backends report and the pods given a backend
+# within the last minute that are neither finished nor being deleted: none left from earlier scenarios (whose namespaces go
+# away in the background), or the split is theirs.
 idle() {
   ! k get pods -n "$system_ns" -l app.kubernetes.io/component=backend \
     -o jsonpath='{range .items[*]}{.metadata.annotations.gvirtus\.io/load}{"\n"}{end}' |
     grep -q '"connections":[1-9]'
 }
+others_going() {
+  ! k get pods -A -l gvirtus.io/enabled=true -o json |
+    jq -e --arg ns "$test_ns" '.items[] | select(.metadata.namespace != $ns and
+      .metadata.deletionTimestamp == null and .metadata.annotations["gvirtus.io/backend"] != null
+      and (.status.phase | IN("Succeeded", "Failed") | not)
+      and (.metadata.creationTimestamp | fromdateiso8601) > now - 70)' >/dev/null
+}
+eventually "no other GVirtuS pod holds a backend" others_going || finish
 eventually "the backends report no session" idle || finish
 for i in 1 2 3 4; do
   test_pod "spread-$i" '  labels: {gvirtus.io/enabled: "true"}' "" | k apply -f - >/dev/null
