@@ -71,10 +71,12 @@ std::string formatDuration(Duration d) {
   const int64_t hours = ms / 3'600'000;
   const int64_t minutes = (ms / 60'000) % 60;
   const int64_t millis = ms % 60'000;
-  if (hours > 0)
+  if (hours > 0) {
     out += std::to_string(hours) + "h";
-  if (minutes > 0)
+  }
+  if (minutes > 0) {
     out += std::to_string(minutes) + "m";
+  }
   if (millis > 0) {
     if (millis % 1000 == 0) {
       out += std::to_string(millis / 1000) + "s";

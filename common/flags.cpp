@@ -12,8 +12,9 @@ namespace {
 std::string joinCommaList(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& item : items) {
-    if (!out.empty())
+    if (!out.empty()) {
       out += ',';
+    }
     out += item;
   }
   return out;
@@ -68,10 +69,12 @@ void FlagSet::addDuration(std::string name, Duration* target, std::string help) 
   addCustom(std::move(name), "duration", formatDuration(*target), std::move(help),
             [target](const std::string& v) -> Result<void> {
               auto d = parseDuration(v);
-              if (!d)
+              if (!d) {
                 return fail(d.error());
-              if (d->count() < 0)
+              }
+              if (d->count() < 0) {
                 return fail("must not be negative");
+              }
               *target = *d;
               return {};
             });
@@ -93,16 +96,18 @@ void FlagSet::addCustom(std::string name, std::string valueName, std::string def
 
 FlagSet::Flag* FlagSet::find(const std::string& name) {
   for (auto& flag : flags_) {
-    if (flag.name == name)
+    if (flag.name == name) {
       return &flag;
+    }
   }
   return nullptr;
 }
 
 bool FlagSet::wasSet(const std::string& name) const {
   for (const auto& flag : flags_) {
-    if (flag.name == name)
+    if (flag.name == name) {
       return flag.set;
+    }
   }
   return false;
 }
@@ -114,10 +119,12 @@ Result<FlagSet::Outcome> FlagSet::parse(int argc, const char* const* argv) {
       rest_.assign(argv + i + 1, argv + argc);
       break;
     }
-    if (arg == "--help" || arg == "-h")
+    if (arg == "--help" || arg == "-h") {
       return Outcome::Help;
-    if (arg == "--version")
+    }
+    if (arg == "--version") {
       return Outcome::Version;
+    }
     if (arg.size() < 3 || arg.rfind("--", 0) != 0) {
       return fail("unexpected argument \"" + arg + "\" (flags start with --; see --help)");
     }
@@ -152,11 +159,13 @@ std::string FlagSet::helpText() const {
   std::string out = "Usage: " + program_ + " [flags]\n\n" + summary_ + "\n\nFlags:\n";
   for (const auto& flag : flags_) {
     std::string head = "  --" + flag.name;
-    if (!flag.valueName.empty())
+    if (!flag.valueName.empty()) {
       head += " " + flag.valueName;
+    }
     out += head + "\n      " + flag.help;
-    if (!flag.defaultText.empty())
+    if (!flag.defaultText.empty()) {
       out += " (default \"" + flag.defaultText + "\")";
+    }
     out += "\n";
   }
   out += "  --help\n      show this help and exit\n  --version\n      print the version and exit\n";
@@ -197,11 +206,13 @@ std::optional<int> parseCommandLine(FlagSet& flags, CommonOptions& common, int a
     return kExitOk;
   }
   auto level = log::parseLevel(common.logLevel);
-  if (!level)
+  if (!level) {
     return usageError(flags, "--log-level: " + level.error().message);
+  }
   auto format = log::parseFormat(common.logFormat);
-  if (!format)
+  if (!format) {
     return usageError(flags, "--log-format: " + format.error().message);
+  }
   log::configure(*level, *format);
   return std::nullopt;
 }

@@ -22,8 +22,9 @@ HealthServer::~HealthServer() {
 
 Result<std::unique_ptr<HealthServer>> HealthServer::create(const std::string& address,
                                                            const MetricsRegistry& metrics) {
-  if (address.empty())
+  if (address.empty()) {
     return std::make_unique<HealthServer>(PassKey{}, nullptr, metrics);
+  }
   HttpServerOptions options;
   options.address = address;
   options.name = "health";
@@ -34,8 +35,9 @@ Result<std::unique_ptr<HealthServer>> HealthServer::create(const std::string& ad
   options.writeTimeout = std::chrono::seconds(10);
   options.keepAliveTimeout = std::chrono::seconds(30);
   auto server = HttpServer::create(std::move(options));
-  if (!server)
+  if (!server) {
     return fail(server.error().context("health server"));
+  }
   auto health = std::make_unique<HealthServer>(PassKey{}, std::move(*server), metrics);
   HealthServer* self = health.get();
   self->server_->handle("GET", "/healthz",
@@ -69,8 +71,9 @@ HttpResponse HealthServer::answer(bool liveness) const {
   }
   Result<void> result;
   try {
-    if (check)
+    if (check) {
       result = check();
+    }
   } catch (const std::exception& e) {
     result = fail(std::string("check failed: ") + e.what());
   } catch (...) {
@@ -87,16 +90,19 @@ HttpResponse HealthServer::answer(bool liveness) const {
 }
 
 Result<void> HealthServer::start() {
-  if (!server_)
+  if (!server_) {
     return {};
-  if (auto r = server_->start(); !r)
+  }
+  if (auto r = server_->start(); !r) {
     return fail(r.error().context("health server"));
+  }
   return {};
 }
 
 void HealthServer::stop() {
-  if (server_)
+  if (server_) {
     server_->stop();
+  }
 }
 
 int HealthServer::port() const {

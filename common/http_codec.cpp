@@ -13,14 +13,18 @@ namespace {
 // RFC 9110 §5.6.2: tchar.
 constexpr std::array<bool, 256> kTokenChars = [] {
   std::array<bool, 256> t{};
-  for (int c = '0'; c <= '9'; ++c)
+  for (int c = '0'; c <= '9'; ++c) {
     t[c] = true;
-  for (int c = 'a'; c <= 'z'; ++c)
+  }
+  for (int c = 'a'; c <= 'z'; ++c) {
     t[c] = true;
-  for (int c = 'A'; c <= 'Z'; ++c)
+  }
+  for (int c = 'A'; c <= 'Z'; ++c) {
     t[c] = true;
-  for (char c : std::string_view("!#$%&'*+-.^_`|~"))
+  }
+  for (char c : std::string_view("!#$%&'*+-.^_`|~")) {
     t[static_cast<unsigned char>(c)] = true;
+  }
   return t;
 }();
 
@@ -46,10 +50,12 @@ bool isTarget(std::string_view s) {
 }
 
 std::string_view trimOws(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
     s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
+  }
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
     s.remove_suffix(1);
+  }
   return s;
 }
 
@@ -65,12 +71,15 @@ std::unexpected<HeadError> refuse(int status, std::string reason) {
 }
 
 int hexValue(char c) {
-  if (c >= '0' && c <= '9')
+  if (c >= '0' && c <= '9') {
     return c - '0';
-  if (c >= 'a' && c <= 'f')
+  }
+  if (c >= 'a' && c <= 'f') {
     return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
+  }
+  if (c >= 'A' && c <= 'F') {
     return c - 'A' + 10;
+  }
   return -1;
 }
 
@@ -81,14 +90,16 @@ std::optional<HttpFields> parseQuery(std::string_view text) {
     auto end = text.find('&');
     std::string_view item = text.substr(0, end);
     text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
-    if (item.empty())
+    if (item.empty()) {
       continue;
+    }
     auto eq = item.find('=');
     auto name = percentDecode(item.substr(0, eq), true);
     auto value = percentDecode(
         eq == std::string_view::npos ? std::string_view() : item.substr(eq + 1), true);
-    if (!name || !value)
+    if (!name || !value) {
       return std::nullopt;
+    }
     query.emplace_back(std::move(*name), std::move(*value));
   }
   std::stable_sort(query.begin(), query.end(),
@@ -99,34 +110,40 @@ std::optional<HttpFields> parseQuery(std::string_view text) {
 std::expected<void, HeadError> parseRequestLine(std::string_view line, RequestHead& head) {
   auto sp1 = line.find(' ');
   auto sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
-  if (sp2 == std::string_view::npos || line.find(' ', sp2 + 1) != std::string_view::npos)
+  if (sp2 == std::string_view::npos || line.find(' ', sp2 + 1) != std::string_view::npos) {
     return refuse(400, "malformed request line");
+  }
   std::string_view method = line.substr(0, sp1);
   std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
   std::string_view version = line.substr(sp2 + 1);
-  if (!isToken(method))
+  if (!isToken(method)) {
     return refuse(400, "malformed method");
-  if (!isTarget(target) || (target.front() != '/' && target != "*"))
+  }
+  if (!isTarget(target) || (target.front() != '/' && target != "*")) {
     return refuse(400, "malformed request target");
+  }
   if (version.size() != 8 || !version.starts_with("HTTP/") || version[6] != '.' ||
       hexValue(version[5]) < 0 || hexValue(version[5]) > 9 || hexValue(version[7]) < 0 ||
       hexValue(version[7]) > 9) {
     return refuse(400, "malformed HTTP version");
   }
-  if (version != "HTTP/1.1" && version != "HTTP/1.0")
+  if (version != "HTTP/1.1" && version != "HTTP/1.0") {
     return refuse(505, "HTTP version not supported");
+  }
   head.minorVersion = version[7] - '0';
   head.method = std::string(method);
 
   auto question = target.find('?');
   auto path = percentDecode(target.substr(0, question), false);
-  if (!path)
+  if (!path) {
     return refuse(400, "malformed percent-encoding in the path");
+  }
   head.path = std::move(*path);
   if (question != std::string_view::npos) {
     auto query = parseQuery(target.substr(question + 1));
-    if (!query)
+    if (!query) {
       return refuse(400, "malformed percent-encoding in the query");
+    }
     head.query = std::move(*query);
   }
   return {};
@@ -140,12 +157,14 @@ std::optional<std::string> percentDecode(std::string_view text, bool plusIsSpace
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
     if (c == '%') {
-      if (i + 2 >= text.size())
+      if (i + 2 >= text.size()) {
         return std::nullopt;
+      }
       int hi = hexValue(text[i + 1]);
       int lo = hexValue(text[i + 2]);
-      if (hi < 0 || lo < 0)
+      if (hi < 0 || lo < 0) {
         return std::nullopt;
+      }
       out.push_back(static_cast<char>(hi * 16 + lo));
       i += 2;
     } else if (c == '+' && plusIsSpace) {
@@ -159,24 +178,29 @@ std::optional<std::string> percentDecode(std::string_view text, bool plusIsSpace
 
 std::expected<RequestHead, HeadError> parseRequestHead(std::string_view text) {
   // A request line ends at the first CRLF; blank lines before it are skipped.
-  while (text.starts_with("\r\n"))
+  while (text.starts_with("\r\n")) {
     text.remove_prefix(2);
+  }
   RequestHead head;
   auto nextLine = [&text]() -> std::optional<std::string_view> {
     auto end = text.find("\r\n");
-    if (end == std::string_view::npos)
+    if (end == std::string_view::npos) {
       return std::nullopt;
+    }
     std::string_view line = text.substr(0, end);
     text.remove_prefix(end + 2);
     return line;
   };
   auto requestLine = nextLine();
-  if (!requestLine)
+  if (!requestLine) {
     return refuse(400, "incomplete request head");
-  if (requestLine->find_first_of("\r\n") != std::string_view::npos)
+  }
+  if (requestLine->find_first_of("\r\n") != std::string_view::npos) {
     return refuse(400, "bare CR or LF in the request line");
-  if (auto r = parseRequestLine(*requestLine, head); !r)
+  }
+  if (auto r = parseRequestLine(*requestLine, head); !r) {
     return std::unexpected(r.error());
+  }
 
   std::optional<uint64_t> length;
   bool transferEncoding = false;
@@ -184,19 +208,24 @@ std::expected<RequestHead, HeadError> parseRequestHead(std::string_view text) {
   bool connectionKeepAlive = false;
   for (;;) {
     auto line = nextLine();
-    if (!line)
+    if (!line) {
       return refuse(400, "incomplete request head");
-    if (line->empty())
+    }
+    if (line->empty()) {
       break;
-    if (line->front() == ' ' || line->front() == '\t')
+    }
+    if (line->front() == ' ' || line->front() == '\t') {
       return refuse(400, "obsolete line folding");
+    }
     auto colon = line->find(':');
-    if (colon == std::string_view::npos || !isToken(line->substr(0, colon)))
+    if (colon == std::string_view::npos || !isToken(line->substr(0, colon))) {
       return refuse(400, "malformed header field name");
+    }
     std::string_view name = line->substr(0, colon);
     std::string_view value = trimOws(line->substr(colon + 1));
-    if (!isFieldValue(value))
+    if (!isFieldValue(value)) {
       return refuse(400, "control character in a header field");
+    }
 
     if (equalsIgnoreCase(name, "Content-Length")) {
       uint64_t n = 0;
@@ -207,8 +236,9 @@ std::expected<RequestHead, HeadError> parseRequestHead(std::string_view text) {
       }
       length = n;
     } else if (equalsIgnoreCase(name, "Transfer-Encoding")) {
-      if (transferEncoding || !equalsIgnoreCase(value, "chunked"))
+      if (transferEncoding || !equalsIgnoreCase(value, "chunked")) {
         return refuse(501, "only the chunked transfer coding is accepted");
+      }
       transferEncoding = true;
     } else if (equalsIgnoreCase(name, "Connection")) {
       for (const auto& option : splitList(value)) {
@@ -220,10 +250,12 @@ std::expected<RequestHead, HeadError> parseRequestHead(std::string_view text) {
     }
     head.headers.emplace_back(std::string(name), std::string(value));
   }
-  if (!text.empty())
+  if (!text.empty()) {
     return refuse(400, "bytes after the request head");
-  if (transferEncoding && length)
+  }
+  if (transferEncoding && length) {
     return refuse(400, "both Content-Length and Transfer-Encoding");
+  }
   if (transferEncoding) {
     head.framing = BodyFraming::Chunked;
   } else if (length && *length > 0) {
@@ -238,17 +270,20 @@ std::expected<RequestHead, HeadError> parseRequestHead(std::string_view text) {
 std::optional<uint64_t> parseChunkSize(std::string_view line) {
   auto end = line.find(';');
   std::string_view digits = trimOws(line.substr(0, end));
-  if (digits.empty() || digits.size() > 10)
+  if (digits.empty() || digits.size() > 10) {
     return std::nullopt;
+  }
   uint64_t size = 0;
   for (char c : digits) {
     int v = hexValue(c);
-    if (v < 0)
+    if (v < 0) {
       return std::nullopt;
+    }
     size = size * 16 + static_cast<uint64_t>(v);
   }
-  if (end != std::string_view::npos && !isFieldValue(line.substr(end)))
+  if (end != std::string_view::npos && !isFieldValue(line.substr(end))) {
     return std::nullopt;
+  }
   return size;
 }
 
@@ -260,14 +295,16 @@ RequestScanner::State RequestScanner::scan(std::string_view buffered) {
       case Phase::Head: {
         auto end = buffered.find("\r\n\r\n", pos_);
         if (end == std::string_view::npos || end + 4 > limits_.headBytes) {
-          if (buffered.size() >= limits_.headBytes)
+          if (buffered.size() >= limits_.headBytes) {
             return state_ = State::Refused;
+          }
           pos_ = buffered.size() >= 3 ? buffered.size() - 3 : 0;
           return state_;
         }
         auto head = parseRequestHead(buffered.substr(0, end + 4));
-        if (!head)
+        if (!head) {
           return state_ = State::Refused;
+        }
         pos_ = end + 4;
         expectContinue_ = head->expectContinue;
         if (head->framing == BodyFraming::None) {
@@ -284,15 +321,17 @@ RequestScanner::State RequestScanner::scan(std::string_view buffered) {
         break;
       }
       case Phase::Body:
-        if (buffered.size() < bodyEnd_)
+        if (buffered.size() < bodyEnd_) {
           return state_;
+        }
         phase_ = Phase::Done;
         state_ = State::Complete;
         break;
       case Phase::ChunkSize: {
         auto text = line(buffered, limits_.chunkLineBytes, refused);
-        if (!text)
+        if (!text) {
           return waitOrRefuse();
+        }
         framing_ += text->size() + 4;
         auto size = parseChunkSize(*text);
         if (framing_ > limits_.maxChunkFraming() || !size ||
@@ -309,25 +348,29 @@ RequestScanner::State RequestScanner::scan(std::string_view buffered) {
         break;
       }
       case Phase::ChunkEnd:
-        if (buffered.size() < bodyEnd_ + 2)
+        if (buffered.size() < bodyEnd_ + 2) {
           return state_;
-        if (buffered.substr(bodyEnd_, 2) != "\r\n")
+        }
+        if (buffered.substr(bodyEnd_, 2) != "\r\n") {
           return state_ = State::Refused;
+        }
         pos_ = bodyEnd_ + 2;
         phase_ = Phase::ChunkSize;
         break;
       case Phase::Trailer: {
         auto text = line(buffered, limits_.chunkLineBytes, refused);
-        if (!text)
+        if (!text) {
           return waitOrRefuse();
+        }
         if (text->empty()) {
           phase_ = Phase::Done;
           state_ = State::Complete;
           break;
         }
         trailers_ += text->size() + 2;
-        if (trailers_ > limits_.headBytes)
+        if (trailers_ > limits_.headBytes) {
           return state_ = State::Refused;
+        }
         break;
       }
       case Phase::Done:
@@ -439,8 +482,9 @@ void appendResponseHead(std::string& out, const ResponseHead& head) {
   }
   if (head.extra != nullptr) {
     for (const auto& [name, value] : *head.extra) {
-      if (!isToken(name) || !isFieldValue(value) || isFramingField(name))
+      if (!isToken(name) || !isFieldValue(value) || isFramingField(name)) {
         continue;
+      }
       out += name;
       out += ": ";
       out += value;

@@ -23,8 +23,9 @@ HttpConnection::HttpConnection(HttpConnectionRegistry& reg, UniqueFd socket,
       remaining(std::max<size_t>(options.keepAliveMaxRequests, 1)) {}
 
 HttpConnection::~HttpConnection() {
-  if (admitted)
+  if (admitted) {
     registry.release(fd.get(), addr);
+  }
 }
 
 void HttpConnection::awaitNextRequest(Duration keepAliveTimeout) {
@@ -50,8 +51,9 @@ void HttpConnection::answerAndDrain(int status, std::string_view body) {
                            .close = true});
   out += body;
   stream.writeNow(out);  // best effort: the connection closes either way
-  if (tls)
+  if (tls) {
     tls->shutdown();
+  }
   beginDrain();
 }
 

@@ -51,18 +51,21 @@ HttpExchange::After HttpExchange::serve(HttpStream& stream, const std::string& r
       return refuse(431, "request header fields too large");
   }
   auto parsed = parseRequestHead(headText);
-  if (!parsed)
+  if (!parsed) {
     return refuse(parsed.error().status, parsed.error().reason);
+  }
   RequestHead& head = *parsed;
   const bool hasBody = head.framing != BodyFraming::None;
 
   HttpRouter::Route route = router_.find(head.method, head.path);
   if (!route.handler) {
-    if (route.allowed.empty())
+    if (route.allowed.empty()) {
       return hasBody ? refuse(404, "not found")
                      : answer(stream, head, remaining, plainResponse(404, "not found\n"));
-    if (hasBody)
+    }
+    if (hasBody) {
       return refuse(405, "method not allowed", {{"Allow", route.allowed}});
+    }
     HttpResponse response = head.method == "OPTIONS" ? plainResponse(204, "")
                                                      : plainResponse(405, "method not allowed\n");
     response.headers.emplace_back("Allow", std::move(route.allowed));
@@ -71,8 +74,9 @@ HttpExchange::After HttpExchange::serve(HttpStream& stream, const std::string& r
 
   HttpRequest request;
   if (hasBody) {
-    if (head.framing == BodyFraming::ContentLength && head.contentLength > options_.maxBodyBytes)
+    if (head.framing == BodyFraming::ContentLength && head.contentLength > options_.maxBodyBytes) {
       return refuse(413, "request body too large");
+    }
     switch (readBody(stream, head, request.body)) {
       case BodyRead::Ok:
         break;
@@ -112,11 +116,13 @@ HttpExchange::After HttpExchange::answer(HttpStream& stream, const RequestHead& 
                                          size_t remaining, const HttpResponse& response) const {
   bool close = !head.keepAlive || remaining <= 1 || stopping_;
   for (const auto& [name, value] : response.headers) {
-    if (equalsIgnoreCase(name, "Connection") && equalsIgnoreCase(trim(value), "close"))
+    if (equalsIgnoreCase(name, "Connection") && equalsIgnoreCase(trim(value), "close")) {
       close = true;
+    }
   }
-  if (!respond(stream, response, head.method == "HEAD", close, remaining - 1))
+  if (!respond(stream, response, head.method == "HEAD", close, remaining - 1)) {
     return After::Close;
+  }
   return close ? After::Close : After::KeepAlive;
 }
 
@@ -143,33 +149,43 @@ HttpExchange::BodyRead HttpExchange::readBody(HttpStream& stream, const RequestH
   size_t framing = 0;
   const size_t maxFraming = requestLimits(options_.maxBodyBytes).maxChunkFraming();
   for (;;) {
-    if (auto failed = next(kChunkLineLimit))
+    if (auto failed = next(kChunkLineLimit)) {
       return *failed;
+    }
     framing += line.size() + 4;
-    if (framing > maxFraming)
+    if (framing > maxFraming) {
       return BodyRead::Malformed;
+    }
     auto size = parseChunkSize(line);
-    if (!size)
+    if (!size) {
       return BodyRead::Malformed;
-    if (*size == 0)
+    }
+    if (*size == 0) {
       break;
-    if (*size > options_.maxBodyBytes - body.size())
+    }
+    if (*size > options_.maxBodyBytes - body.size()) {
       return BodyRead::TooLarge;
-    if (!stream.readExact(*size, body))
+    }
+    if (!stream.readExact(*size, body)) {
       return BodyRead::Closed;
-    if (auto failed = next(0))  // the CRLF after the chunk's data
+    }
+    if (auto failed = next(0)) {  // the CRLF after the chunk's data
       return *failed;
+    }
   }
   // Trailer fields are read and dropped, within the head's budget.
   size_t trailers = 0;
   for (;;) {
-    if (auto failed = next(kChunkLineLimit))
+    if (auto failed = next(kChunkLineLimit)) {
       return *failed;
-    if (line.empty())
+    }
+    if (line.empty()) {
       return BodyRead::Ok;
+    }
     trailers += line.size() + 2;
-    if (trailers > kHeaderBudget)
+    if (trailers > kHeaderBudget) {
       return BodyRead::Malformed;
+    }
   }
 }
 
@@ -177,8 +193,9 @@ bool HttpExchange::respond(HttpStream& stream, const HttpResponse& response, boo
                            bool close, size_t keepAliveMax) const {
   std::string_view contentType = response.contentType;
   for (const auto& [name, value] : response.headers) {
-    if (equalsIgnoreCase(name, "Content-Type"))
+    if (equalsIgnoreCase(name, "Content-Type")) {
       contentType = value;
+    }
   }
   std::string out;
   out.reserve(192 + response.body.size());
@@ -191,8 +208,9 @@ bool HttpExchange::respond(HttpStream& stream, const HttpResponse& response, boo
             .keepAliveSeconds =
                 std::chrono::ceil<std::chrono::seconds>(options_.keepAliveTimeout).count(),
             .keepAliveMax = keepAliveMax});
-  if (!headOnly && !statusHasNoBody(response.status))
+  if (!headOnly && !statusHasNoBody(response.status)) {
     out += response.body;
+  }
   return stream.writeAll(out);
 }
 

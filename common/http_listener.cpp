@@ -20,8 +20,9 @@ Result<void> HttpListener::bind() {
 
 Result<void> HttpListener::bindLocked() {
   auto fd = openListener(host_, requestedPort_);
-  if (!fd)
+  if (!fd) {
     return fail(fd.error());
+  }
   port_ = boundPort(fd->get());
   fd_ = std::move(*fd);
   return {};
@@ -32,8 +33,9 @@ void HttpListener::run(const Admit& admit) {
     acceptConnections(admit);
     std::unique_lock lock(mutex_);
     fd_.reset();
-    if (stopped_ || !reopen(lock))
+    if (stopped_ || !reopen(lock)) {
       break;
+    }
   }
 }
 
@@ -42,8 +44,9 @@ void HttpListener::stop() {
     std::lock_guard lock(mutex_);
     stopped_ = true;
     // Wakes the accept loop: accept fails and run() returns.
-    if (fd_.get() >= 0)
+    if (fd_.get() >= 0) {
       ::shutdown(fd_.get(), SHUT_RDWR);
+    }
   }
   cv_.notify_all();
 }
@@ -60,15 +63,17 @@ void HttpListener::acceptConnections(const Admit& admit) {
       continue;
     }
     int err = errno;
-    if (err == EINTR || err == ECONNABORTED || err == EPROTO || err == EPERM)
+    if (err == EINTR || err == ECONNABORTED || err == EPROTO || err == EPERM) {
       continue;
+    }
     if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
       // Out of descriptors or memory: the backlog holds new connections while workers
       // finish theirs; pause instead of spinning on the same error.
       log::warn("HTTP accept failed; pausing", {{"server", name_}, {"error", errnoText(err)}});
       std::unique_lock lock(mutex_);
-      if (cv_.wait_for(lock, std::chrono::milliseconds(100), [this] { return stopped_.load(); }))
+      if (cv_.wait_for(lock, std::chrono::milliseconds(100), [this] { return stopped_.load(); })) {
         return;
+      }
       continue;
     }
     if (!stopped_) {
@@ -81,12 +86,14 @@ void HttpListener::acceptConnections(const Admit& admit) {
 bool HttpListener::reopen(std::unique_lock<std::mutex>& lock) {
   log::error("HTTP listener failed; opening it again", {{"server", name_}, {"port", port_.load()}});
   for (;;) {
-    if (cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stopped_.load(); }))
+    if (cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stopped_.load(); })) {
       return false;
+    }
     requestedPort_ = port_;
     auto bound = bindLocked();
-    if (bound)
+    if (bound) {
       return true;
+    }
     log::error("HTTP listener could not be opened again",
                {{"server", name_}, {"error", bound.error().message}});
   }

@@ -25,16 +25,19 @@ constexpr auto kDeadlineSweep = std::chrono::milliseconds(50);
 
 Result<std::unique_ptr<HttpReader>> HttpReader::create(Settings settings, Hooks hooks) {
   UniqueFd epoll(::epoll_create1(EPOLL_CLOEXEC));
-  if (!epoll.valid())
+  if (!epoll.valid()) {
     return fail("epoll_create1: " + errnoText(errno));
+  }
   UniqueFd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (!wake.valid())
+  if (!wake.valid()) {
     return fail("eventfd: " + errnoText(errno));
+  }
   epoll_event event{};
   event.events = EPOLLIN;
   event.data.fd = wake.get();
-  if (::epoll_ctl(epoll.get(), EPOLL_CTL_ADD, wake.get(), &event) != 0)
+  if (::epoll_ctl(epoll.get(), EPOLL_CTL_ADD, wake.get(), &event) != 0) {
     return fail("epoll_ctl: " + errnoText(errno));
+  }
   return std::make_unique<HttpReader>(std::move(settings), std::move(hooks), std::move(epoll),
                                       std::move(wake));
 }
@@ -53,8 +56,9 @@ HttpReader::~HttpReader() {
 void HttpReader::add(std::unique_ptr<HttpConnection> connection) {
   {
     std::lock_guard lock(mutex_);
-    if (stopped_)
+    if (stopped_) {
       return;
+    }
     arrived_.push_back(std::move(connection));
   }
   ::eventfd_write(wake_.get(), 1);
@@ -66,8 +70,9 @@ void HttpReader::stop() {
     stopped_ = true;
   }
   ::eventfd_write(wake_.get(), 1);
-  if (thread_.joinable())
+  if (thread_.joinable()) {
     thread_.join();
+  }
 }
 
 void HttpReader::loop() {
@@ -87,8 +92,9 @@ void HttpReader::loop() {
         woken = true;
       } else {
         int fd = events[static_cast<size_t>(i)].data.fd;
-        if (auto it = connections_.find(fd); it != connections_.end())
+        if (auto it = connections_.find(fd); it != connections_.end()) {
           advance(*it->second);
+        }
       }
     }
     if (woken) {
@@ -97,12 +103,14 @@ void HttpReader::loop() {
       std::vector<std::unique_ptr<HttpConnection>> arrived;
       {
         std::lock_guard lock(mutex_);
-        if (stopped_)
+        if (stopped_) {
           break;
+        }
         arrived.swap(arrived_);
       }
-      for (auto& connection : arrived)
+      for (auto& connection : arrived) {
         take(std::move(connection));
+      }
     }
     auto now = Clock::now();
     if (now >= nextSweep) {
@@ -151,8 +159,9 @@ HttpReader::Next HttpReader::step(HttpConnection& c) {
         return Next::Close;
     }
   }
-  if (c.phase == Phase::Draining)
+  if (c.phase == Phase::Draining) {
     return drain(c);
+  }
   for (;;) {
     if (c.phase == Phase::Idle && !c.stream.buffered().empty()) {
       // The request's first byte: from now on its head and body have requestTimeout.
@@ -161,12 +170,14 @@ HttpReader::Next HttpReader::step(HttpConnection& c) {
     }
     if (c.phase == Phase::Reading) {
       c.stream.skipEmptyLines();
-      if (c.scanner.scan(c.stream.buffered()) != RequestScanner::State::NeedMore)
+      if (c.scanner.scan(c.stream.buffered()) != RequestScanner::State::NeedMore) {
         return Next::Dispatch;
+      }
       if (c.scanner.wantsContinue() && !c.continueSent) {
         c.continueSent = true;
-        if (!c.stream.writeNow("HTTP/1.1 100 Continue\r\n\r\n"))
+        if (!c.stream.writeNow("HTTP/1.1 100 Continue\r\n\r\n")) {
           return Next::Close;
+        }
       }
     }
     switch (c.stream.fillNow()) {
@@ -188,21 +199,25 @@ HttpReader::Next HttpReader::drain(HttpConnection& c) {
     ssize_t n = ::recv(c.fd.get(), sink.data(), sink.size(), MSG_DONTWAIT);
     if (n > 0) {
       c.drained += static_cast<size_t>(n);
-      if (c.drained >= kLingerBytes)
+      if (c.drained >= kLingerBytes) {
         return Next::Close;
+      }
       continue;
     }
-    if (n < 0 && errno == EINTR)
+    if (n < 0 && errno == EINTR) {
       continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
       return watch(c, EPOLLIN);
+    }
     return Next::Close;
   }
 }
 
 HttpReader::Next HttpReader::watch(HttpConnection& c, uint32_t events) {
-  if (c.watched == events)
+  if (c.watched == events) {
     return Next::Wait;
+  }
   epoll_event event{};
   event.events = events;
   event.data.fd = c.fd.get();
@@ -234,8 +249,9 @@ void HttpReader::close(int fd) {
 void HttpReader::dispatch(int fd) {
   std::unique_ptr<HttpConnection> connection = release(fd);
   connection->stream.setReadDeadline(connection->deadline);
-  if (hooks_.dispatch(connection))
+  if (hooks_.dispatch(connection)) {
     return;
+  }
   hooks_.overloaded();
   connection->answerAndDrain(503, "server busy\n");
   take(std::move(connection));
@@ -244,8 +260,9 @@ void HttpReader::dispatch(int fd) {
 void HttpReader::sweep(Clock::time_point now) {
   std::vector<int> expired;
   for (const auto& [fd, connection] : connections_) {
-    if (connection->deadline <= now)
+    if (connection->deadline <= now) {
       expired.push_back(fd);
+    }
   }
   for (int fd : expired) {
     HttpConnection& c = *connections_.at(fd);

@@ -8,8 +8,9 @@ namespace gvirtus {
 
 std::string HttpRequest::header(std::string_view name) const {
   for (const auto& [k, v] : headers) {
-    if (equalsIgnoreCase(k, name))
+    if (equalsIgnoreCase(k, name)) {
       return v;
+    }
   }
   return {};
 }
@@ -21,8 +22,9 @@ bool HttpRequest::hasHeader(std::string_view name) const {
 
 std::string HttpRequest::queryParam(std::string_view name) const {
   for (const auto& [k, v] : query) {
-    if (k == name)
+    if (k == name) {
       return v;
+    }
   }
   return {};
 }

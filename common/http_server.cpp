@@ -93,8 +93,9 @@ void HttpServer::Impl::serveLoop() {
 // A new connection goes to the reader, or is closed at once: the server is stopping or
 // full, or its peer has maxConnectionsPerPeer open.
 void HttpServer::Impl::admit(UniqueFd fd) {
-  if (stopping)
+  if (stopping) {
     return;
+  }
   if (workers->full()) {
     noteRejected();
     return;
@@ -105,8 +106,9 @@ void HttpServer::Impl::admit(UniqueFd fd) {
   std::unique_ptr<TlsSession> session;
   if (tls) {
     session = tls->newSession(socket);
-    if (!session)
+    if (!session) {
       return;
+    }
   }
   auto connection = std::make_unique<HttpConnection>(registry, std::move(fd), peerAddress(socket),
                                                      std::move(session), options);
@@ -152,8 +154,9 @@ void HttpServer::Impl::serve(std::unique_ptr<HttpConnection> connection) {
     reader->add(std::move(connection));
     return;
   }
-  if (c.tls)
+  if (c.tls) {
     c.tls->shutdown();
+  }
   if (after == HttpExchange::After::DrainAndClose) {
     c.beginDrain();
     reader->add(std::move(connection));
@@ -191,17 +194,20 @@ HttpServer::~HttpServer() {
 
 Result<std::unique_ptr<HttpServer>> HttpServer::create(HttpServerOptions options) {
   auto address = parseListenAddress(options.address);
-  if (!address)
+  if (!address) {
     return fail(address.error());
-  if (options.maxBodyBytes == 0)
+  }
+  if (options.maxBodyBytes == 0) {
     return fail("maxBodyBytes must be positive");
+  }
   if (options.readTimeout <= Duration::zero() || options.writeTimeout <= Duration::zero() ||
       options.keepAliveTimeout <= Duration::zero() || options.requestTimeout <= Duration::zero() ||
       options.handshakeTimeout <= Duration::zero()) {
     return fail("HTTP timeouts must be positive");
   }
-  if (options.maxConnections == 0 || options.maxConnectionsPerPeer == 0)
+  if (options.maxConnections == 0 || options.maxConnectionsPerPeer == 0) {
     return fail("HTTP connection limits must be positive");
+  }
   auto impl = std::make_unique<Impl>(std::move(options), address->first, address->second);
   const auto& o = impl->options;
   if (o.tls || o.certificate || !o.certFile.empty() || !o.keyFile.empty()) {
@@ -210,8 +216,9 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(HttpServerOptions options
                                          .certificate = o.certificate,
                                          .checkInterval = o.certificateCheckInterval,
                                          .name = o.name});
-    if (!tls)
+    if (!tls) {
       return fail(tls.error());
+    }
     impl->tls = std::move(*tls);
   }
   return std::make_unique<HttpServer>(PassKey{}, std::move(impl));
@@ -223,10 +230,12 @@ void HttpServer::handle(std::string method, std::string path, HttpHandler handle
 
 Result<void> HttpServer::start() {
   std::lock_guard lock(impl_->stateMutex);
-  if (impl_->stopping)
+  if (impl_->stopping) {
     return fail("HTTP server " + impl_->options.name + " was stopped");
-  if (impl_->started)
+  }
+  if (impl_->started) {
     return fail("HTTP server " + impl_->options.name + " already started");
+  }
   Impl* self = impl_.get();
   auto reader =
       HttpReader::create({.readTimeout = self->options.readTimeout,
@@ -245,10 +254,12 @@ Result<void> HttpServer::start() {
                                             {"what", std::string(what)},
                                             {"peer", connection.addr}});
                               }});
-  if (!reader)
+  if (!reader) {
     return fail(reader.error().context("HTTP server " + impl_->options.name));
-  if (auto r = impl_->listener.bind(); !r)
+  }
+  if (auto r = impl_->listener.bind(); !r) {
     return r;
+  }
   impl_->started = true;
   impl_->workers = std::make_unique<HttpWorkers>(
       self->options.workers, self->options.maxQueued,
@@ -275,8 +286,9 @@ void HttpServer::stop() {
   }
   // Wakes workers blocked on slow connections.
   impl_->registry.shutdownAll();
-  if (impl_->thread.joinable())
+  if (impl_->thread.joinable()) {
     impl_->thread.join();
+  }
 }
 
 bool HttpServer::tls() const {
@@ -284,8 +296,9 @@ bool HttpServer::tls() const {
 }
 
 Result<void> HttpServer::setCertificate(const PemKeyPair& pair) {
-  if (!impl_->tls)
+  if (!impl_->tls) {
     return fail("HTTP server " + impl_->options.name + " does not serve TLS");
+  }
   return impl_->tls->setCertificate(pair);
 }
 

@@ -24,14 +24,18 @@ template <typename Io>
 ssize_t untilReady(int fd, short events, Clock::time_point deadline, Io io) {
   for (;;) {
     ssize_t n = io();
-    if (n >= 0)
+    if (n >= 0) {
       return n;
-    if (errno == EINTR)
+    }
+    if (errno == EINTR) {
       continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK)
+    }
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
       return -1;
-    if (!waitForFd(fd, events, deadline))
+    }
+    if (!waitForFd(fd, events, deadline)) {
       return -1;
+    }
   }
 }
 
@@ -45,8 +49,9 @@ HttpStream::HttpStream(int fd, TlsSession* tls, Duration readTimeout, Duration w
       buf_(kReadBufferSize) {}
 
 void HttpStream::skipEmptyLines() {
-  while (end_ - begin_ >= 2 && buf_[begin_] == '\r' && buf_[begin_ + 1] == '\n')
+  while (end_ - begin_ >= 2 && buf_[begin_] == '\r' && buf_[begin_ + 1] == '\n') {
     begin_ += 2;
+  }
 }
 
 HttpStream::Fill HttpStream::fillNow() {
@@ -75,10 +80,12 @@ HttpStream::Fill HttpStream::fillNow() {
       end_ += static_cast<size_t>(n);
       return Fill::Got;
     }
-    if (n == 0)
+    if (n == 0) {
       return Fill::Closed;
-    if (errno == EINTR)
+    }
+    if (errno == EINTR) {
       continue;
+    }
     return errno == EAGAIN || errno == EWOULDBLOCK ? Fill::WantRead : Fill::Closed;
   }
 }
@@ -87,14 +94,17 @@ bool HttpStream::writeNow(std::string_view data) {
   while (!data.empty()) {
     size_t moved = 0;
     if (tls_ != nullptr) {
-      if (tls_->writeSome(data.data(), data.size(), moved) != TlsSession::Step::Done)
+      if (tls_->writeSome(data.data(), data.size(), moved) != TlsSession::Step::Done) {
         return false;
+      }
     } else {
       ssize_t n = ::send(fd_, data.data(), data.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
-      if (n < 0 && errno == EINTR)
+      if (n < 0 && errno == EINTR) {
         continue;
-      if (n <= 0)
+      }
+      if (n <= 0) {
         return false;
+      }
       moved = static_cast<size_t>(n);
     }
     data.remove_prefix(moved);
@@ -113,11 +123,13 @@ HttpStream::Read HttpStream::readHead(size_t limit, std::string_view& head) {
       begin_ += end + 4;
       return Read::Ok;
     }
-    if (pending.size() >= limit)
+    if (pending.size() >= limit) {
       return Read::TooLarge;
+    }
     scanned = pending.size() >= 3 ? pending.size() - 3 : 0;
-    if (!fill())
+    if (!fill()) {
       return Read::Closed;
+    }
   }
 }
 
@@ -131,11 +143,13 @@ HttpStream::Read HttpStream::readLine(size_t limit, std::string& line) {
       begin_ += end + 2;
       return Read::Ok;
     }
-    if (pending.size() > limit + 1)
+    if (pending.size() > limit + 1) {
       return Read::TooLarge;
+    }
     scanned = pending.empty() ? 0 : pending.size() - 1;
-    if (!fill())
+    if (!fill()) {
       return Read::Closed;
+    }
   }
 }
 
@@ -153,8 +167,9 @@ bool HttpStream::readExact(size_t n, std::string& out) {
       out.resize(target);
       ssize_t got = rawRead(out.data() + old, want);
       out.resize(old + static_cast<size_t>(std::max<ssize_t>(got, 0)));
-      if (got <= 0)
+      if (got <= 0) {
         return false;
+      }
     } else if (!fill()) {
       return false;
     }
@@ -165,8 +180,9 @@ bool HttpStream::readExact(size_t n, std::string& out) {
 bool HttpStream::writeAll(std::string_view data) {
   while (!data.empty()) {
     ssize_t n = write(data.data(), data.size());
-    if (n <= 0)
+    if (n <= 0) {
       return false;
+    }
     data.remove_prefix(static_cast<size_t>(n));
   }
   return true;
@@ -189,23 +205,26 @@ void HttpStream::makeRoom() {
 bool HttpStream::fill() {
   makeRoom();
   ssize_t n = rawRead(buf_.data() + end_, buf_.size() - end_);
-  if (n <= 0)
+  if (n <= 0) {
     return false;
+  }
   end_ += static_cast<size_t>(n);
   return true;
 }
 
 ssize_t HttpStream::write(const char* ptr, size_t size) {
   auto deadline = Clock::now() + writeTimeout_;
-  if (tls_ != nullptr)
+  if (tls_ != nullptr) {
     return tls_->write(ptr, size, deadline);
+  }
   return untilReady(fd_, POLLOUT, deadline, [&] { return ::send(fd_, ptr, size, MSG_NOSIGNAL); });
 }
 
 ssize_t HttpStream::rawRead(char* ptr, size_t size) {
   auto deadline = std::min(Clock::now() + readTimeout_, readDeadline_);
-  if (tls_ != nullptr)
+  if (tls_ != nullptr) {
     return tls_->read(ptr, size, deadline);
+  }
   return untilReady(fd_, POLLIN, deadline, [&] { return ::recv(fd_, ptr, size, 0); });
 }
 

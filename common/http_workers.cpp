@@ -8,8 +8,9 @@ HttpWorkers::HttpWorkers(size_t workers, size_t maxQueued, Serve serve)
     : maxQueued_(maxQueued), serve_(std::move(serve)) {
   workers = std::max<size_t>(workers, 1);
   threads_.reserve(workers);
-  for (size_t i = 0; i < workers; ++i)
+  for (size_t i = 0; i < workers; ++i) {
     threads_.emplace_back([this] { work(); });
+  }
 }
 
 HttpWorkers::~HttpWorkers() {
@@ -19,8 +20,9 @@ HttpWorkers::~HttpWorkers() {
 bool HttpWorkers::submit(std::unique_ptr<HttpConnection>& connection) {
   {
     std::lock_guard lock(mutex_);
-    if (fullLocked())
+    if (fullLocked()) {
       return false;
+    }
     queue_.push_back(std::move(connection));
   }
   cv_.notify_one();
@@ -54,8 +56,9 @@ void HttpWorkers::work() {
       ++idle_;
       cv_.wait(lock, [this] { return shutdown_ || !queue_.empty(); });
       --idle_;
-      if (queue_.empty())
+      if (queue_.empty()) {
         return;
+      }
       connection = std::move(queue_.front());
       queue_.pop_front();
     }

@@ -99,8 +99,9 @@ Result<std::string> serverList(const std::vector<std::string>& servers) {
     if (!parsed) {
       return fail(parsed.error());
     }
-    if (!csv.empty())
+    if (!csv.empty()) {
       csv += ',';
+    }
     csv += *parsed;
   }
   return csv;
@@ -178,8 +179,9 @@ Result<void> drive(ares_channeldata* channel, const Lookup& lookup,
     for (int i = 0; i < ARES_GETSOCK_MAXNUM; ++i) {
       const bool readable = ARES_GETSOCK_READABLE(bits, i) != 0;
       const bool writable = ARES_GETSOCK_WRITABLE(bits, i) != 0;
-      if (!readable && !writable)
+      if (!readable && !writable) {
         continue;
+      }
       const short events = static_cast<short>((readable ? POLLIN : 0) | (writable ? POLLOUT : 0));
       fds.push_back(pollfd{sockets[i], events, 0});
     }
@@ -197,10 +199,12 @@ Result<void> drive(ares_channeldata* channel, const Lookup& lookup,
       continue;
     }
     for (const auto& fd : fds) {
-      if (lookup.done)
+      if (lookup.done) {
         break;
-      if (fd.revents == 0)
+      }
+      if (fd.revents == 0) {
         continue;
+      }
       const bool read = (fd.revents & (POLLIN | POLLERR | POLLHUP)) != 0;
       const bool write = (fd.revents & POLLOUT) != 0;
       ares_process_fd(channel, read ? fd.fd : ARES_SOCKET_BAD, write ? fd.fd : ARES_SOCKET_BAD);

@@ -132,8 +132,9 @@ bool isProperPrefix(const std::vector<std::string>& prefix, const std::vector<st
     return false;
   }
   for (std::size_t i = 0; i < prefix.size(); ++i) {
-    if (prefix[i] != of[i])
+    if (prefix[i] != of[i]) {
       return false;
+    }
   }
   return true;
 }

@@ -48,22 +48,28 @@ std::string textValue(const nlohmann::json& value) {
 }  // namespace
 
 Result<Level> parseLevel(std::string_view text) {
-  if (text == "debug")
+  if (text == "debug") {
     return Level::Debug;
-  if (text == "info")
+  }
+  if (text == "info") {
     return Level::Info;
-  if (text == "warn" || text == "warning")
+  }
+  if (text == "warn" || text == "warning") {
     return Level::Warn;
-  if (text == "error")
+  }
+  if (text == "error") {
     return Level::Error;
+  }
   return fail("must be one of debug, info, warn, error; got \"" + std::string(text) + "\"");
 }
 
 Result<Format> parseFormat(std::string_view text) {
-  if (text == "text")
+  if (text == "text") {
     return Format::Text;
-  if (text == "json")
+  }
+  if (text == "json") {
     return Format::Json;
+  }
   return fail("must be json or text; got \"" + std::string(text) + "\"");
 }
 
@@ -93,8 +99,9 @@ std::string formatLine(Level level, Format format, std::string_view timestamp,
   std::string line(timestamp);
   line += ' ';
   std::string level_text(levelName(level));
-  for (auto& c : level_text)
+  for (auto& c : level_text) {
     c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
   line += level_text;
   line += ' ';
   // A message never starts a forged second line.

@@ -18,24 +18,28 @@ namespace gvirtus {
 namespace {
 
 bool validName(const std::string& name, bool allowColon) {
-  if (name.empty())
+  if (name.empty()) {
     return false;
+  }
   for (size_t i = 0; i < name.size(); ++i) {
     char c = name[i];
     bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
               (allowColon && c == ':') || (i > 0 && c >= '0' && c <= '9');
-    if (!ok)
+    if (!ok) {
       return false;
+    }
   }
   return true;
 }
 
 bool validLabelNames(const std::vector<std::string>& names, MetricType type) {
   for (size_t i = 0; i < names.size(); ++i) {
-    if (!validName(names[i], false) || names[i].starts_with("__"))
+    if (!validName(names[i], false) || names[i].starts_with("__")) {
       return false;
-    if (type == MetricType::Histogram && names[i] == "le")
+    }
+    if (type == MetricType::Histogram && names[i] == "le") {
       return false;
+    }
     if (std::find(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(i), names[i]) !=
         names.begin() + static_cast<std::ptrdiff_t>(i)) {
       return false;
@@ -64,20 +68,23 @@ void atomicAdd(std::atomic<double>& target, double amount) {
 // there is nothing to show.
 std::string labelText(const std::vector<std::string>& names, const std::vector<std::string>& values,
                       const std::string& extra = {}) {
-  if (names.empty() && extra.empty())
+  if (names.empty() && extra.empty()) {
     return {};
+  }
   std::string out = "{";
   for (size_t i = 0; i < names.size(); ++i) {
-    if (i > 0)
+    if (i > 0) {
       out += ',';
+    }
     out += names[i];
     out += "=\"";
     out += escapeLabelValue(i < values.size() ? values[i] : std::string());
     out += '"';
   }
   if (!extra.empty()) {
-    if (!names.empty())
+    if (!names.empty()) {
       out += ',';
+    }
     out += extra;
   }
   out += '}';
@@ -118,19 +125,22 @@ std::string readFile(const char* path) {
 std::vector<std::string> selfStatFields() {
   std::string stat = readFile("/proc/self/stat");
   auto close = stat.rfind(')');
-  if (close == std::string::npos)
+  if (close == std::string::npos) {
     return {};
+  }
   std::istringstream in(stat.substr(close + 1));
   std::vector<std::string> fields;
-  for (std::string f; in >> f;)
+  for (std::string f; in >> f;) {
     fields.push_back(f);
+  }
   return fields;
 }
 
 double statField(const std::vector<std::string>& fields, size_t procField) {
   size_t index = procField - 3;
-  if (index >= fields.size())
+  if (index >= fields.size()) {
     return 0;
+  }
   double value = 0;
   const std::string& f = fields[index];
   std::from_chars(f.data(), f.data() + f.size(), value);
@@ -140,8 +150,9 @@ double statField(const std::vector<std::string>& fields, size_t procField) {
 double bootTimeSeconds() {
   std::istringstream in(readFile("/proc/stat"));
   for (std::string line; std::getline(in, line);) {
-    if (line.starts_with("btime "))
+    if (line.starts_with("btime ")) {
       return std::strtod(line.c_str() + 6, nullptr);
+    }
   }
   return 0;
 }
@@ -160,8 +171,9 @@ double statmField(int index) {
   std::istringstream in(readFile("/proc/self/statm"));
   double value = 0;
   for (int i = 0; i <= index; ++i) {
-    if (!(in >> value))
+    if (!(in >> value)) {
       return 0;
+    }
   }
   return value;
 }
@@ -207,22 +219,26 @@ std::string escapeHelp(const std::string& help) {
 }
 
 std::string formatMetricValue(double value) {
-  if (std::isnan(value))
+  if (std::isnan(value)) {
     return "NaN";
-  if (std::isinf(value))
+  }
+  if (std::isinf(value)) {
     return value > 0 ? "+Inf" : "-Inf";
+  }
   char buf[64];
   auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), value);
-  if (ec != std::errc())
+  if (ec != std::errc()) {
     return "NaN";
+  }
   return std::string(buf, end);
 }
 
 // ---- Metrics -------------------------------------------------------------------------------
 
 void Counter::inc(double amount) {
-  if (!(amount > 0))
+  if (!(amount > 0)) {
     return;
+  }
   atomicAdd(value_, amount);
 }
 
@@ -297,8 +313,9 @@ M& MetricFamily<M>::withLabels(const std::vector<std::string>& labelValues) {
   }
   std::lock_guard lock(mutex_);
   auto it = children_.find(key);
-  if (it == children_.end())
+  if (it == children_.end()) {
     it = children_.emplace(std::move(key), make_()).first;
+  }
   return *it->second;
 }
 
@@ -306,8 +323,9 @@ template <typename M>
 void MetricFamily<M>::forEach(
     const std::function<void(const std::vector<std::string>&, const M&)>& fn) const {
   std::lock_guard lock(mutex_);
-  for (const auto& [labels, metric] : children_)
+  for (const auto& [labels, metric] : children_) {
     fn(labels, *metric);
+  }
 }
 
 template class MetricFamily<Counter>;
@@ -359,8 +377,9 @@ MetricFamily<M>& MetricsRegistry::family(MetricType type, const std::string& nam
     problem = "invalid label names";
   } else {
     for (auto& entry : entries_) {
-      if (entry->name != name)
+      if (entry->name != name) {
         continue;
+      }
       if (entry->type == type && entry->labelNames == labelNames && !entry->read) {
         return *entry->slot<M>();
       }
@@ -425,8 +444,9 @@ void MetricsRegistry::function(MetricType type, const std::string& name, const s
     return;
   }
   for (auto& entry : entries_) {
-    if (entry->name != name)
+    if (entry->name != name) {
       continue;
+    }
     if (entry->type == type && entry->read) {
       entry->read = std::move(read);  // registered again: the newest reader wins
       return;
@@ -528,8 +548,9 @@ std::string MetricsRegistry::render() const {
         });
         break;
     }
-    if (body.empty())
+    if (body.empty()) {
       continue;  // a labelled family with no child yet
+    }
     writeHeader(out, name, entry->help, entry->type);
     out += body;
   }

@@ -49,8 +49,9 @@ Result<UniqueFd> bindSocket(const sockaddr* addr, socklen_t len, bool dualStack,
                             const std::string& shown, int* socketErrno = nullptr) {
   UniqueFd fd(::socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (fd.get() < 0) {
-    if (socketErrno != nullptr)
+    if (socketErrno != nullptr) {
       *socketErrno = errno;
+    }
     return fail("listen on " + shown + ": socket: " + errnoText(errno));
   }
   int one = 1;
@@ -70,8 +71,9 @@ Result<UniqueFd> bindSocket(const sockaddr* addr, socklen_t len, bool dualStack,
 }
 
 std::string showAddress(const std::string& host, int port) {
-  if (host.find(':') != std::string::npos)
+  if (host.find(':') != std::string::npos) {
     return "[" + host + "]:" + std::to_string(port);
+  }
   return host + ":" + std::to_string(port);
 }
 
@@ -87,12 +89,15 @@ bool waitForFd(int fd, short events, std::chrono::steady_clock::time_point deadl
   for (;;) {
     pollfd p{fd, events, 0};
     int n = ::poll(&p, 1, pollMillis(deadline));
-    if (n > 0)
+    if (n > 0) {
       return true;
-    if (n == 0)
+    }
+    if (n == 0) {
       return false;
-    if (errno != EINTR)
+    }
+    if (errno != EINTR) {
       return false;
+    }
   }
 }
 
@@ -108,21 +113,26 @@ Result<std::pair<std::string, int>> parseListenAddress(std::string_view address)
   std::string_view portText;
   if (!address.empty() && address.front() == '[') {
     auto close = address.find(']');
-    if (close == std::string_view::npos)
+    if (close == std::string_view::npos) {
       return bad("missing ']'");
+    }
     host = std::string(address.substr(1, close - 1));
-    if (host.empty())
+    if (host.empty()) {
       return bad("empty IPv6 host");
-    if (close + 1 >= address.size() || address[close + 1] != ':')
+    }
+    if (close + 1 >= address.size() || address[close + 1] != ':') {
       return bad("missing :PORT");
+    }
     portText = address.substr(close + 2);
   } else {
     auto colon = address.rfind(':');
-    if (colon == std::string_view::npos)
+    if (colon == std::string_view::npos) {
       return bad("want HOST:PORT or :PORT");
+    }
     host = std::string(address.substr(0, colon));
-    if (host.find(':') != std::string::npos)
+    if (host.find(':') != std::string::npos) {
       return bad("write an IPv6 host in brackets");
+    }
     portText = address.substr(colon + 1);
   }
   int port = -1;
@@ -131,8 +141,9 @@ Result<std::pair<std::string, int>> parseListenAddress(std::string_view address)
       port < 0 || port > 65535) {
     return bad("port must be a number between 0 and 65535");
   }
-  if (host == "*")
+  if (host == "*") {
     host.clear();
+  }
   return std::make_pair(host, port);
 }
 
@@ -147,8 +158,9 @@ Result<UniqueFd> openListener(const std::string& host, int port) {
     int socketErrno = 0;
     auto fd = bindSocket(reinterpret_cast<const sockaddr*>(&any6), sizeof(any6), true, shown,
                          &socketErrno);
-    if (fd || socketErrno == 0)
+    if (fd || socketErrno == 0) {
       return fd;
+    }
     sockaddr_in any4{};
     any4.sin_family = AF_INET;
     any4.sin_addr.s_addr = htonl(INADDR_ANY);
@@ -174,15 +186,17 @@ Result<UniqueFd> openListener(const std::string& host, int port) {
   hints.ai_flags = AI_ADDRCONFIG;
   addrinfo* found = nullptr;
   int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
-  if (rc != 0)
+  if (rc != 0) {
     return fail("listen on " + shown + ": resolve: " + ::gai_strerror(rc));
+  }
   std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> owner(found, &::freeaddrinfo);
   Error last;
   last.message = "listen on " + shown + ": no usable address";
   for (addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
     auto fd = bindSocket(ai->ai_addr, ai->ai_addrlen, false, shown);
-    if (fd)
+    if (fd) {
       return fd;
+    }
     last = fd.error();
   }
   return fail(last);
@@ -191,8 +205,9 @@ Result<UniqueFd> openListener(const std::string& host, int port) {
 int boundPort(int fd) {
   sockaddr_storage addr{};
   socklen_t len = sizeof(addr);
-  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
     return 0;
+  }
   int port = 0;
   formatAddress(addr, &port);
   return port;
@@ -202,8 +217,9 @@ std::pair<std::string, int> peerAddress(int fd) {
   sockaddr_storage addr{};
   socklen_t len = sizeof(addr);
   int port = 0;
-  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
     return {std::string(), 0};
+  }
   std::string shown = formatAddress(addr, &port);
   return {std::move(shown), port};
 }

@@ -49,26 +49,32 @@ Result<std::shared_ptr<const TlsMaterial>> parseTlsMaterial(const std::string& c
   ERR_clear_error();
   auto material = std::make_shared<TlsMaterial>();
   auto certBio = memoryBio(certPem);
-  if (!certBio)
+  if (!certBio) {
     return fail(certBio.error().context("allocate BIO"));
+  }
   std::vector<X509Ptr> certs = readPemCertificates(certBio->get(), &refusePassphrase);
-  if (certs.empty())
+  if (certs.empty()) {
     return fail("parse certificate: " + opensslErrors());
+  }
   ERR_clear_error();  // the read that ended the chain left "no start line"
   material->cert = std::move(certs.front());
   material->chain = newX509Stack();
-  if (!material->chain)
+  if (!material->chain) {
     return fail("allocate certificate chain: " + opensslErrors());
+  }
   for (size_t i = 1; i < certs.size(); ++i) {
-    if (!pushX509(material->chain.get(), std::move(certs[i])))
+    if (!pushX509(material->chain.get(), std::move(certs[i]))) {
       return fail("build certificate chain: " + opensslErrors());
+    }
   }
   auto keyBio = memoryBio(keyPem);
-  if (!keyBio)
+  if (!keyBio) {
     return fail(keyBio.error().context("allocate BIO"));
+  }
   material->key = readPemPrivateKey(keyBio->get(), &refusePassphrase);
-  if (!material->key)
+  if (!material->key) {
     return fail("parse private key: " + opensslErrors());
+  }
   if (X509_check_private_key(material->cert.get(), material->key.get()) != 1) {
     ERR_clear_error();
     return fail("the private key does not match the certificate");
@@ -78,12 +84,14 @@ Result<std::shared_ptr<const TlsMaterial>> parseTlsMaterial(const std::string& c
 
 Result<std::string> readWholeFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in)
+  if (!in) {
     return fail("open " + path + ": " + errnoText(errno));
+  }
   std::ostringstream out;
   out << in.rdbuf();
-  if (in.bad())
+  if (in.bad()) {
     return fail("read " + path);
+  }
   return out.str();
 }
 
@@ -101,8 +109,9 @@ struct FileStamp {
 
 FileStamp stampOf(const std::string& path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0)
+  if (::stat(path.c_str(), &st) != 0) {
     return {};
+  }
   return {true, st.st_dev, st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec};
 }
 
@@ -121,8 +130,9 @@ int socketBioWrite(BIO* bio, const char* data, size_t len, size_t* written) {
     *written = static_cast<size_t>(n);
     return 1;
   }
-  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
     BIO_set_retry_write(bio);
+  }
   return 0;
 }
 
@@ -175,8 +185,9 @@ int alpnSelect(SSL*, const unsigned char** out, unsigned char* outLen, const uns
   static const unsigned char kHttp11[] = {'h', 't', 't', 'p', '/', '1', '.', '1'};
   for (unsigned int i = 0; i < inLen;) {
     unsigned int len = in[i];
-    if (i + 1 + len > inLen)
+    if (i + 1 + len > inLen) {
       break;
+    }
     if (len == sizeof(kHttp11) && std::memcmp(in + i + 1, kHttp11, len) == 0) {
       *out = in + i + 1;
       *outLen = static_cast<unsigned char>(len);
@@ -210,15 +221,17 @@ ssize_t transferTls(SSL* ssl, int fd, TlsSession::Deadline deadline, Transfer tr
   for (;;) {
     ERR_clear_error();
     int n = transfer(ssl);
-    if (n > 0)
+    if (n > 0) {
       return n;
+    }
     int err = SSL_get_error(ssl, n);
     if (err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE) {
       ERR_clear_error();
       return err == SSL_ERROR_ZERO_RETURN ? 0 : -1;
     }
-    if (!waitForFd(fd, err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline))
+    if (!waitForFd(fd, err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline)) {
       return -1;
+    }
   }
 }
 
@@ -243,12 +256,14 @@ TlsSession::Step TlsSession::handshake() {
   SSL* ssl = impl_->ssl.get();
   ERR_clear_error();
   int rc = SSL_do_handshake(ssl);
-  if (rc == 1)
+  if (rc == 1) {
     return Step::Done;
+  }
   Step step = stepOf(ssl, rc);
   if (step != Step::WantRead && step != Step::WantWrite) {
-    if (log::enabled(log::Level::Debug))
+    if (log::enabled(log::Level::Debug)) {
       log::debug("TLS handshake failed", {{"server", impl_->name}, {"error", opensslErrors()}});
+    }
     ERR_clear_error();
     return Step::Failed;
   }
@@ -330,8 +345,9 @@ struct TlsServerContext::Impl {
 Result<void> TlsServerContext::Impl::init() {
   ERR_clear_error();
   sslCtx.reset(SSL_CTX_new(TLS_server_method()));
-  if (!sslCtx)
+  if (!sslCtx) {
     return fail("create TLS context: " + opensslErrors());
+  }
   SSL_CTX* ctx = sslCtx.get();
   if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {
     return fail("set TLS minimum version: " + opensslErrors());
@@ -350,12 +366,14 @@ Result<void> TlsServerContext::Impl::init() {
     if (options.certFile.empty() || options.keyFile.empty()) {
       return fail("TLS needs both a certificate file and a key file");
     }
-    if (auto r = loadCertFiles(true); !r)
+    if (auto r = loadCertFiles(true); !r) {
       return r;
+    }
   } else if (options.certificate) {
     auto parsed = parseTlsMaterial(options.certificate->certPem, options.certificate->keyPem);
-    if (!parsed)
+    if (!parsed) {
       return fail(parsed.error().context("TLS certificate"));
+    }
     material = *parsed;
   }
   return {};
@@ -365,29 +383,34 @@ Result<void> TlsServerContext::Impl::init() {
 // first load an error is returned; later a bad pair is logged and the old one kept.
 Result<void> TlsServerContext::Impl::loadCertFiles(bool initial) {
   std::unique_lock reload(reloadMutex, std::try_to_lock);
-  if (!reload.owns_lock())
+  if (!reload.owns_lock()) {
     return {};  // another handshake is reloading right now
+  }
   FileStamp cert = stampOf(options.certFile);
   FileStamp key = stampOf(options.keyFile);
-  if (!initial && cert == certStamp && key == keyStamp)
+  if (!initial && cert == certStamp && key == keyStamp) {
     return {};
+  }
   certStamp = cert;
   keyStamp = key;
   auto load = [&]() -> Result<std::shared_ptr<const TlsMaterial>> {
     auto certPem = readWholeFile(options.certFile);
-    if (!certPem)
+    if (!certPem) {
       return fail(certPem.error());
+    }
     auto keyPem = readWholeFile(options.keyFile);
-    if (!keyPem)
+    if (!keyPem) {
       return fail(keyPem.error());
+    }
     return parseTlsMaterial(*certPem, *keyPem);
   };
   auto loaded = load();
   if (!loaded) {
     Error e = loaded.error().context("load TLS certificate " + options.certFile + " and key " +
                                      options.keyFile);
-    if (initial)
+    if (initial) {
       return fail(e);
+    }
     log::error("TLS certificate reload failed; serving the previous certificate",
                {{"server", options.name}, {"error", e.message}});
     return {};
@@ -414,8 +437,9 @@ std::shared_ptr<const TlsMaterial> TlsServerContext::Impl::currentMaterial() {
         due = true;
       }
     }
-    if (due)
+    if (due) {
       (void)loadCertFiles(false);
+    }
   }
   std::lock_guard lock(certMutex);
   return material;
@@ -424,8 +448,9 @@ std::shared_ptr<const TlsMaterial> TlsServerContext::Impl::currentMaterial() {
 int TlsServerContext::Impl::certCallback(SSL* ssl, void* arg) {
   auto* self = static_cast<Impl*>(arg);
   auto current = self->currentMaterial();
-  if (!current)
+  if (!current) {
     return 0;  // no certificate yet: fail the handshake
+  }
   return SSL_use_cert_and_key(ssl, current->cert.get(), current->key.get(), current->chain.get(),
                               1) == 1
              ? 1
@@ -437,8 +462,9 @@ TlsServerContext::~TlsServerContext() = default;
 
 Result<std::unique_ptr<TlsServerContext>> TlsServerContext::create(TlsServerOptions options) {
   auto impl = std::make_unique<Impl>(std::move(options));
-  if (auto r = impl->init(); !r)
+  if (auto r = impl->init(); !r) {
     return fail(r.error());
+  }
   return std::make_unique<TlsServerContext>(std::move(impl));
 }
 
@@ -461,8 +487,9 @@ std::unique_ptr<TlsSession> TlsServerContext::newSession(int fd) {
 
 Result<void> TlsServerContext::setCertificate(const PemKeyPair& pair) {
   auto parsed = parseTlsMaterial(pair.certPem, pair.keyPem);
-  if (!parsed)
+  if (!parsed) {
     return fail(parsed.error().context("TLS certificate"));
+  }
   std::lock_guard lock(impl_->certMutex);
   impl_->material = *parsed;
   return {};
@@ -474,8 +501,9 @@ std::optional<std::chrono::system_clock::time_point> TlsServerContext::certifica
     std::lock_guard lock(impl_->certMutex);
     material = impl_->material;
   }
-  if (!material || !material->cert)
+  if (!material || !material->cert) {
     return std::nullopt;
+  }
   auto end = certificateEnd(material->cert.get());
   return end ? std::optional(*end) : std::nullopt;
 }

@@ -25,8 +25,9 @@ Result<size_t> indexOf(const std::vector<std::string>& known, const std::string&
 std::string joinIds(const std::vector<std::string>& ids) {
   std::string out;
   for (const auto& id : ids) {
-    if (!out.empty())
+    if (!out.empty()) {
       out += ',';
+    }
     out += id;
   }
   return out;

@@ -31,8 +31,9 @@ Result<void> writeAll(int fd, std::string_view data) {
   while (!data.empty()) {
     const ssize_t n = ::write(fd, data.data(), data.size());
     if (n < 0) {
-      if (errno == EINTR)
+      if (errno == EINTR) {
         continue;
+      }
       return fail(errnoText("write"));
     }
     data.remove_prefix(static_cast<size_t>(n));

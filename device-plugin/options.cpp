@@ -16,41 +16,50 @@ bool isAlnum(char c) {
 
 // A DNS-1123 label: lowercase letters, digits and '-', starting and ending alphanumeric.
 bool isDnsLabel(std::string_view label) {
-  if (label.empty() || label.size() > 63)
+  if (label.empty() || label.size() > 63) {
     return false;
-  if (!isLowerAlnum(label.front()) || !isLowerAlnum(label.back()))
+  }
+  if (!isLowerAlnum(label.front()) || !isLowerAlnum(label.back())) {
     return false;
+  }
   for (char c : label) {
-    if (!isLowerAlnum(c) && c != '-')
+    if (!isLowerAlnum(c) && c != '-') {
       return false;
+    }
   }
   return true;
 }
 
 // A DNS-1123 subdomain: dot-separated labels, at most 253 characters.
 bool isDnsSubdomain(std::string_view name) {
-  if (name.empty() || name.size() > 253)
+  if (name.empty() || name.size() > 253) {
     return false;
+  }
   size_t start = 0;
   while (true) {
     const size_t dot = name.find('.', start);
-    if (!isDnsLabel(name.substr(start, dot - start)))
+    if (!isDnsLabel(name.substr(start, dot - start))) {
       return false;
-    if (dot == std::string_view::npos)
+    }
+    if (dot == std::string_view::npos) {
       return true;
+    }
     start = dot + 1;
   }
 }
 
 // The name part of a Kubernetes qualified name.
 bool isQualifiedNamePart(std::string_view name) {
-  if (name.empty() || name.size() > 63)
+  if (name.empty() || name.size() > 63) {
     return false;
-  if (!isAlnum(name.front()) || !isAlnum(name.back()))
+  }
+  if (!isAlnum(name.front()) || !isAlnum(name.back())) {
     return false;
+  }
   for (char c : name) {
-    if (!isAlnum(c) && c != '-' && c != '_' && c != '.')
+    if (!isAlnum(c) && c != '-' && c != '_' && c != '.') {
       return false;
+    }
   }
   return true;
 }

@@ -1,4 +1,4 @@
-# shellcheck shell=sh
+# shellcheck shell=sh disable=SC2034  # sourced: its variables are for the builder
 # Sourced inside the builder (Dockerfile.builder): the settings that build and stage for
 # the target architecture ARCH (a Debian name: amd64, arm64; empty: the build machine's).
 #   . images/cross-env.sh ARCH

@@ -72,8 +72,8 @@ DPkg::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives
 APT::Update::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
 Dir::Cache::pkgcache ""; Dir::Cache::srcpkgcache "";
 APT
-  rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/* \
-    "$rootfs"/var/log/* "$rootfs"/tmp/* "$rootfs"/dev/*
+  rm -rf "${rootfs:?}"/var/cache/apt/archives/*.deb "${rootfs:?}"/var/lib/apt/lists/* \
+    "${rootfs:?}"/var/log/* "${rootfs:?}"/tmp/* "${rootfs:?}"/dev/*
   : >"$rootfs/etc/hostname"
   mkdir -p "$cache"
   tar --numeric-owner -C "$rootfs" -czf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"

@@ -37,8 +37,9 @@ int run(const Options& options) {
   // Read by the health server's threads.
   std::atomic<bool> recorded = false;
   (*health)->setReadinessCheck([&recorded]() -> Result<void> {
-    if (!recorded)
+    if (!recorded) {
       return fail("reservation not recorded yet");
+    }
     return {};
   });
   if (auto started = (*health)->start(); !started) {

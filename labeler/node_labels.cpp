@@ -7,11 +7,13 @@ namespace {
 
 const nlohmann::json* findLabel(const nlohmann::json& node, const char* key) {
   const auto metadata = node.find("metadata");
-  if (metadata == node.end() || !metadata->is_object())
+  if (metadata == node.end() || !metadata->is_object()) {
     return nullptr;
+  }
   const auto labels = metadata->find("labels");
-  if (labels == metadata->end() || !labels->is_object())
+  if (labels == metadata->end() || !labels->is_object()) {
     return nullptr;
+  }
   const auto value = labels->find(key);
   return value == labels->end() ? nullptr : &*value;
 }

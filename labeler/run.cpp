@@ -41,8 +41,9 @@ int run(const Options& options) {
     return configurationError(kProgram, "--health-addr: " + health.error().message);
   }
   (*health)->setReadinessCheck([&labeler]() -> Result<void> {
-    if (!labeler.ready())
+    if (!labeler.ready()) {
       return fail("node not reconciled yet");
+    }
     return {};
   });
   if (auto started = (*health)->start(); !started) {

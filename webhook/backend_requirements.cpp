@@ -42,14 +42,18 @@ bool asksForGpuMemory(const BackendRequirements& pod) {
 }
 
 Result<Policy> parsePolicy(std::string_view text) {
-  if (text == "least-connections")
+  if (text == "least-connections") {
     return Policy::LeastConnections;
-  if (text == "round-robin")
+  }
+  if (text == "round-robin") {
     return Policy::RoundRobin;
-  if (text == "random")
+  }
+  if (text == "random") {
     return Policy::Random;
-  if (text == "same-zone")
+  }
+  if (text == "same-zone") {
     return Policy::SameZone;
+  }
   return fail("unknown policy \"" + std::string(text) +
               "\" (least-connections, round-robin, random or same-zone)");
 }

@@ -123,23 +123,27 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
       return bad("--tls-key-file: " + ok.error().message);
     }
   } else {
-    if (options.ns.empty())
+    if (options.ns.empty()) {
       return bad("--namespace: must not be empty without --tls-cert-file");
+    }
     if (options.serviceName.empty()) {
       return bad("--service-name: must not be empty without --tls-cert-file");
     }
-    if (options.tlsSecretName.empty())
+    if (options.tlsSecretName.empty()) {
       return bad("--tls-secret-name: must not be empty");
+    }
   }
   if (options.staticBackends.empty()) {
-    if (options.backendNamespace.empty())
+    if (options.backendNamespace.empty()) {
       return bad("--backend-namespace: must not be empty");
+    }
     if (options.backendSelector.empty()) {
       return bad("--backend-selector: must not be empty (it would select every pod)");
     }
   }
-  if (options.plugins.empty())
+  if (options.plugins.empty()) {
     return bad("--plugins: must name at least one plugin");
+  }
   if (options.autoscale.enabled()) {
     if (!options.staticBackends.empty()) {
       return bad("--autoscale-candidates: not with --static-backends (they are not nodes)");

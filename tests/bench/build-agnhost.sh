@@ -6,6 +6,7 @@
 #   build-agnhost.sh
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../cluster/versions.sh
 source "$here/../cluster/versions.sh"
 export GOTOOLCHAIN=local GOWORK=off CGO_ENABLED=0 GOFLAGS=-trimpath
 

@@ -25,8 +25,9 @@ using Stopwatch = std::chrono::steady_clock;
 namespace {
 
 double percentile(std::vector<double> values, double p) {
-  if (values.empty())
+  if (values.empty()) {
     return 0;
+  }
   std::sort(values.begin(), values.end());
   const size_t index = std::min(values.size() - 1, static_cast<size_t>(p * values.size()));
   return values[index];
@@ -58,8 +59,9 @@ TEST_CASE("labeler benchmark: 1,000 nodes created at once", "[bench]") {
   std::map<std::string, Stopwatch::time_point> done;
   ResourceCache watch(*client, resources::kNodes, "", "bench=labeler");
   auto observe = [&](const nlohmann::json& node) {
-    if (!labelled(node))
+    if (!labelled(node)) {
       return;
+    }
     std::lock_guard lock(mutex);
     done.emplace(node["metadata"]["name"].get<std::string>(), Stopwatch::now());
   };

@@ -14,7 +14,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 pods=${BENCH_PODS:-20}
 say() { printf '[bench-real %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-name=gvirtus-bench-real
+name="gvirtus-bench-real"
 trap 'bash "$repo/tests/e2e/real/down.sh" "$name"' EXIT
 eval "$(bash "$repo/tests/e2e/real/up.sh" "$name")"
 # Each GVirtuS pod takes one of a frontend's 8 virtual GPUs: a third frontend makes 24.
@@ -63,7 +63,8 @@ spec:
 percentile() { sort -n | awk -v p="$1" '{v[NR]=$1} END {i=int((NR*p+99)/100); if (i<1) i=1; print v[i]}'; }
 
 # Before any workload: kubelet, containerd, kube-proxy and GVirtuS's own pods.
-idle=$(docker stats --no-stream --format '  {{.Name}}\t{{.MemUsage}}' $(docker ps -q --filter "label=gvirtus.io/cluster=$name"))
+mapfile -t node_containers < <(docker ps -q --filter "label=gvirtus.io/cluster=$name")
+idle=$(docker stats --no-stream --format '  {{.Name}}\t{{.MemUsage}}' "${node_containers[@]}")
 say "warming the nodes (image present, first sandbox)"
 run_batch warm "" >/dev/null
 kubectl -n $ns delete pods -l bench=warm --wait=true >/dev/null

@@ -11,7 +11,7 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-cd "$repo"
+cd "$repo" || exit 1
 build=${BUILD_DIR:-build}
 jobs=${JOBS:-2}
 out=$repo/$build/bench

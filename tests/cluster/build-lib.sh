@@ -12,7 +12,8 @@ ensure_go() {
     [ -x "$go_bin" ] || continue
     minor=$("$go_bin" env GOVERSION | sed -E 's/^go1\.([0-9]+).*/\1/')
     if [ "${minor:-0}" -ge "$GO_MIN_MINOR" ]; then
-      export PATH=$(dirname "$go_bin"):$PATH
+      PATH=$(dirname "$go_bin"):$PATH
+      export PATH
       return
     fi
   done
@@ -20,7 +21,9 @@ ensure_go() {
   command -v /usr/lib/go/bin/go >/dev/null 2>&1 || {
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq golang-go >/dev/null
   }
-  local mod="golang.org/toolchain@v0.0.1-go$GO_FALLBACK_VERSION.linux-$(dpkg --print-architecture)"
+  local mod arch
+  arch=$(dpkg --print-architecture)
+  mod="golang.org/toolchain@v0.0.1-go$GO_FALLBACK_VERSION.linux-$arch"
   local dir
   dir=$(cd /tmp && GOFLAGS=-mod=mod /usr/lib/go/bin/go mod download -json "$mod" |
     sed -nE 's/^\s*"Dir": "(.*)",?$/\1/p')

@@ -4,10 +4,12 @@
 # folder keyed by version. Skips whatever is already built. Prints the folder last.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=versions.sh
 source "$here/versions.sh"
 export GOTOOLCHAIN=local GOWORK=off CGO_ENABLED=0 GOFLAGS=-trimpath
 
 say() { printf '[cluster-build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+# shellcheck source=build-lib.sh
 source "$here/build-lib.sh"
 
 ensure_go

@@ -3,6 +3,7 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
+# shellcheck source=versions.sh
 source "$here/versions.sh"
 name=${1:?usage: down.sh NAME}
 export PATH=$CLUSTER_BIN:$PATH

@@ -13,6 +13,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
+# shellcheck source=versions.sh
 source "$here/versions.sh"
 name=${1:?usage: up.sh NAME [--real-nodes]}
 real_nodes=0

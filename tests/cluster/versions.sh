@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034  # sourced: its variables are for the sourcing script
 # Versions of the local clusters; every cache folder is keyed by them.
 # K8S_VERSION picks the release the control plane, kubelet and kube-proxy are built from:
 # the newest tested by default, the oldest supported with K8S_VERSION=v1.35.4. Each has

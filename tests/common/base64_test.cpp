@@ -18,8 +18,9 @@ TEST_CASE("base64 round trips and matches RFC 4648 vectors", "[base64]") {
     CHECK(base64Decode(encoded).value() == plain);
   }
   std::string bytes;
-  for (int i = 0; i < 256; ++i)
+  for (int i = 0; i < 256; ++i) {
     bytes += static_cast<char>(i);
+  }
   CHECK(base64Decode(base64Encode(bytes)).value() == bytes);
   CHECK(base64Decode("Zm9v\nYmFy").value() == "foobar");
   CHECK_FALSE(base64Decode("Zm9").has_value());

@@ -28,8 +28,9 @@ TEST_CASE("parseDuration rejects what is not a duration", "[duration]") {
     INFO(text);
     auto d = parseDuration(text);
     CHECK_FALSE(d);
-    if (!d)
+    if (!d) {
       CHECK_FALSE(d.error().message.empty());
+    }
   }
   CHECK_THAT(parseDuration("5").error().message, Catch::Contains("unit"));
   CHECK_THAT(parseDuration("1d").error().message, Catch::Contains("\"1d\""));

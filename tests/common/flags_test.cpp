@@ -24,8 +24,9 @@ namespace {
 struct Args {
   explicit Args(std::vector<std::string> args) : strings(std::move(args)) {
     strings.insert(strings.begin(), "prog");
-    for (const auto& s : strings)
+    for (const auto& s : strings) {
       pointers.push_back(s.c_str());
+    }
   }
   int argc() const { return static_cast<int>(pointers.size()); }
   const char* const* argv() const { return pointers.data(); }
@@ -54,8 +55,9 @@ void addAll(FlagSet& flags, Targets& t) {
   flags.addList("items", &t.items, "some items");
   flags.addCustom("mode", "fast|slow", t.mode, "the mode",
                   [&t](const std::string& v) -> Result<void> {
-                    if (v != "fast" && v != "slow")
+                    if (v != "fast" && v != "slow") {
                       return gvirtus::fail("must be fast or slow");
+                    }
                     t.mode = v;
                     return {};
                   });
@@ -94,8 +96,9 @@ std::pair<std::string, std::string> capture(F body) {
   std::rewind(file);
   char buffer[4096];
   size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0)
+  while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0) {
     errText.append(buffer, n);
+  }
   std::fclose(file);
   return {coutText.str(), errText};
 }
@@ -328,10 +331,12 @@ TEST_CASE("addInt stores into any integer type, never past the type's range", "[
 TEST_CASE("addParsed stores what its parser returns, or the parser's reason", "[flags]") {
   enum class Speed { Fast, Slow };
   auto toSpeed = [](const std::string& text) -> Result<Speed> {
-    if (text == "fast")
+    if (text == "fast") {
       return Speed::Fast;
-    if (text == "slow")
+    }
+    if (text == "slow") {
       return Speed::Slow;
+    }
     return gvirtus::fail("must be fast or slow, got \"" + text + "\"");
   };
   Speed speed = Speed::Fast;
@@ -356,14 +361,16 @@ struct Runs {
 };
 
 std::expected<Runs, int> parseRuns(int argc, const char* const* argv) {
-  if (argc < 2)
+  if (argc < 2) {
     return std::unexpected(2);
+  }
   return Runs{std::stoi(argv[1])};
 }
 
 int runRuns(const Runs& runs) {
-  if (runs.value < 0)
+  if (runs.value < 0) {
     throw std::runtime_error("a bug");
+  }
   return runs.value;
 }
 
@@ -375,8 +382,9 @@ TEST_CASE("runMain: the parser's exit code, the run's, and 1 for an escaped exce
     strings = std::move(args);
     strings.insert(strings.begin(), "prog");
     std::vector<char*> argv;
-    for (auto& s : strings)
+    for (auto& s : strings) {
       argv.push_back(s.data());
+    }
     int code = -1;
     capture([&] {
       code = gvirtus::runMain(static_cast<int>(argv.size()), argv.data(), parseRuns, runRuns);

@@ -19,8 +19,9 @@ TEST_CASE("HealthServer serves /healthz, /readyz and /metrics", "[health_server]
 
   std::atomic<bool> ready{false};
   health.setReadinessCheck([&]() -> Result<void> {
-    if (!ready)
+    if (!ready) {
       return fail("waiting for the first backend list");
+    }
     return {};
   });
   REQUIRE(health.start());

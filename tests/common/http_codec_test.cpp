@@ -145,16 +145,18 @@ std::vector<RequestScanner::State> scanByteByByte(const std::string& request,
                                                   RequestLimits limits = {}) {
   RequestScanner scanner(limits);
   std::vector<RequestScanner::State> states;
-  for (size_t n = 1; n <= request.size(); ++n)
+  for (size_t n = 1; n <= request.size(); ++n) {
     states.push_back(scanner.scan(std::string_view(request).substr(0, n)));
+  }
   return states;
 }
 
 // The number of bytes after which the scanner first left NeedMore (0: never).
 size_t decidedAfter(const std::vector<RequestScanner::State>& states) {
   for (size_t i = 0; i < states.size(); ++i) {
-    if (states[i] != RequestScanner::State::NeedMore)
+    if (states[i] != RequestScanner::State::NeedMore) {
       return i + 1;
+    }
   }
   return 0;
 }
@@ -209,8 +211,9 @@ TEST_CASE("RequestScanner refuses what the server would refuse, without waiting 
   CHECK(verdict("GET / HTTP/1.1\r\nX: " + std::string(70 * 1024, 'x')) == State::Refused);
   // Chunk framing is bounded: many one-byte chunks with extensions.
   std::string tiny = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
-  for (int i = 0; i < 8; ++i)
+  for (int i = 0; i < 8; ++i) {
     tiny += "0001;" + std::string(4000, 'e') + "\r\nx\r\n";
+  }
   RequestLimits small;
   small.headBytes = 1024;
   small.maxBodyBytes = 16;

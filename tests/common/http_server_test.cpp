@@ -49,8 +49,9 @@ class Socket {
       sockaddr_in from{};
       from.sin_family = AF_INET;
       ::inet_pton(AF_INET, source, &from.sin_addr);
-      if (::bind(fd_, reinterpret_cast<sockaddr*>(&from), sizeof(from)) != 0)
+      if (::bind(fd_, reinterpret_cast<sockaddr*>(&from), sizeof(from)) != 0) {
         return;
+      }
     }
     if (ipv6) {
       sockaddr_in6 addr{};
@@ -74,8 +75,9 @@ class Socket {
     fd_ = -1;
   }
   ~Socket() {
-    if (fd_ >= 0)
+    if (fd_ >= 0) {
       ::close(fd_);
+    }
   }
   Socket(const Socket&) = delete;
   Socket& operator=(const Socket&) = delete;
@@ -86,8 +88,9 @@ class Socket {
     size_t off = 0;
     while (off < data.size()) {
       ssize_t n = ::send(fd_, data.data() + off, data.size() - off, MSG_NOSIGNAL);
-      if (n <= 0)
+      if (n <= 0) {
         return false;
+      }
       off += static_cast<size_t>(n);
     }
     return true;
@@ -98,8 +101,9 @@ class Socket {
     char buf[4096];
     for (;;) {
       ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
-      if (n <= 0)
+      if (n <= 0) {
         break;
+      }
       out.append(buf, static_cast<size_t>(n));
     }
     return out;
@@ -119,8 +123,9 @@ struct RawResponse {
 RawResponse parseResponse(const std::string& raw) {
   RawResponse r;
   auto end = raw.find("\r\n\r\n");
-  if (raw.rfind("HTTP/1.1 ", 0) != 0 || end == std::string::npos)
+  if (raw.rfind("HTTP/1.1 ", 0) != 0 || end == std::string::npos) {
     return r;
+  }
   r.status = std::stoi(raw.substr(9, 3));
   r.head = raw.substr(0, end);
   r.body = raw.substr(end + 4);
@@ -129,8 +134,9 @@ RawResponse parseResponse(const std::string& raw) {
 
 RawResponse rawRequest(int port, const std::string& request, bool ipv6 = false) {
   Socket s(port, ipv6);
-  if (!s.connected())
+  if (!s.connected()) {
     return {};
+  }
   s.send(request);  // may fail half way when the server answers early
   return parseResponse(s.readAll());
 }
@@ -157,12 +163,14 @@ RawResponse readOne(Socket& s) {
     if (end != std::string::npos) {
       auto at = raw.find("Content-Length: ");
       size_t length = at == std::string::npos ? 0 : std::stoul(raw.substr(at + 16));
-      if (raw.size() >= end + 4 + length)
+      if (raw.size() >= end + 4 + length) {
         return parseResponse(raw.substr(0, end + 4 + length));
+      }
     }
     ssize_t n = ::recv(s.fd(), buf, sizeof(buf), 0);
-    if (n <= 0)
+    if (n <= 0) {
       return parseResponse(raw);
+    }
     raw.append(buf, static_cast<size_t>(n));
   }
 }
@@ -177,11 +185,13 @@ Trickled trickle(Socket& s, const std::string& request, std::chrono::millisecond
   Trickled result;
   auto begin = std::chrono::steady_clock::now();
   for (char c : request) {
-    if (!s.send(std::string(1, c)))
+    if (!s.send(std::string(1, c))) {
       break;
+    }
     pollfd ready{s.fd(), POLLIN, 0};
-    if (::poll(&ready, 1, static_cast<int>(gap.count())) > 0)
+    if (::poll(&ready, 1, static_cast<int>(gap.count())) > 0) {
       break;  // answered, or closed
+    }
   }
   result.response = parseResponse(s.readAll());
   result.took = std::chrono::steady_clock::now() - begin;
@@ -190,8 +200,9 @@ Trickled trickle(Socket& s, const std::string& request, std::chrono::millisecond
 
 bool hasIpv6Loopback() {
   int fd = ::socket(AF_INET6, SOCK_STREAM, 0);
-  if (fd < 0)
+  if (fd < 0) {
     return false;
+  }
   sockaddr_in6 addr{};
   addr.sin6_family = AF_INET6;
   addr.sin6_addr = in6addr_loopback;
@@ -277,8 +288,9 @@ TlsResult tlsGet(int port, const std::string& caPem, int minVersion = TLS1_2_VER
   char buf[4096];
   for (;;) {
     int n = SSL_read(ssl.get(), buf, sizeof(buf));
-    if (n <= 0)
+    if (n <= 0) {
       break;
+    }
     raw.append(buf, static_cast<size_t>(n));
   }
   ERR_clear_error();
@@ -443,8 +455,9 @@ TEST_CASE("HttpServer refuses bodies over the limit with 413", "[http_server]") 
   }
   SECTION("chunked body over the limit") {
     std::string request = "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
-    for (int i = 0; i < 8; ++i)
+    for (int i = 0; i < 8; ++i) {
       request += "200\r\n" + std::string(512, 'b') + "\r\n";
+    }
     request += "0\r\n\r\n";
     auto r = rawRequest(port, request);
     CHECK(r.status == 413);
@@ -554,8 +567,9 @@ TEST_CASE("HttpServer listens on every interface or on IPv6", "[http_server]") {
   std::string request = "GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
   // IPv4 peers show as IPv4 even on a dual-stack socket.
   CHECK(rawRequest((*any)->port(), request).body == "127.0.0.1");
-  if (!hasIpv6Loopback())
+  if (!hasIpv6Loopback()) {
     return;
+  }
   CHECK(rawRequest((*any)->port(), request, true).body == "::1");
 
   options.address = "[::1]:0";
@@ -571,8 +585,9 @@ TEST_CASE("HttpServer survives clients that leave mid-response", "[http_server][
   Pki pki = makePki("sigpipe");
   bool useTls = GENERATE(false, true);
   HttpServerOptions options;
-  if (useTls)
+  if (useTls) {
     options.certificate = pki.serving;
+  }
   auto server = startServer(options);
   server->handle("GET", "/big",
                  [](const HttpRequest&) { return text(std::string(16 << 20, 'x')); });
@@ -668,8 +683,9 @@ TEST_CASE("HttpServer closes connections beyond its workers and queue", "[http_s
       }
     });
   }
-  for (auto& t : clients)
+  for (auto& t : clients) {
     t.join();
+  }
   auto elapsed = std::chrono::steady_clock::now() - begin;
   CHECK(served + refused == kClients);
   CHECK(served >= 2);
@@ -722,8 +738,9 @@ TEST_CASE("HttpServer closes a request that trickles past its deadline with 408"
   }
   SECTION("empty lines before it") {
     std::string emptyLines;
-    for (int i = 0; i < 100; ++i)
+    for (int i = 0; i < 100; ++i) {
       emptyLines += "\r\n";
+    }
     auto t = trickle(s, emptyLines, 50ms);
     CHECK(t.response.status == 408);
   }
@@ -760,18 +777,21 @@ TEST_CASE("HttpServer gives no worker to a client that trickles its request", "[
       Socket s(port);
       std::string request = "GET /hello HTTP/1.1\r\nX-Pad: " + std::string(200, 'p') + "\r\n\r\n";
       for (size_t at = 0; at < request.size() && !stop.stop_requested(); ++at) {
-        if (!s.send(request.substr(at, 1)))
+        if (!s.send(request.substr(at, 1))) {
           break;
-        if (at == 0)
+        }
+        if (at == 0) {
           ++started;
+        }
         std::this_thread::sleep_for(100ms);  // the trickle itself
       }
     });
   }
   REQUIRE(eventually([&] { return started == kSlow && server->openConnections() == kSlow; }));
   auto begin = std::chrono::steady_clock::now();
-  for (int i = 0; i < 20; ++i)
+  for (int i = 0; i < 20; ++i) {
     CHECK(get(port, "/hello").status == 200);
+  }
   CHECK(std::chrono::steady_clock::now() - begin < 2s);
   CHECK(server->rejectedConnections() == 0);
 }
@@ -962,8 +982,9 @@ TEST_CASE("HttpServer reloads certificate files when they change", "[http_server
   auto waitFor = [&](const std::string& caPem) {
     auto deadline = std::chrono::steady_clock::now() + 6s;
     while (std::chrono::steady_clock::now() < deadline) {
-      if (tlsGet(port, caPem).handshake)
+      if (tlsGet(port, caPem).handshake) {
         return true;
+      }
       std::this_thread::sleep_for(100ms);
     }
     return false;

@@ -16,8 +16,9 @@ namespace fs = std::filesystem;
 Result<FlagSet::Outcome> parseArgs(FlagSet& flags, std::vector<std::string> args) {
   args.insert(args.begin(), "prog");
   std::vector<const char*> argv;
-  for (const auto& arg : args)
+  for (const auto& arg : args) {
     argv.push_back(arg.c_str());
+  }
   return flags.parse(static_cast<int>(argv.size()), argv.data());
 }
 

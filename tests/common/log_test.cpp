@@ -31,8 +31,9 @@ std::string captureStderr(F body) {
   std::rewind(file);
   char buffer[4096];
   size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0)
+  while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0) {
     out.append(buffer, n);
+  }
   std::fclose(file);
   return out;
 }

@@ -15,8 +15,9 @@ namespace {
 double sampleValue(const std::string& text, const std::string& prefix) {
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
-    if (line.rfind(prefix + " ", 0) == 0)
+    if (line.rfind(prefix + " ", 0) == 0) {
       return std::stod(line.substr(prefix.size() + 1));
+    }
   }
   return std::nan("");
 }
@@ -161,13 +162,15 @@ TEST_CASE("Metrics are safe to update from many threads", "[metrics]") {
       for (int i = 0; i < 10000; ++i) {
         family.withLabels({std::to_string(t % 2)}).inc();
         h.observe(i % 2 == 0 ? 0.25 : 1.0);
-        if (i % 1000 == 0)
+        if (i % 1000 == 0) {
           (void)registry.render();
+        }
       }
     });
   }
-  for (auto& t : threads)
+  for (auto& t : threads) {
     t.join();
+  }
   std::string text = registry.render();
   CHECK(sampleValue(text, "gvirtus_parallel_total{worker=\"0\"}") == 20000);
   CHECK(sampleValue(text, "gvirtus_parallel_total{worker=\"1\"}") == 20000);

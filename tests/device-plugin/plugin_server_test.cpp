@@ -32,8 +32,9 @@ struct Served {
     v1beta1::AllocateRequest request;
     for (const auto& ids : containers) {
       auto* container = request.add_container_requests();
-      for (const auto& id : ids)
+      for (const auto& id : ids) {
         container->add_devices_ids(id);
+      }
     }
     return client->Allocate(callContext().get(), request, &response);
   }
@@ -137,8 +138,9 @@ TEST_CASE("GetPreferredAllocation and PreStartContainer", "[device-plugin][grpc]
   Served served;
   v1beta1::PreferredAllocationRequest request;
   auto* container = request.add_container_requests();
-  for (const char* id : {"vgpu-3", "vgpu-1", "vgpu-2"})
+  for (const char* id : {"vgpu-3", "vgpu-1", "vgpu-2"}) {
     container->add_available_deviceids(id);
+  }
   container->add_must_include_deviceids("vgpu-3");
   container->set_allocation_size(2);
   v1beta1::PreferredAllocationResponse response;

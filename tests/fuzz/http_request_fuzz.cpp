@@ -11,13 +11,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   auto head = gvirtus::parseRequestHead(text);
   if (head) {
-    if (head->path.empty() || head->method.empty())
+    if (head->path.empty() || head->method.empty()) {
       std::abort();
-    if (head->framing == gvirtus::BodyFraming::ContentLength && head->contentLength == 0)
+    }
+    if (head->framing == gvirtus::BodyFraming::ContentLength && head->contentLength == 0) {
       std::abort();
+    }
     for (const auto& [name, value] : head->headers) {
-      if (name.empty() || value.find_first_of("\r\n") != std::string::npos)
+      if (name.empty() || value.find_first_of("\r\n") != std::string::npos) {
         std::abort();
+      }
     }
     // What the server writes back for a parsed request frames itself.
     std::string out;
@@ -28,8 +31,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                       .close = !head->keepAlive,
                                       .keepAliveSeconds = 30,
                                       .keepAliveMax = 10});
-    if (out.find("\r\n\r\n") != out.size() - 4)
+    if (out.find("\r\n\r\n") != out.size() - 4) {
       std::abort();
+    }
   } else if (head.error().status < 400 || head.error().status > 599) {
     std::abort();
   }

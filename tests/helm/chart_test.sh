@@ -2,6 +2,7 @@
 # The chart without a cluster: helm lint; with default values it renders the same objects
 # as `kubectl kustomize manifests/` (semantically, object by object); each value does what
 # docs/install.md says; the alert rules and dashboard it ships are monitoring/'s.
+# shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

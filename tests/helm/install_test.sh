@@ -4,6 +4,7 @@
 # with other values changes them and keeps what the webhook wrote itself (the caBundle);
 # helm uninstall leaves nothing of ours behind (no object labelled
 # app.kubernetes.io/part-of=gvirtus, no namespace, no release record).
+# shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 if [ -z "${GVIRTUS_KUBECONFIG:-}" ]; then
   echo "FAIL: GVIRTUS_KUBECONFIG is not set: run through bash tests/cluster/with-cluster.sh NAME ..." >&2
@@ -14,7 +15,6 @@ release=gvirtus-it
 ns=gvirtus-system
 k() { kubectl --request-timeout=30s "$@"; }
 cluster_kinds=clusterroles,clusterrolebindings,mutatingwebhookconfigurations
-ns_kinds=serviceaccounts,roles,rolebindings,deployments,daemonsets,services,poddisruptionbudgets,networkpolicies
 leftovers() {
   {
     k get "$cluster_kinds" -l app.kubernetes.io/part-of=gvirtus -o name 2>/dev/null

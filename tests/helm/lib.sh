@@ -1,10 +1,13 @@
+# shellcheck shell=bash disable=SC2034  # sourced: its variables are for the sourcing script
 # Shared by the chart tests (sourced): helm from tests/tools/build-tools.sh, kubectl from
 # the control plane's cache or PATH, the objdiff comparer built with Go into the build tree.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=../tools/versions.sh
 source "$repo/tests/tools/versions.sh"
 chart=$repo/charts/gvirtus
 build=${GVIRTUS_BUILD_DIR:-$repo/build}
+# shellcheck source=../lib/checks.sh
 source "$repo/tests/lib/checks.sh"
 
 [ -x "$HELM_BIN" ] || { echo "FAIL: $HELM_BIN missing: run bash tests/tools/build-tools.sh helm (make tools)" >&2; exit 1; }

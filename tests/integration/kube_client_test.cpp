@@ -241,11 +241,13 @@ TEST_CASE("every patch type on a Node", "[integration][client]") {
     // a patch that raced that write could be lost. Afterwards kwok renews conditions only.
     REQUIRE(eventually([&] {
       auto node = client->get(resources::kNodes, "", name);
-      if (!node)
+      if (!node) {
         return false;
+      }
       for (const auto& condition : (*node)["status"].value("conditions", json::array())) {
-        if (condition.value("type", "") == "Ready" && condition.value("status", "") == "True")
+        if (condition.value("type", "") == "Ready" && condition.value("status", "") == "True") {
           return true;
+        }
       }
       return false;
     }));

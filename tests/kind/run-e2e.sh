@@ -138,11 +138,11 @@ export E2E_TEST_IMAGE=$testapp
 export E2E_NODE_CONTAINER_PREFIX=""
 
 say "scenarios (backend node $E2E_BACKEND_NODE)"
-bash "$repo/tests/e2e/run-scenarios.sh" $pattern
+bash "$repo/tests/e2e/run-scenarios.sh" ${pattern:+"$pattern"}
 # Two workers as backends, one left as a frontend, for the scenarios that restart and
 # kill things (restart-apiserver is local-only: it skips here).
 mapfile -t workers < <(kubectl get nodes -l '!node-role.kubernetes.io/control-plane' -o name | sort | sed 's|node/||')
 export E2E_BACKEND2_NODE=${workers[2]} E2E_FRONTEND_NODE=${workers[0]}
 kubectl label node "${workers[2]}" "${workers[3]}" gvirtus.io/backend.allowed=true nvidia.com/gpu.present=true --overwrite >/dev/null
-E2E_SCENARIO_DIR=$repo/tests/e2e/real/scenarios bash "$repo/tests/e2e/run-scenarios.sh" $pattern
+E2E_SCENARIO_DIR=$repo/tests/e2e/real/scenarios bash "$repo/tests/e2e/run-scenarios.sh" ${pattern:+"$pattern"}
 say "passed in $((SECONDS - start))s"

@@ -20,8 +20,9 @@ std::string uniqueName(const std::string& base) {
 
 json nodeLabels(gvirtus::KubeClient& client, const std::string& name) {
   auto node = client.get(gvirtus::resources::kNodes, "", name);
-  if (!node)
+  if (!node) {
     return json::object();
+  }
   return (*node)["metadata"].value("labels", json::object());
 }
 

@@ -4,6 +4,7 @@
 # component, `kubectl apply -f manifests/<component>/`. The Pod Security warnings of the
 # namespace (warn=restricted) show that the labeler, the webhook and the backend pass
 # "restricted" and that the device plugin deviates only by its host paths and UID 0.
+# shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 trap 'delete_manifests' EXIT
 
@@ -55,7 +56,7 @@ for component in labeler device-plugin webhook backend policy; do
       fi
       # ... and nothing more: not privileged, no capability, no host namespace, no
       # escalation, read-only root, RuntimeDefault seccomp, only the two host folders.
-      c=.spec.template.spec.containers[0].securityContext p=.spec.template.spec
+      c='.spec.template.spec.containers[0].securityContext' p=.spec.template.spec
       template="{$c.privileged} {$c.allowPrivilegeEscalation} {$c.readOnlyRootFilesystem}"
       template+=" {$c.capabilities.drop} {$c.capabilities.add} {$p.securityContext.seccompProfile.type}"
       template+=" {$p.hostNetwork}{$p.hostPID}{$p.hostIPC} {$p.automountServiceAccountToken}"

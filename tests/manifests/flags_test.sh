@@ -4,6 +4,7 @@
 # --help added last (before the backend command), which parses them all and exits 0, or
 # exits 2 naming an unknown or bad flag. Catches a flag renamed in the code but not in
 # manifests/.
+# shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 bin_dir=${GVIRTUS_BIN_DIR:-$repo/build/bin}
 

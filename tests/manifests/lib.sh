@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034  # sourced: its variables are for the sourcing script
 # Shared by the manifest tests (sourced). They run against the local control plane of
 #   bash tests/cluster/with-cluster.sh NAME ctest --test-dir build -L integration
 # which exports GVIRTUS_KUBECONFIG, GVIRTUS_CLUSTER_BIN and KUBECONFIG. The cluster is
@@ -18,6 +19,7 @@ manifests=$repo/manifests
 add_node=$repo/tests/cluster/add-node.sh
 ns=gvirtus-system
 
+# shellcheck source=../lib/checks.sh
 source "$repo/tests/lib/checks.sh"
 k() { kubectl --request-timeout=30s "$@"; }
 
@@ -30,7 +32,7 @@ delete_manifests() {
 
 delete_test_nodes() {
   local nodes
-  nodes=$(k get nodes -o name 2>/dev/null | grep '^node/mf-' || true)
-  [ -z "$nodes" ] || k delete $nodes --wait=true --timeout=60s >/dev/null 2>&1 || true
+  mapfile -t nodes < <(k get nodes -o name 2>/dev/null | grep '^node/mf-' || true)
+  [ "${#nodes[@]}" = 0 ] || k delete "${nodes[@]}" --wait=true --timeout=60s >/dev/null 2>&1 || true
 }
 

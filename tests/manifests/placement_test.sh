@@ -7,6 +7,7 @@
 #   backend        gvirtus.io/backend.allowed=true AND a GPU (either label)
 # and the webhook Deployment runs its 2 replicas. Fake nodes (kwok) with each label
 # combination; kwok marks the bound pods Running (images are never pulled).
+# shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 cleanup() { delete_manifests; delete_test_nodes; }
 trap cleanup EXIT

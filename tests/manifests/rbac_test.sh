@@ -3,6 +3,7 @@
 # the component does and refuses the rest (least privilege, see each rbac.yaml). Which
 # object and which keys a patch may touch is the admission policies' (manifests/policy),
 # checked with real requests by tenant_policy_test.sh.
+# shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 trap delete_manifests EXIT
 delete_manifests

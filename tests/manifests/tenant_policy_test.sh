@@ -16,6 +16,7 @@
 # printed. No webhook runs here (fake nodes): the MutatingWebhookConfiguration is removed
 # and the test writes on pods what the webhook would. Also checks that the scheduler's
 # binding and kwok's status updates still go through.
+# shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 tenant_ns=mf-tenant
 scratch=""

@@ -4,6 +4,7 @@
 # stays quiet when it should). promtool comes from tests/tools/build-tools.sh.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../tools/versions.sh
 source "$here/../tools/versions.sh"
 [ -x "$PROMTOOL_BIN" ] || { echo "FAIL: $PROMTOOL_BIN missing: run bash tests/tools/build-tools.sh promtool" >&2; exit 1; }
 cd "$here"

@@ -43,8 +43,9 @@ class ChildProcess {
         setenv(entry.substr(0, eq).c_str(), entry.substr(eq + 1).c_str(), 1);
       }
       std::vector<char*> args;
-      for (auto& a : argv)
+      for (auto& a : argv) {
         args.push_back(a.data());
+      }
       args.push_back(nullptr);
       execv(args[0], args.data());
       _exit(127);
@@ -62,15 +63,17 @@ class ChildProcess {
   pid_t pid() const { return pid_; }
   bool running() { return pid_ > 0 && !status_ && !reap(WNOHANG); }
   void kill(int sig) {
-    if (pid_ > 0 && !status_)
+    if (pid_ > 0 && !status_) {
       ::kill(-pid_, sig);
+    }
   }
   // The exit code (or 128+signal), or nullopt if still running after `timeout`.
   std::optional<int> wait(std::chrono::milliseconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (!status_ && !reap(WNOHANG)) {
-      if (std::chrono::steady_clock::now() >= deadline)
+      if (std::chrono::steady_clock::now() >= deadline) {
         return std::nullopt;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     return status_;
@@ -86,16 +89,18 @@ class ChildProcess {
  private:
   bool reap(int flags) {
     int status = 0;
-    if (waitpid(pid_, &status, flags) != pid_)
+    if (waitpid(pid_, &status, flags) != pid_) {
       return false;
+    }
     status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     return true;
   }
   static std::string tempLogPath() {
     std::string pattern = "/tmp/gvirtus-test-XXXXXX.log";
     const int fd = mkstemps(pattern.data(), 4);
-    if (fd >= 0)
+    if (fd >= 0) {
       close(fd);
+    }
     return pattern;
   }
 

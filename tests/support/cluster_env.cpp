@@ -26,8 +26,9 @@ int freePort() {
 
 HttpReply httpFetch(int port, const std::string& path) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0)
+  if (fd < 0) {
     return {};
+  }
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
@@ -40,8 +41,9 @@ HttpReply httpFetch(int port, const std::string& path) {
         static_cast<ssize_t>(request.size())) {
       char buf[4096];
       ssize_t n = 0;
-      while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0)
+      while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0) {
         response.append(buf, static_cast<size_t>(n));
+      }
     }
   }
   ::close(fd);

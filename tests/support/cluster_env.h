@@ -72,8 +72,9 @@ inline bool eventually(const std::function<bool()>& condition,
                        std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
-    if (condition())
+    if (condition()) {
       return true;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return condition();

@@ -85,18 +85,21 @@ class TestDnsServer {
     std::array<uint8_t, 1500> buffer{};
     while (!stop.stop_requested()) {
       pollfd fd{fd_, POLLIN, 0};
-      if (::poll(&fd, 1, 20) <= 0)
+      if (::poll(&fd, 1, 20) <= 0) {
         continue;
+      }
       sockaddr_in peer{};
       socklen_t peerLength = sizeof(peer);
       const ssize_t n = ::recvfrom(fd_, buffer.data(), buffer.size(), 0,
                                    reinterpret_cast<sockaddr*>(&peer), &peerLength);
-      if (n < 12)
+      if (n < 12) {
         continue;
+      }
       ++queries_;
       std::vector<uint8_t> reply = answer(buffer.data(), static_cast<size_t>(n));
-      if (reply.empty())
+      if (reply.empty()) {
         continue;
+      }
       ::sendto(fd_, reply.data(), reply.size(), 0, reinterpret_cast<const sockaddr*>(&peer),
                peerLength);
     }
@@ -105,8 +108,9 @@ class TestDnsServer {
   // The reply to one query; empty for no reply.
   std::vector<uint8_t> answer(const uint8_t* query, size_t size) {
     const uint16_t flags = read16(query + 2);
-    if ((flags & 0x8000) != 0)
+    if ((flags & 0x8000) != 0) {
       return {};  // a response, not a query
+    }
     // The question: labels up to the root, then type and class.
     size_t offset = 12;
     std::string name;
@@ -117,21 +121,24 @@ class TestDnsServer {
         break;
       }
       const uint8_t length = query[offset++];
-      if (length == 0)
+      if (length == 0) {
         break;
+      }
       if (length > 63 || offset + length > size) {
         valid = false;
         break;
       }
-      if (!name.empty())
+      if (!name.empty()) {
         name += '.';
+      }
       for (size_t i = 0; i < length; ++i) {
         name += static_cast<char>(std::tolower(query[offset + i]));
       }
       offset += length;
     }
-    if (valid && offset + 4 > size)
+    if (valid && offset + 4 > size) {
       valid = false;
+    }
     const uint16_t type = valid ? read16(query + offset) : 0;
     const size_t questionEnd = valid ? offset + 4 : 12;
 
@@ -159,8 +166,9 @@ class TestDnsServer {
     put16(out, 0);
     put16(out, 0);
     out.insert(out.end(), query + 12, query + questionEnd);
-    if (records == nullptr)
+    if (records == nullptr) {
       return out;
+    }
     for (const auto& text : *records) {
       put16(out, 0xc00c);  // the name: a pointer to the question's
       put16(out, type);

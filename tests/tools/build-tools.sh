@@ -5,6 +5,7 @@
 #   build-tools.sh [helm|promtool]...   (default: both)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=versions.sh
 source "$here/versions.sh"
 # GOTOOLCHAIN=auto: should a tool need a newer Go than the one the control plane's build
 # found or installed (1.26), go fetches the toolchain it needs through the module proxy
@@ -12,6 +13,7 @@ source "$here/versions.sh"
 export GOTOOLCHAIN=auto GOWORK=off CGO_ENABLED=0 GOFLAGS=-trimpath
 
 say() { printf '[tools-build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+# shellcheck source=../cluster/build-lib.sh
 source "$here/../cluster/build-lib.sh"
 
 #   install_tool WHAT TARGET LDFLAGS COMMAND...: COMMAND builds into $out (a temporary
@@ -37,6 +39,7 @@ mkdir -p "$TOOLS_CACHE"
 for tool in "${tools[@]}"; do
   case $tool in
     helm)
+      # shellcheck disable=SC2016  # $out and $ldflags are install_tool's, expanded there
       # As helm's Makefile links it: its version, and the Kubernetes version it assumes.
       install_tool "helm $HELM_VERSION" "$HELM_BIN" \
         "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034  # sourced: its variables are for the sourcing script
 # Versions of the operator tools used by the tests (helm, promtool); the cache folder is
 # keyed by them. Sourced by build-tools.sh and by the tests that run the tools.
 HELM_VERSION=v3.21.4
@@ -7,6 +8,7 @@ HELM_K8S_MINOR=36
 # promtool: Prometheus v3.5 (LTS), whose Go module is v0.305.0; the version is pinned in
 # tests/tools/modules/promtool/go.mod (keep the two equal).
 PROMETHEUS_VERSION=v3.5.0
+# shellcheck source=../cluster/versions.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../cluster/versions.sh"
 TOOLS_CACHE=$CLUSTER_CACHE/tools
 HELM_BIN=$TOOLS_CACHE/helm-$HELM_VERSION/helm

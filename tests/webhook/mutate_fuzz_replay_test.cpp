@@ -84,8 +84,9 @@ json interestingValue(std::mt19937& rng) {
 void containers(json& doc, std::vector<json*>& out) {
   if (doc.is_object() || doc.is_array()) {
     out.push_back(&doc);
-    for (auto& child : doc)
+    for (auto& child : doc) {
       containers(child, out);
+    }
   }
 }
 
@@ -96,8 +97,9 @@ void mutate(json& doc, std::mt19937& rng) {
   const int action = std::uniform_int_distribution<int>(0, 3)(rng);
   if (node.is_object()) {
     std::vector<std::string> keys;
-    for (auto it = node.begin(); it != node.end(); ++it)
+    for (auto it = node.begin(); it != node.end(); ++it) {
       keys.push_back(it.key());
+    }
     json key = interestingValue(rng);
     if (action == 0 && !keys.empty()) {
       node.erase(keys[std::uniform_int_distribution<size_t>(0, keys.size() - 1)(rng)]);
@@ -144,16 +146,18 @@ TEST_CASE("the fuzz property holds on random mutations of the corpus", "[fuzz]")
   std::vector<json> seeds;
   for (const auto& [name, body] : corpus()) {
     json doc = json::parse(body, nullptr, false);
-    if (!doc.is_discarded())
+    if (!doc.is_discarded()) {
       seeds.push_back(doc);
+    }
   }
   REQUIRE_FALSE(seeds.empty());
   int failures = 0;
   for (int i = 0; i < iterations && failures < 5; ++i) {
     json doc = seeds[static_cast<size_t>(i) % seeds.size()];
     const int rounds = std::uniform_int_distribution<int>(1, 6)(rng);
-    for (int r = 0; r < rounds; ++r)
+    for (int r = 0; r < rounds; ++r) {
       mutate(doc, rng);
+    }
     const std::string body = doc.dump();
     const std::string failure = checkOneInput(harness, body);
     if (!failure.empty()) {

@@ -26,8 +26,9 @@ using testing::gvirtusPod;
 // `pods` as a cache hands them out.
 inline std::vector<gvirtus::ObjectSnapshot> snapshotsOf(const std::vector<json>& pods) {
   std::vector<gvirtus::ObjectSnapshot> out;
-  for (const auto& pod : pods)
+  for (const auto& pod : pods) {
     out.push_back(std::make_shared<const json>(pod));
+  }
   return out;
 }
 

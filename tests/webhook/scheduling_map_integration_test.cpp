@@ -36,8 +36,9 @@ json statefulSet(const std::string& ns, const std::string& name, int replicas,
 
 std::string envValue(const json& container, const std::string& name) {
   for (const auto& e : container.value("env", json::array())) {
-    if (e["name"] == name)
+    if (e["name"] == name) {
       return e.value("value", "");
+    }
   }
   return "<unset>";
 }

@@ -25,8 +25,9 @@ json statefulPod(int index, json spec = json::object()) {
 
 std::string envOf(const json& container, const std::string& name) {
   for (const auto& e : container.value("env", json::array())) {
-    if (e["name"] == name)
+    if (e["name"] == name) {
       return e.value("value", "");
+    }
   }
   return "<unset>";
 }

@@ -45,8 +45,9 @@ int connectFrom(const char* source, int port) {
   to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof(from)) != 0 ||
       ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0) {
-    if (fd >= 0)
+    if (fd >= 0) {
       ::close(fd);
+    }
     return -1;
   }
   return fd;
@@ -55,8 +56,9 @@ int connectFrom(const char* source, int port) {
 // The server has closed this connection (or reset it); without waiting.
 bool closedByServer(int fd) {
   pollfd p{fd, POLLIN, 0};
-  if (::poll(&p, 1, 0) <= 0)
+  if (::poll(&p, 1, 0) <= 0) {
     return false;
+  }
   char c = 0;
   ssize_t n = ::recv(fd, &c, 1, MSG_DONTWAIT | MSG_PEEK);
   return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
@@ -75,8 +77,9 @@ class SlowClient {
  public:
   SlowClient(SSL_CTX* ctx, const char* source, int port, std::string request)
       : fd_(connectFrom(source, port)), request_(std::move(request)) {
-    if (fd_ < 0)
+    if (fd_ < 0) {
       return;
+    }
     ssl_.reset(SSL_new(ctx));
     SSL_set_fd(ssl_.get(), fd_);
     connected_ = SSL_connect(ssl_.get()) == 1;
@@ -84,8 +87,9 @@ class SlowClient {
   }
   ~SlowClient() {
     ssl_.reset();
-    if (fd_ >= 0)
+    if (fd_ >= 0) {
       ::close(fd_);
+    }
   }
   SlowClient(const SlowClient&) = delete;
   SlowClient& operator=(const SlowClient&) = delete;
@@ -99,10 +103,12 @@ class SlowClient {
 
   // The next byte of the request.
   void sendByte() {
-    if (finished_ || sent_ >= request_.size())
+    if (finished_ || sent_ >= request_.size()) {
       return;
-    if (sent_ == 0)
+    }
+    if (sent_ == 0) {
       firstByte_ = Clock::now();
+    }
     if (SSL_write(ssl_.get(), request_.data() + sent_, 1) == 1) {
       ++sent_;
     } else {
@@ -114,8 +120,9 @@ class SlowClient {
   // Reads what the server sent (its 408) when there is something; finished once closed.
   void readIfReady() {
     pollfd p{fd_, POLLIN, 0};
-    if (finished_ || (SSL_pending(ssl_.get()) == 0 && ::poll(&p, 1, 0) <= 0))
+    if (finished_ || (SSL_pending(ssl_.get()) == 0 && ::poll(&p, 1, 0) <= 0)) {
       return;
+    }
     char buf[1024];
     int n = SSL_read(ssl_.get(), buf, sizeof(buf));
     ERR_clear_error();
@@ -190,24 +197,28 @@ TEST_CASE("slow_client: 50 connections trickling a byte a second leave reviews u
   // and a poll that also sees the server's answers as they come.
   auto nextRound = Clock::now();
   auto trickle = [&] {
-    if (Clock::now() < nextRound)
+    if (Clock::now() < nextRound) {
       return;
-    for (auto& client : slow)
+    }
+    for (auto& client : slow) {
       client->sendByte();
+    }
     nextRound += 1s;
   };
   auto pollSlow = [&](Clock::duration most) {
     std::vector<pollfd> fds;
     for (auto& client : slow) {
-      if (!client->finished())
+      if (!client->finished()) {
         fds.push_back({client->fd(), POLLIN, 0});
+      }
     }
     auto wait = std::min<Clock::duration>(
         most, std::max<Clock::duration>(nextRound - Clock::now(), Clock::duration{}));
     ::poll(fds.data(), fds.size(),
            static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(wait).count()));
-    for (auto& client : slow)
+    for (auto& client : slow) {
       client->readIfReady();
+    }
   };
   trickle();
 
@@ -230,8 +241,9 @@ TEST_CASE("slow_client: 50 connections trickling a byte a second leave reviews u
     }
   };
   reviews(3s);
-  for (auto& client : slow)
+  for (auto& client : slow) {
     CHECK_FALSE(client->finished());  // all still trickling: none refused, none done
+  }
 
   std::vector<int> flood;
   for (int i = 0; i < kPeerLimit + kOverLimit; ++i) {
@@ -245,8 +257,9 @@ TEST_CASE("slow_client: 50 connections trickling a byte a second leave reviews u
   CHECK(eventually([&] { return floodClosed() >= kOverLimit; }, 3s));
   CHECK(floodClosed() == kOverLimit);
   reviews(2s);
-  for (int fd : flood)
+  for (int fd : flood) {
     ::close(fd);
+  }
 
   // The request deadline (10 s from the first byte) closes every slow client with a 408.
   const auto giveUp = Clock::now() + 30s;

@@ -29,8 +29,9 @@ using gvirtus::bench::envInt;
 namespace {
 
 double percentile(std::vector<double> values, double p) {
-  if (values.empty())
+  if (values.empty()) {
     return 0;
+  }
   std::sort(values.begin(), values.end());
   return values[std::min(values.size() - 1, static_cast<size_t>(p * values.size()))];
 }
@@ -125,8 +126,9 @@ TEST_CASE("webhook benchmark: over TLS with keep-alive", "[bench]") {
           const auto t0 = Clock::now();
           auto response = client->Post("/mutate", body, "application/json");
           mine.push_back(micros(Clock::now() - t0));
-          if (!response || response->status != 200)
+          if (!response || response->status != 200) {
             ++failed;
+          }
           next += period;
         }
         std::lock_guard lock(mutex);

@@ -17,8 +17,9 @@ namespace {
 
 size_t lineCount(const std::string& text) {
   size_t lines = 0;
-  for (char c : text)
+  for (char c : text) {
     lines += c == '\n';
+  }
   return lines;
 }
 

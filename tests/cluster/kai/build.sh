@@ -6,9 +6,11 @@
 # Prints the cache folder last.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../versions.sh
 source "$here/../versions.sh"
 export GOTOOLCHAIN=local GOWORK=off CGO_ENABLED=0 GOFLAGS=-trimpath
 say() { printf '[kai-build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+# shellcheck source=../build-lib.sh
 source "$here/../build-lib.sh"
 components=(scheduler binder podgrouper admission)
 missing=0

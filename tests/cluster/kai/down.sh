@@ -7,6 +7,7 @@ state=$repo/build/cluster/${1:?usage: kai/down.sh NAME}/kai
 # Its webhooks fail closed: unregister them before their server stops (when the cluster
 # still answers; KUBECONFIG is the cluster's).
 if [ -n "${KUBECONFIG:-}" ] && [ -e "$state/admission.pid" ]; then
+  # shellcheck source=../versions.sh
   source "$here/../versions.sh"
   "$CLUSTER_BIN/kubectl" delete mutatingwebhookconfiguration,validatingwebhookconfiguration \
     kai-admission --ignore-not-found --request-timeout=10s >/dev/null 2>&1

@@ -15,6 +15,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
+# shellcheck source=../versions.sh
 source "$here/../versions.sh"
 name=${1:?usage: kai/up.sh NAME}
 : "${KUBECONFIG:?KUBECONFIG must name the cluster}"

@@ -7,6 +7,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
+# shellcheck source=../versions.sh
 source "$here/../versions.sh"
 say() { printf '[netpol %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 binary=$(bash "$here/build.sh")

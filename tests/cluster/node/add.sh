@@ -12,7 +12,9 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
+# shellcheck source=../versions.sh
 source "$here/../versions.sh"
+# shellcheck source=lib.sh
 source "$here/lib.sh"
 usage="usage: node/add.sh CLUSTER NODE [--label k=v]... [--taint k=v:Effect]... [--registry HOST:PORT] [--image IMAGE]... [--no-wait]"
 cluster=${1:?$usage}

@@ -8,11 +8,13 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
+# shellcheck source=../versions.sh
 source "$here/../versions.sh"
 export GOTOOLCHAIN=local GOWORK=off CGO_ENABLED=0 GOFLAGS=-trimpath
 
 say() { printf '[node-build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
+# shellcheck source=../build-lib.sh
 source "$here/../build-lib.sh"
 ensure_go
 

@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2154  # repo: set by every script that sources this
 # Shared by the real-node scripts (sourced): names and places of a cluster's real nodes.
 #   node_network CLUSTER        the cluster's Docker network (nodes and the host's gateway)
 #   node_container CLUSTER NODE the node's container name

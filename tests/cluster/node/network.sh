@@ -11,7 +11,9 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
+# shellcheck source=../versions.sh
 source "$here/../versions.sh"
+# shellcheck source=lib.sh
 source "$here/lib.sh"
 usage="usage: node/network.sh create|kwokctl-config|delete CLUSTER"
 action=${1:?$usage}

@@ -6,7 +6,9 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
+# shellcheck source=../versions.sh
 source "$here/../versions.sh"
+# shellcheck source=lib.sh
 source "$here/lib.sh"
 cluster=${1:?usage: node/remove.sh CLUSTER NODE}
 node=${2:?usage: node/remove.sh CLUSTER NODE}

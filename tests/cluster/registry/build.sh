@@ -6,9 +6,11 @@
 # `exclude` block, which `go install ...@version` refuses). Prints the cache folder last.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../versions.sh
 source "$here/../versions.sh"
 export GOTOOLCHAIN=local GOWORK=off CGO_ENABLED=0 GOFLAGS=-trimpath
 say() { printf '[image-tools %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+# shellcheck source=../build-lib.sh
 source "$here/../build-lib.sh"
 
 # build_module MODULE@VERSION PACKAGE... : builds the packages into $IMAGE_TOOLS_CACHE/bin.

@@ -3,6 +3,7 @@
 # Their storage (pushed images, the layer cache) stays in the cache for the next start.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../versions.sh
 source "$here/../versions.sh"
 state=$CLUSTER_CACHE/image-build
 docker rm -f gvirtus-registry >/dev/null 2>&1 || true

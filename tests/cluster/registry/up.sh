@@ -13,6 +13,7 @@
 # Prints `export` lines: DOCKER_CONFIG, BUILDX_BUILDER, LOCAL_REGISTRY.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../versions.sh
 source "$here/../versions.sh"
 say() { printf '[registry %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 port=${GVIRTUS_REGISTRY_PORT:-5000}

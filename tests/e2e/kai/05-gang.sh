@@ -3,6 +3,7 @@
 # released together or not at all. With one backend of 3 sessions none is released (no
 # partial gang holding sessions) and their Event says why; when a second backend
 # appears, all four are released in one pass and KAI binds them.
+# shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 second=${E2E_BACKEND2_NODE:?}
 restore() { k label node "$second" gvirtus.io/backend.allowed=false --overwrite >/dev/null 2>&1 || true; }

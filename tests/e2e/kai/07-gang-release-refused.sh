@@ -5,6 +5,7 @@
 # gvirtus.io/backend). The leader releases member-1 (written first), member-2's write is
 # refused and tried again pass after pass; once the policy is removed the gang ends whole
 # released, and KAI-Scheduler binds both.
+# shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 # Named without the word "test": a 422 whose message says "test" reads as a conflict.
 policy=gvirtus-e2e-kai-07-hold-release

@@ -5,6 +5,7 @@
 # podgrouper gives it a PodGroup and KAI binds it onto a frontend node with a virtual
 # GPU, where it runs. Queue quotas hold: in team-b (1 GPU) a second pod stays Pending
 # for KAI's reason, while our annotations show it has its backend.
+# shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 sole_backend_node
 

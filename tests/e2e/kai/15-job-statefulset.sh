@@ -4,6 +4,7 @@
 # v0.12.0 makes no gang of a Job or a StatefulSet: one PodGroup per Job pod, one for the
 # StatefulSet); so our controller releases them one by one, and KAI binds each: the Job
 # completes, the StatefulSet's pod runs.
+# shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 sole_backend_node
 

@@ -6,6 +6,7 @@
 # stand-in's NVML reports one GPU of 16 GiB: no GPU is measured here). A third waits,
 # gated, for as long as the two hold their shares (past the chooser's one-minute window
 # for its own recent assignments), and is released when one of them ends.
+# shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 sole_backend_node
 half_pod() {

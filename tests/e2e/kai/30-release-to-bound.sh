@@ -5,6 +5,7 @@
 # backend annotation appears, the gate goes in the same patch) and when KAI bound it
 # (spec.nodeName). Prints p50/p99 of release -> bound and backend Ready -> released; the
 # checks are that every pod is given one backend and bound (figures are not asserted).
+# shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 count=${E2E_KAI_LATENCY_PODS:-50}
 watch_log=$(mktemp)

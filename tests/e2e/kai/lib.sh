@@ -1,6 +1,8 @@
+# shellcheck shell=bash disable=SC2034  # sourced: its variables are for the sourcing script
 # Sourced by the KAI-Scheduler scenarios: the scenarios' library (../scenarios/lib.sh), a
 # skip where KAI is not installed, the scenario's namespace, and helpers. Sets `node`
 # (E2E_BACKEND_NODE, the backend node the scenarios opt in and out).
+# shellcheck source=../scenarios/lib.sh
 source "$(dirname "$0")/../scenarios/lib.sh"
 node=${E2E_BACKEND_NODE:?}
 [ -n "$(k get crd podgroups.scheduling.run.ai -o name 2>/dev/null)" ] || skip "KAI-Scheduler is not installed"

@@ -7,6 +7,7 @@
 # Run by real/run-e2e.sh with the cluster's environment; exits like a scenario.
 #   real/install-from-oci.sh
 # Environment: HELM (helm binary), E2E_TEST_IMAGE, E2E_BACKEND_NODE (opted in).
+# shellcheck source=../scenarios/lib.sh
 source "$(dirname "$0")/../scenarios/lib.sh"
 repo=$(cd "$(dirname "$0")/../../.." && pwd)
 helm=${HELM:?HELM must name the helm binary}

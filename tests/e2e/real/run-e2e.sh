@@ -59,7 +59,12 @@ for scenario in "$here"/scenarios/[0-9]*.sh; do run "$scenario"; done
 # one backend node left opted in.
 kubectl label node gpu-b gvirtus.io/backend.allowed=false --overwrite >/dev/null
 # With a PATTERN, KAI-Scheduler is set up only when one of its scenarios is wanted.
-wanted() { [ -z "$pattern" ] || ls "$1" | grep -q -- "$pattern"; }
+wanted() {
+  [ -z "$pattern" ] && return 0
+  local f
+  for f in "$1"/*; do [[ ${f##*/} =~ $pattern ]] && return 0; done
+  return 1
+}
 if ! wanted "$here/../kai"; then
   :
 elif bash "$repo/tests/cluster/kai/up.sh" "$name" &&

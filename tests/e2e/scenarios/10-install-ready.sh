@@ -2,6 +2,7 @@
 # The installed components are up: the labeler on every node, the device plugin on the
 # GPU-less frontend nodes, the webhook's two replicas available, the backend DaemonSet
 # ready wherever it is scheduled.
+# shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
 # ds_ready NAME [--allow-none]: every scheduled pod updated and ready.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The labeler gave every node its role labels and the GPU label (docs/install.md, "Opting
 # GPU nodes in"), each "true" or "false".
+# shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
 unlabelled() {

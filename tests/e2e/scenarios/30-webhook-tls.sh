@@ -2,6 +2,7 @@
 # The webhook runs its own CA: Secret gvirtus-webhook-tls exists and the CA is in the
 # caBundle of both entries of MutatingWebhookConfiguration gvirtus-webhook; one replica
 # holds the Lease of the waiting-pod controller.
+# shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
 bundles_set() {

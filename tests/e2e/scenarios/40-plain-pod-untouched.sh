@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # A pod that is not a GVirtuS pod and has no gpu-scheduling-map is admitted unchanged.
+# shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 use_test_namespace
 

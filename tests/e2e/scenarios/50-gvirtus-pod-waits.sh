@@ -3,6 +3,7 @@
 # gvirtus.io/backend, annotation gvirtus.io/backend-status=waiting) and already carries
 # the rest of its wiring: the gvirtus-config volume, GVIRTUS_CONFIG, the frontend node
 # selector and limits nvidia.com/gpu: 1 (docs/pod-contract.md).
+# shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
 ready_backends=$(k get pods -n "$system_ns" -l app.kubernetes.io/component=backend \

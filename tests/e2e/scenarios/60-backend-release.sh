@@ -7,6 +7,7 @@
 # stand-in backend echoes bytes) a GVirtuS pod reaches port 9999, and a frontend
 # stand-in that stays connected is counted in the backend's load; with
 # E2E_NETWORK_POLICY=1 (the network plugin enforces NetworkPolicy) a plain pod cannot.
+# shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 node=${E2E_BACKEND_NODE:-}
 [ -n "$node" ] || skip "E2E_BACKEND_NODE is not set (no node may become a backend)"

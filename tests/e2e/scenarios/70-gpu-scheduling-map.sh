@@ -2,6 +2,7 @@
 # gpu-scheduling-map (docs/flags.md): a StatefulSet's pods land on the nodes their entries
 # name, with CUDA_VISIBLE_DEVICES set; a pod without an entry is admitted unchanged; a map
 # that does not parse is denied with a message naming the bad line.
+# shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 # Two nodes that take ordinary pods (no control-plane taint).
 mapfile -t nodes < <(k get nodes -o jsonpath='{range .items[*]}{.metadata.name} {.spec.taints[*].effect}{"\n"}{end}' |

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034  # sourced: its variables are for the sourcing script
 # Shared by the end-to-end scenarios (sourced). A scenario is a bash script run against
 # an installed GVirtuS cluster: it takes the cluster from KUBECONFIG, creates what it
 # needs in its own namespace, removes it when it ends, and exits 0 (passed), 77

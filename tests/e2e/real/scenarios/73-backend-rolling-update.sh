@@ -5,6 +5,7 @@
 # takes no new session and no new pod, and the sessions it holds run on until they end
 # or --drain-timeout. No session is cut before the drain timeout. Once the old pod is
 # gone, its frontends are recreated on a live backend.
+# shellcheck source=../../scenarios/lib.sh
 source "$(dirname "$0")/../../scenarios/lib.sh"
 ds=gvirtus-backend
 # The backend pods serving now (not one still going from an earlier scenario).

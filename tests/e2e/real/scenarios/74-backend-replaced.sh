@@ -7,6 +7,7 @@
 # bare pod with a condition and an Event without deleting it. The test app logs the
 # address of every connection it makes: no container connects to A's old address once
 # A's pod was deleted.
+# shellcheck source=../../scenarios/lib.sh
 source "$(dirname "$0")/../../scenarios/lib.sh"
 mapfile -t backends < <(jp pods -n "$system_ns" -l app.kubernetes.io/component=backend \
   -o 'jsonpath={range .items[*]}{.metadata.name} {.spec.nodeName} {.status.podIP}{"\n"}{end}' |

@@ -2,6 +2,7 @@
 # The kubelet of a frontend node restarts (as on an upgrade): it forgets every device
 # plugin, and gvirtus-device-plugin must register again on its own, so that a pod asking
 # for nvidia.com/gpu is admitted on that node afterwards.
+# shellcheck source=../../scenarios/lib.sh
 source "$(dirname "$0")/../../scenarios/lib.sh"
 node=${E2E_FRONTEND_NODE:-fe-a}
 container=$(node_container "$node") || skip "node $node is not a Docker container here"

@@ -5,6 +5,7 @@
 # (SO_REUSEADDR asked with a 1-byte value, which Linux refuses): alone it could not bind
 # while the killed run's connections linger on the port (FIN_WAIT2, TIME_WAIT: one to two
 # minutes); the library the shim preloads makes its request work.
+# shellcheck source=../../scenarios/lib.sh
 source "$(dirname "$0")/../../scenarios/lib.sh"
 node=${E2E_BACKEND2_NODE:-gpu-b}
 container=$(node_container "$node") || skip "node $node is not a Docker container here"

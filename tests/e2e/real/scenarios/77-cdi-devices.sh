@@ -2,6 +2,7 @@
 # A pod asking for nvidia.com/gpu: 2 on a frontend node gets two virtual devices: the
 # device plugin's Allocate answer (GVIRTUS_VGPU_IDS) and, through containerd's CDI
 # support, the environment of the CDI spec the plugin wrote for each device.
+# shellcheck source=../../scenarios/lib.sh
 source "$(dirname "$0")/../../scenarios/lib.sh"
 use_test_namespace
 test_pod two-gpus "" '      resources: {limits: {nvidia.com/gpu: 2}}' | k apply -f - >/dev/null

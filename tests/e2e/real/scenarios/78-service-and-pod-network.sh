@@ -4,6 +4,7 @@
 # ClusterIP Service in front of the backends (kube-proxy's rules on its node). It probes
 # the shims' health port (8080, open to every pod): port 9999 takes sessions only from
 # the pods assigned to that backend (96-tenant-attacks).
+# shellcheck source=../../scenarios/lib.sh
 source "$(dirname "$0")/../../scenarios/lib.sh"
 mapfile -t backends < <(jp pods -n "$system_ns" -l app.kubernetes.io/component=backend \
   -o 'jsonpath={range .items[*]}{.status.podIP} {.spec.nodeName}{"\n"}{end}')
@@ -18,6 +19,7 @@ eventually "a GVirtuS pod runs" running || finish
 node=$(jp pod client -n "$test_ns" -o 'jsonpath={.spec.nodeName}')
 # health IP: the status line of GET /healthz on IP:8080.
 health() {
+  # shellcheck disable=SC2016  # $0 is the inner shell's: the IP passed after the script
   k exec -n "$test_ns" client -- timeout 5 bash -c \
     'exec 3<>"/dev/tcp/$0/8080" && printf "GET /healthz HTTP/1.0\r\n\r\n" >&3 && head -n 1 <&3' "$1" |
     tr -d '\r'

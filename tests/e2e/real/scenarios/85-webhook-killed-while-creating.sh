@@ -3,6 +3,7 @@
 # ends mutated (or waiting for a backend) or was refused with a message; none runs
 # unmutated (failurePolicy: Fail). The Deployment replaces both pods, and a pod created
 # afterwards is admitted.
+# shellcheck source=../../scenarios/lib.sh
 source "$(dirname "$0")/../../scenarios/lib.sh"
 use_test_namespace
 webhook_pods() {

@@ -7,6 +7,7 @@
 # while pods wait: the leader's look sees the due pods and the node held, and two more of
 # its passes change nothing. Removing gvirtus.io/autoscaled hands the node back: it is
 # opted in again. At the exit the webhook, the nodes and their backends are as they were.
+# shellcheck source=../../scenarios/lib.sh
 source "$(dirname "$0")/../../scenarios/lib.sh"
 repo=$(cd "$(dirname "$0")/../../../.." && pwd)
 other=${E2E_BACKEND_NODE:-}

@@ -2,6 +2,7 @@
 # kube-apiserver is restarted mid-scenario: every component recovers (labeler restores a
 # deleted label, webhook admits and mutates, backend shims keep publishing their load)
 # and so do the real nodes (Ready again).
+# shellcheck source=../../scenarios/lib.sh
 source "$(dirname "$0")/../../scenarios/lib.sh"
 [ -n "${GVIRTUS_CLUSTER_NAME:-}" ] || skip "only on the local control plane (restart-apiserver.sh)"
 repo=$(cd "$(dirname "$0")/../../../.." && pwd)

@@ -5,6 +5,7 @@
 # other real-node scenarios, so every component has made its requests. The API server's
 # own count (apiserver_requested_deprecated_apis) is printed beside it: it does not say
 # who asked (the control plane's own controllers and the tests' kubectl count too).
+# shellcheck source=../../scenarios/lib.sh
 source "$(dirname "$0")/../../scenarios/lib.sh"
 version=$(k version -o json 2>/dev/null | sed -nE 's/.*"gitVersion": "([^"]+)".*/\1/p' | tail -1)
 warned=""

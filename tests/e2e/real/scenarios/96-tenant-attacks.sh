@@ -6,6 +6,7 @@
 # the nodes), by the backend side's session check (only the pods the webhook lists in the
 # backend pod's gvirtus.io/peers), by the admission policies (one clear line each), or by
 # a ResourceQuota. The pod that was given a backend still reaches it.
+# shellcheck source=../../scenarios/lib.sh
 source "$(dirname "$0")/../../scenarios/lib.sh"
 mapfile -t backends < <(jp pods -n "$system_ns" -l app.kubernetes.io/component=backend \
   -o 'jsonpath={range .items[*]}{.metadata.name} {.status.podIP}{"\n"}{end}')
