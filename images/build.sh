@@ -55,7 +55,9 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ ${#wanted[@]} -gt 0 ] || wanted=(labeler device-plugin webhook backend kai-reservation)
-say() { printf '[images %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+log_tag="images"
+# shellcheck source=../tests/lib/log.sh
+source "$repo/tests/lib/log.sh"
 
 if ! reason=$(timeout 20 docker info --format '{{.ServerVersion}}' 2>&1); then
   say "FAILED: no Docker engine answers ($(tail -1 <<<"$reason"))"

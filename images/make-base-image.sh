@@ -14,7 +14,9 @@ set -euo pipefail
 image=${1:-debian:bookworm-slim}
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 cache=${GVIRTUS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gvirtus}/images
-say() { printf '[base-image %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+log_tag="base-image"
+# shellcheck source=../tests/lib/log.sh
+source "$(dirname "$0")/../tests/lib/log.sh"
 
 case $image in
   debian:bookworm | debian:bookworm-slim | debian:12 | debian:12-slim) suite=bookworm ;;

@@ -25,7 +25,9 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
-say() { printf '[release %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+log_tag="release"
+# shellcheck source=../tests/lib/log.sh
+source "$repo/tests/lib/log.sh"
 helm=${HELM:-helm}
 command -v "$helm" >/dev/null || { say "no helm (set HELM=/path/to/helm)"; exit 2; }
 version=$(sed -nE 's/^project\([^)]*VERSION ([0-9][0-9.]*).*/\1/p' "$repo/CMakeLists.txt")

@@ -29,7 +29,9 @@ for arg in "$@"; do
   esac
 done
 [ ${#wanted[@]} -gt 0 ] || wanted=(labeler device-plugin webhook backend kai-reservation)
-say() { printf '[image-test %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+log_tag="image-test"
+# shellcheck source=../tests/lib/log.sh
+source "$repo/tests/lib/log.sh"
 
 if [ -z "${REGISTRY:-}" ]; then
   eval "$(bash "$repo/tests/cluster/registry/up.sh")"
@@ -123,8 +125,15 @@ binfmt_ready() { # binfmt_ready PLATFORM: 0 when the engine can run its images
 
 hardened=(--rm --read-only --cap-drop ALL --security-opt no-new-privileges --network none)
 
+# readyz_200 CONTAINER: the shim in it answers GET /readyz with 200 (read with bash's
+# /dev/tcp inside the container).
+readyz_200() {
+  docker exec "$1" bash -c 'exec 3<>/dev/tcp/127.0.0.1/8080 &&
+    printf "GET /readyz HTTP/1.0\r\n\r\n" >&3 && head -1 <&3' 2>/dev/null | grep -q ' 200'
+}
+
 # backend_lifecycle IMAGE: runs the shim with the manifest's arguments, waits for /readyz
-# 200 (read with bash's /dev/tcp inside the container), stops it, expects exit 0.
+# 200, stops it, expects exit 0.
 backend_lifecycle() {
   local image=$1 name=gvirtus-backend-test-$$ status=1
   docker rm -f "$name" >/dev/null 2>&1 || true
@@ -133,14 +142,7 @@ backend_lifecycle() {
     --port=9999 --health-addr=:8080 --config-out=/tmp/gvirtus/properties.json \
     --drain-timeout=5s --peer-check=false -- /usr/local/gvirtus/bin/gvirtus-backend >/dev/null || return 1
   local ready=0
-  for _ in $(seq 1 60); do
-    if docker exec "$name" bash -c 'exec 3<>/dev/tcp/127.0.0.1/8080 &&
-        printf "GET /readyz HTTP/1.0\r\n\r\n" >&3 && head -1 <&3' 2>/dev/null | grep -q ' 200'; then
-      ready=1
-      break
-    fi
-    sleep 0.5
-  done
+  wait_until 30 "/readyz 200 in $name" readyz_200 "$name" && ready=1
   if [ "$ready" = 1 ]; then
     docker stop -t 20 "$name" >/dev/null
     status=$(docker wait "$name")

@@ -10,7 +10,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../cluster/versions.sh"
 export GOTOOLCHAIN=local GOWORK=off CGO_ENABLED=0 GOFLAGS=-trimpath
 
-say() { printf '[bench agnhost %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+log_tag="bench agnhost"
+# shellcheck source=../lib/log.sh
+source "$here/../lib/log.sh"
 
 # The version the wrapper module pins must be the control plane's.
 pinned=$(sed -nE 's/^\s*k8s\.io\/kubernetes (v[0-9.]+)( \/\/ indirect)?$/\1/p' "$here/agnhost/go.mod")

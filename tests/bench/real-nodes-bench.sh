@@ -13,21 +13,21 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 pods=${BENCH_PODS:-20}
-say() { printf '[bench-real %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+log_tag="bench-real"
+# shellcheck source=../lib/log.sh
+source "$repo/tests/lib/log.sh"
 name="gvirtus-bench-real"
 trap 'bash "$repo/tests/e2e/real/down.sh" "$name"' EXIT
 eval "$(bash "$repo/tests/e2e/real/up.sh" "$name")"
 # Each GVirtuS pod takes one of a frontend's 8 virtual GPUs: a third frontend makes 24.
 bash "$repo/tests/cluster/node/add.sh" "$name" fe-c --label topology.kubernetes.io/zone=zone-a \
   --registry "${E2E_TEST_IMAGE%%/*}"
-for _ in $(seq 1 60); do
-  [ "$(kubectl get node fe-c -o jsonpath='{.status.allocatable.nvidia\.com/gpu}')" = 8 ] && break
-  sleep 1
-done
+fe_c_gpus() { [ "$(kubectl get node fe-c -o jsonpath='{.status.allocatable.nvidia\.com/gpu}')" = 8 ]; }
+wait_until 60 "nvidia.com/gpu 8 on fe-c" fe_c_gpus || true
 ns=bench-real
 kubectl delete namespace $ns --ignore-not-found --wait=true >/dev/null
 kubectl create namespace $ns >/dev/null
-for _ in $(seq 1 60); do kubectl -n $ns get serviceaccount default >/dev/null 2>&1 && break; sleep 0.5; done
+wait_until 30 "the default ServiceAccount in $ns" kubectl -n $ns get serviceaccount default || true
 
 now_ms() { date +%s%3N; }
 # run_batch KIND LABELS: creates $pods pods at once, polls until all Running; prints
@@ -119,11 +119,9 @@ answered_pods() {
     done
   return 0
 }
-deadline=$((SECONDS + 180))
-until [ "$(answered_pods | grep -c .)" = "$lost" ]; do
-  [ $SECONDS -lt $deadline ] || { say "the $lost frontends did not all connect"; exit 1; }
-  sleep 1
-done
+all_answered() { [ "$(answered_pods | grep -c .)" = "$lost" ]; }
+wait_until 180 "the $lost frontends to connect" all_answered ||
+  { say "the $lost frontends did not all connect"; exit 1; }
 old=$(answered_pods | cut -d' ' -f1)
 backend_count=$(kubectl -n gvirtus-system get pods -l app.kubernetes.io/component=backend -o name | grep -c .)
 declare -A back=()

@@ -18,7 +18,9 @@ out=$repo/$build/bench
 doc=$repo/docs/performance.md
 chart=$repo/docs/performance.png
 
-say() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+log_tag="bench"
+# shellcheck source=../lib/log.sh
+source "$repo/tests/lib/log.sh"
 die() { say "FAILED: $*"; exit 1; }
 start=$SECONDS
 

@@ -8,7 +8,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/versions.sh"
 export GOTOOLCHAIN=local GOWORK=off CGO_ENABLED=0 GOFLAGS=-trimpath
 
-say() { printf '[cluster-build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+log_tag="cluster-build"
+# shellcheck source=../lib/log.sh
+source "$here/../lib/log.sh"
 # shellcheck source=build-lib.sh
 source "$here/build-lib.sh"
 

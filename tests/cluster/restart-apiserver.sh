@@ -33,7 +33,9 @@ config=$dir/kwok.yaml
 pidfile=$dir/pids/kube-apiserver.pid
 [ -f "$config" ] || { echo "restart-apiserver: no cluster $name under $workdir ($config missing)" >&2; exit 1; }
 
-say() { printf '[restart-apiserver %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+log_tag="restart-apiserver"
+# shellcheck source=../lib/log.sh
+source "$(dirname "$0")/../lib/log.sh"
 
 # Prints the kube-apiserver component of kwok.yaml as NUL-separated fields:
 # binary, workDir, then "ENV=value" items prefixed with "env:", then the arguments.

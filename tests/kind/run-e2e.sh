@@ -18,7 +18,9 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-say() { printf '[kind-e2e %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+log_tag="kind-e2e"
+# shellcheck source=../lib/log.sh
+source "$repo/tests/lib/log.sh"
 
 keep=0 build=1 pattern=""
 for arg in "$@"; do

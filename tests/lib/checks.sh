@@ -2,7 +2,8 @@
 # The check vocabulary of the shell tests (sourced): say a step, ok or bad a check
 # (bad counts a failure), finish with the verdict (exit 0 or 1).
 failures=0
-say() { printf '[%s %s] %s\n' "$(basename "$0" .sh)" "$(date +%H:%M:%S)" "$*" >&2; }
+# shellcheck source=log.sh
+source "$(dirname "${BASH_SOURCE[0]}")/log.sh"
 ok() { printf '  ok    %s\n' "$*" >&2; }
 bad() { printf '  FAIL  %s\n' "$*" >&2; failures=$((failures + 1)); }
 finish() {

@@ -12,7 +12,9 @@ source "$here/versions.sh"
 # (and uses the local one when it is new enough, as on most machines).
 export GOTOOLCHAIN=auto GOWORK=off CGO_ENABLED=0 GOFLAGS=-trimpath
 
-say() { printf '[tools-build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+log_tag="tools-build"
+# shellcheck source=../lib/log.sh
+source "$here/../lib/log.sh"
 # shellcheck source=../cluster/build-lib.sh
 source "$here/../cluster/build-lib.sh"
 

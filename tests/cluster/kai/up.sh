@@ -20,7 +20,9 @@ source "$here/../versions.sh"
 name=${1:?usage: kai/up.sh NAME}
 : "${KUBECONFIG:?KUBECONFIG must name the cluster}"
 export PATH=$CLUSTER_BIN:$PATH
-say() { printf '[kai %s %s] %s\n' "$name" "$(date +%H:%M:%S)" "$*" >&2; }
+log_tag="kai $name"
+# shellcheck source=../../lib/log.sh
+source "$repo/tests/lib/log.sh"
 kai=$(bash "$here/build.sh")
 state=$repo/build/cluster/$name/kai
 mkdir -p "$state"
@@ -156,8 +158,7 @@ YAML
   return 0
 }
 ready() { curl -sf http://127.0.0.1:18688/readyz >/dev/null; }
-for _ in $(seq 1 60); do ready && break; sleep 0.5; done
-ready || { say "FAILED: KAI's admission webhook is not ready; its log:"; tail -n 20 "$state/admission.log" >&2; exit 1; }
+wait_until 30 "KAI's admission webhook /readyz" ready || { say "FAILED: KAI's admission webhook is not ready; its log:"; tail -n 20 "$state/admission.log" >&2; exit 1; }
 { webhook MutatingWebhookConfiguration /mutate--v1-pod CREATE; echo ---
   webhook ValidatingWebhookConfiguration /validate--v1-pod "CREATE, UPDATE"; } | kubectl apply -f - >/dev/null
 sleep 1

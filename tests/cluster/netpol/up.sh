@@ -9,7 +9,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
 # shellcheck source=../versions.sh
 source "$here/../versions.sh"
-say() { printf '[netpol %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+log_tag="netpol"
+# shellcheck source=../../lib/log.sh
+source "$repo/tests/lib/log.sh"
 binary=$(bash "$here/build.sh")
 # Only the registry's address: the image is built by the engine itself (its builder sees
 # the local base image), not by the multi-arch BuildKit daemon that up.sh would select.

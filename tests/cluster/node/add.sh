@@ -32,7 +32,9 @@ while [ $# -gt 0 ]; do
   esac
 done
 [[ $node =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$ ]] || { echo "node/add.sh: bad node name \"$node\"" >&2; exit 2; }
-say() { printf '[node %s %s] %s\n' "$node" "$(date +%H:%M:%S)" "$*" >&2; }
+log_tag="node $node"
+# shellcheck source=../../lib/log.sh
+source "$repo/tests/lib/log.sh"
 export PATH=$CLUSTER_BIN:$PATH
 pki=${KWOK_WORKDIR:-$repo/build/cluster/kwok}/clusters/$cluster/pki
 network=$(node_network "$cluster")
@@ -138,7 +140,7 @@ ip route replace "$pod_cidr" via "$ip"
 flock -u 9
 
 # --- The project's images, as a registry would serve them ----------------------------
-for _ in $(seq 1 100); do docker exec "$container" ctr version >/dev/null 2>&1 && break; sleep 0.2; done
+wait_until 20 "containerd in $container" docker exec "$container" ctr version || true
 for wanted in "${images[@]}"; do
   docker save "$wanted" | docker exec -i "$container" ctr -n k8s.io images import - >/dev/null ||
     { say "could not load image $wanted"; exit 1; }
@@ -146,11 +148,8 @@ done
 [ ${#images[@]} = 0 ] || say "loaded ${#images[@]} images"
 
 if [ "$wait" = 1 ]; then
-  for _ in $(seq 1 120); do
-    [ "$(kubectl get node "$node" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ] && break
-    sleep 1
-  done
-  if [ "$(kubectl get node "$node" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" != True ]; then
+  node_ready() { [ "$(kubectl get node "$node" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]; }
+  if ! wait_until 120 "node $node Ready" node_ready; then
     say "FAILED: not Ready after 120s; last kubelet lines:"
     docker exec "$container" tail -n 20 /var/log/gvirtus-node/kubelet.log >&2 || docker logs "$container" 2>&1 | tail -20 >&2
     exit 1

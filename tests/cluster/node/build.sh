@@ -12,7 +12,9 @@ repo=$(cd "$here/../../.." && pwd)
 source "$here/../versions.sh"
 export GOTOOLCHAIN=local GOWORK=off CGO_ENABLED=0 GOFLAGS=-trimpath
 
-say() { printf '[node-build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+log_tag="node-build"
+# shellcheck source=../../lib/log.sh
+source "$repo/tests/lib/log.sh"
 
 # shellcheck source=../build-lib.sh
 source "$here/../build-lib.sh"

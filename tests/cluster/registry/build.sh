@@ -9,7 +9,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../versions.sh
 source "$here/../versions.sh"
 export GOTOOLCHAIN=local GOWORK=off CGO_ENABLED=0 GOFLAGS=-trimpath
-say() { printf '[image-tools %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+log_tag="image-tools"
+# shellcheck source=../../lib/log.sh
+source "$here/../../lib/log.sh"
 # shellcheck source=../build-lib.sh
 source "$here/../build-lib.sh"
 

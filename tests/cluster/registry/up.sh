@@ -15,7 +15,9 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../versions.sh
 source "$here/../versions.sh"
-say() { printf '[registry %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+log_tag="registry"
+# shellcheck source=../../lib/log.sh
+source "$here/../../lib/log.sh"
 port=${GVIRTUS_REGISTRY_PORT:-5000}
 registry_container=gvirtus-registry
 tools=$(bash "$here/build.sh")
@@ -58,11 +60,7 @@ if [ "$(docker inspect -f '{{.State.Running}} {{.Config.Image}}' "$registry_cont
     -p "127.0.0.1:$port:5000" -v "$state/registry:/var/lib/registry" "$registry_image" >/dev/null
   say "registry $REGISTRY_VERSION started on localhost:$port"
 fi
-for _ in $(seq 1 50); do
-  curl -fsS "http://localhost:$port/v2/" >/dev/null 2>&1 && break
-  sleep 0.2
-done
-curl -fsS "http://localhost:$port/v2/" >/dev/null ||
+wait_until 10 "the registry on localhost:$port" curl -fsS "http://localhost:$port/v2/" ||
   { say "FAILED: the registry does not answer on localhost:$port"; docker logs "$registry_container" 2>&1 | tail -5 >&2; exit 1; }
 
 # --- The BuildKit daemon ---------------------------------------------------------------
@@ -91,7 +89,8 @@ if buildctl debug workers >/dev/null 2>&1 && [ "$(cat "$state/buildkitd.toml" 2>
   say "BuildKit runs with another configuration: restarting it"
   pid=$(cat "$state/buildkitd.pid" 2>/dev/null || true)
   [ -z "$pid" ] || kill "$pid" 2>/dev/null || true
-  for _ in $(seq 1 50); do buildctl debug workers >/dev/null 2>&1 || break; sleep 0.2; done
+  buildkit_gone() { ! buildctl debug workers; }
+  wait_until 10 "the old BuildKit daemon to stop" buildkit_gone || true
 fi
 if ! buildctl debug workers >/dev/null 2>&1; then
   command -v runc >/dev/null || { say "FAILED: BuildKit needs runc (Debian package runc)"; exit 1; }

@@ -11,6 +11,9 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
+log_tag="e2e-real"
+# shellcheck source=../../lib/log.sh
+source "$repo/tests/lib/log.sh"
 name=${1:-gvirtus-e2e}
 pattern=${2:-}
 stopped=0
@@ -53,7 +56,7 @@ two_loads() {
     -o jsonpath='{range .items[*]}{.metadata.annotations.gvirtus\.io/load}{"\n"}{end}' |
     grep -c connections)" = 2 ]
 }
-for _ in $(seq 1 120); do two_loads && break; sleep 1; done
+wait_until 120 "both backends publishing gvirtus.io/load" two_loads
 for scenario in "$here"/scenarios/[0-9]*.sh; do run "$scenario"; done
 # KAI-Scheduler beside the cluster, the webhook given its two KAI flags (overlay-kai),
 # one backend node left opted in.

@@ -17,7 +17,9 @@ repo=$(cd "$here/../../.." && pwd)
 name=${1:?usage: real/up.sh NAME}
 opt_in=${E2E_OPT_IN_BACKENDS:-true}
 state=$repo/build/e2e/$name
-say() { printf '[real %s %s] %s\n' "$name" "$(date +%H:%M:%S)" "$*" >&2; }
+log_tag="real $name"
+# shellcheck source=../../lib/log.sh
+source "$repo/tests/lib/log.sh"
 began=$SECONDS
 step() { say "$* (+$((SECONDS - began))s)"; }
 mkdir -p "$state/logs"
@@ -61,16 +63,13 @@ step "kubectl apply -k tests/e2e/overlay (manifests/, images from the local regi
 kubectl apply -k "$repo/tests/e2e/overlay" >"$state/logs/apply.log"
 
 wait_for() { # wait_for DESCRIPTION SECONDS COMMAND...
-  local what=$1 deadline=$((SECONDS + $2))
+  local what=$1 seconds=$2
   shift 2
-  until "$@" >/dev/null 2>&1; do
-    if [ $SECONDS -ge $deadline ]; then
-      say "FAILED: $what"
-      kubectl get pods -A -o wide >&2 || true
-      exit 1
-    fi
-    sleep 1
-  done
+  if ! wait_until "$seconds" "$what" "$@"; then
+    say "FAILED: $what"
+    kubectl get pods -A -o wide >&2 || true
+    exit 1
+  fi
   step "$what"
 }
 labelled() { [ "$(kubectl get nodes -l gvirtus.io/frontend.allowed -o name | wc -l)" -ge 4 ]; }

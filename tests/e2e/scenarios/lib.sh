@@ -26,7 +26,9 @@ timeout_s=${E2E_TIMEOUT:-120}
 test_ns=e2e-$(tr -c 'a-z0-9\n' '-' <<<"$scenario" | cut -c1-50)
 failures=0
 
-say() { printf '[%s %s] %s\n' "$scenario" "$(date +%H:%M:%S)" "$*" >&2; }
+log_tag=$scenario
+# shellcheck source=../../lib/log.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../../lib/log.sh"
 ok() { printf '  ok    %s\n' "$*" >&2; }
 bad() { printf '  FAIL  %s\n' "$*" >&2; failures=$((failures + 1)); }
 skip() { say "SKIP: $*"; exit 77; }
