@@ -4,9 +4,9 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "common/backend_load.h"
 #include "common/log.h"
 #include "common/stoppable_sleep.h"
-#include "common/time_text.h"
 
 namespace gvirtus::backend_shim {
 namespace {
@@ -16,23 +16,25 @@ constexpr auto kTick = std::chrono::milliseconds(250);
 // How often an unchanged load is written again (the webhook ages loads out after a minute).
 constexpr auto kRefreshAfter = std::chrono::seconds(30);
 
-nlohmann::ordered_json loadJson(const Load& load) {
-  nlohmann::ordered_json gpus = nlohmann::ordered_json::array();
+BackendLoad backendLoad(const Load& load,
+                        std::optional<std::chrono::system_clock::time_point> updated) {
+  BackendLoad out{.connections = load.connections,
+                  .maxSessions = load.maxSessions,
+                  .gpus = {},
+                  .updated = updated};
   for (const auto& gpu : load.gpus) {
-    gpus.push_back({{"index", gpu.index},
-                    {"memoryTotalMiB", gpu.memoryTotalBytes / kMiB},
-                    {"memoryUsedMiB", gpu.memoryUsedBytes / kMiB},
-                    {"utilization", gpu.utilizationPercent}});
+    out.gpus.push_back(GpuLoad{.index = gpu.index,
+                               .memoryTotalMiB = static_cast<int64_t>(gpu.memoryTotalBytes / kMiB),
+                               .memoryUsedMiB = static_cast<int64_t>(gpu.memoryUsedBytes / kMiB),
+                               .utilization = gpu.utilizationPercent});
   }
-  return {{"connections", load.connections}, {"maxSessions", load.maxSessions}, {"gpus", gpus}};
+  return out;
 }
 
 }  // namespace
 
 std::string renderLoad(const Load& load, std::chrono::system_clock::time_point updated) {
-  auto json = loadJson(load);
-  json["updated"] = formatRfc3339(updated);
-  return json.dump();
+  return renderBackendLoad(backendLoad(load, updated));
 }
 
 std::string loadAnnotationPatch(const std::string& value) {
@@ -62,7 +64,7 @@ bool LoadPublisher::publishIfDue(Clock::time_point now) {
     if (!latest_) {
       return false;
     }
-    key = loadJson(*latest_).dump();
+    key = renderBackendLoad(backendLoad(*latest_, std::nullopt));
     // An unchanged load is written again now and then: the webhook takes a load older than
     // a minute as unknown, so `updated` doubles as the shim's heartbeat.
     if (key == published_ && lastWritten_ && now - *lastWritten_ < kRefreshAfter) {

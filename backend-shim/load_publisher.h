@@ -26,9 +26,7 @@ struct Load {
   std::vector<GpuInfo> gpus;
 };
 
-// The annotation's value, one line, keys in this order:
-// {"connections":3,"maxSessions":16,"gpus":[{"index":0,"memoryTotalMiB":81920,
-//  "memoryUsedMiB":1024,"utilization":12}],"updated":"2026-11-22T10:00:00Z"}
+// The annotation's value (renderBackendLoad() of common/backend_load.h), GPU memory in MiB.
 std::string renderLoad(const Load& load, std::chrono::system_clock::time_point updated);
 
 // The JSON merge patch that sets the annotation to `value`.

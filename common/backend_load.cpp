@@ -1,13 +1,13 @@
-#include "webhook/backend.h"
+#include "common/backend_load.h"
 
 #include <charconv>
 #include <ctime>
 #include <nlohmann/json.hpp>
 
-#include "common/ipv4_resolver.h"
 #include "common/json_reader.h"
+#include "common/time_text.h"
 
-namespace gvirtus::webhook {
+namespace gvirtus {
 namespace {
 
 using nlohmann::json;
@@ -80,4 +80,20 @@ Result<BackendLoad> parseBackendLoad(std::string_view annotation) {
   return load;
 }
 
-}  // namespace gvirtus::webhook
+std::string renderBackendLoad(const BackendLoad& load) {
+  nlohmann::ordered_json gpus = nlohmann::ordered_json::array();
+  for (const auto& gpu : load.gpus) {
+    gpus.push_back({{"index", gpu.index},
+                    {"memoryTotalMiB", gpu.memoryTotalMiB},
+                    {"memoryUsedMiB", gpu.memoryUsedMiB},
+                    {"utilization", gpu.utilization}});
+  }
+  nlohmann::ordered_json out = {
+      {"connections", load.connections}, {"maxSessions", load.maxSessions}, {"gpus", gpus}};
+  if (load.updated) {
+    out["updated"] = formatRfc3339(*load.updated);
+  }
+  return out.dump();
+}
+
+}  // namespace gvirtus

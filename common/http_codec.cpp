@@ -70,19 +70,6 @@ std::unexpected<HeadError> refuse(int status, std::string reason) {
   return std::unexpected(HeadError{status, std::move(reason)});
 }
 
-int hexValue(char c) {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
-}
-
 // Splits "a=1&b=2" into decoded pairs, sorted by name.
 std::optional<HttpFields> parseQuery(std::string_view text) {
   HttpFields query;
@@ -123,8 +110,8 @@ std::expected<void, HeadError> parseRequestLine(std::string_view line, RequestHe
     return refuse(400, "malformed request target");
   }
   if (version.size() != 8 || !version.starts_with("HTTP/") || version[6] != '.' ||
-      hexValue(version[5]) < 0 || hexValue(version[5]) > 9 || hexValue(version[7]) < 0 ||
-      hexValue(version[7]) > 9) {
+      hexDigitValue(version[5]) < 0 || hexDigitValue(version[5]) > 9 ||
+      hexDigitValue(version[7]) < 0 || hexDigitValue(version[7]) > 9) {
     return refuse(400, "malformed HTTP version");
   }
   if (version != "HTTP/1.1" && version != "HTTP/1.0") {
@@ -160,8 +147,8 @@ std::optional<std::string> percentDecode(std::string_view text, bool plusIsSpace
       if (i + 2 >= text.size()) {
         return std::nullopt;
       }
-      int hi = hexValue(text[i + 1]);
-      int lo = hexValue(text[i + 2]);
+      int hi = hexDigitValue(text[i + 1]);
+      int lo = hexDigitValue(text[i + 2]);
       if (hi < 0 || lo < 0) {
         return std::nullopt;
       }
@@ -275,7 +262,7 @@ std::optional<uint64_t> parseChunkSize(std::string_view line) {
   }
   uint64_t size = 0;
   for (char c : digits) {
-    int v = hexValue(c);
+    int v = hexDigitValue(c);
     if (v < 0) {
       return std::nullopt;
     }

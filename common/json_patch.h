@@ -10,7 +10,7 @@
 
 #include "common/error.h"
 
-// The one JSON patch (RFC 6902) builder and applier, with RFC 6901 pointers.
+// The one JSON patch (RFC 6902) builder, with RFC 6901 pointers.
 namespace gvirtus {
 
 // Escapes one reference token: '~' -> "~0", '/' -> "~1".
@@ -82,8 +82,8 @@ class JsonPatch {
   std::vector<Operation> ops_;
 };
 
-// Applies an RFC 6902 patch (add, remove, replace, move, copy, test) to a copy of `doc`.
-// All or nothing: the error names the failing operation by index, op and path.
+// Applies an RFC 6902 patch (add, remove, replace, move, copy, test) to a copy of `doc`
+// (nlohmann's json::patch). All or nothing: the error says what failed.
 Result<nlohmann::json> applyJsonPatch(const nlohmann::json& doc, const nlohmann::json& patch);
 
 }  // namespace gvirtus

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "common/strings.h"
+
 namespace gvirtus {
 namespace {
 
@@ -23,19 +25,6 @@ constexpr std::array<bool, 256> kPlainStringByte = [] {
 
 bool isDigit(char c) {
   return c >= '0' && c <= '9';
-}
-
-int hexDigit(char c) {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
 }
 
 void appendUtf8(std::string& out, std::uint32_t code) {
@@ -296,7 +285,7 @@ class Reader {
     }
     code = 0;
     for (int i = 0; i < 4; ++i, ++p_) {
-      const int digit = hexDigit(*p_);
+      const int digit = hexDigitValue(*p_);
       if (digit < 0) {
         return refuse("a \\u escape needs four hex digits");
       }

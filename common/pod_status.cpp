@@ -19,6 +19,11 @@ const json* podCondition(const json& pod, std::string_view type) {
   return nullptr;
 }
 
+bool podFinished(const json& pod) {
+  const std::string phase = stringAt(pod, {"status", "phase"});
+  return phase == "Succeeded" || phase == "Failed";
+}
+
 bool podReady(const json& pod) {
   const json* ready = podCondition(pod, "Ready");
   return ready != nullptr && stringAt(*ready, {"status"}) == "True";

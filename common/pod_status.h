@@ -13,6 +13,9 @@ namespace gvirtus {
 // The pod's status condition of `type`; null without one.
 const nlohmann::json* podCondition(const nlohmann::json& pod, std::string_view type);
 
+// Phase Succeeded or Failed: its containers will not run again, and it holds nothing.
+bool podFinished(const nlohmann::json& pod);
+
 // Condition Ready is "True".
 bool podReady(const nlohmann::json& pod);
 

@@ -23,4 +23,11 @@ bool equalsIgnoreCase(std::string_view a, std::string_view b);
 // "+1", "1.5", "16 " or a value beyond int64.
 std::optional<int64_t> parseNonNegative(std::string_view text);
 
+// The value of one hexadecimal digit; -1 for any other character.
+int hexDigitValue(char c);
+
+// RFC 3986 percent-encoding: keeps the unreserved characters (letters, digits, - . _ ~)
+// and those in `alsoKept`, encodes every other byte as %XX.
+std::string percentEncode(std::string_view text, std::string_view alsoKept = {});
+
 }  // namespace gvirtus

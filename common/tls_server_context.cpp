@@ -18,6 +18,7 @@
 
 #include "common/log.h"
 #include "common/openssl_util.h"
+#include "common/socket_bio.h"
 #include "common/sockets.h"
 
 namespace gvirtus {
@@ -113,70 +114,6 @@ FileStamp stampOf(const std::string& path) {
     return {};
   }
   return {true, st.st_dev, st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec};
-}
-
-// ---- A socket BIO that never raises SIGPIPE ---------------------------------------------
-// OpenSSL's own socket BIO writes with write(2), which kills a process that has not
-// ignored SIGPIPE when the peer is gone; this one sends with MSG_NOSIGNAL.
-
-int socketBioFd(BIO* bio) {
-  return *static_cast<int*>(BIO_get_data(bio));
-}
-
-int socketBioWrite(BIO* bio, const char* data, size_t len, size_t* written) {
-  BIO_clear_retry_flags(bio);
-  ssize_t n = ::send(socketBioFd(bio), data, len, MSG_NOSIGNAL);
-  if (n >= 0) {
-    *written = static_cast<size_t>(n);
-    return 1;
-  }
-  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
-    BIO_set_retry_write(bio);
-  }
-  return 0;
-}
-
-int socketBioRead(BIO* bio, char* data, size_t len, size_t* readBytes) {
-  BIO_clear_retry_flags(bio);
-  ssize_t n = ::recv(socketBioFd(bio), data, len, 0);
-  if (n > 0) {
-    *readBytes = static_cast<size_t>(n);
-    return 1;
-  }
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-    BIO_set_retry_read(bio);
-  }
-  return 0;
-}
-
-long socketBioCtrl(BIO*, int cmd, long, void*) {
-  switch (cmd) {
-    case BIO_CTRL_FLUSH:
-      return 1;
-    default:
-      return 0;
-  }
-}
-
-int socketBioCreate(BIO* bio) {
-  BIO_set_init(bio, 1);
-  return 1;
-}
-
-// Process-lifetime and shared by every server; deliberately never freed, since OpenSSL's
-// own exit-time cleanup may run before static destructors.
-BIO_METHOD* socketBioMethod() {
-  static BIO_METHOD* method = [] {
-    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "gvirtus-socket");
-    if (m != nullptr) {
-      BIO_meth_set_write_ex(m, socketBioWrite);
-      BIO_meth_set_read_ex(m, socketBioRead);
-      BIO_meth_set_ctrl(m, socketBioCtrl);
-      BIO_meth_set_create(m, socketBioCreate);
-    }
-    return m;
-  }();
-  return method;
 }
 
 int alpnSelect(SSL*, const unsigned char** out, unsigned char* outLen, const unsigned char* in,

@@ -73,7 +73,7 @@ std::vector<BackendView> backendViews(const std::vector<json>& backendPods,
       view.readySince = podReadySince(pod);
     }
     if (const std::string text = annotationOf(pod, names::kLoadAnnotation); !text.empty()) {
-      if (auto load = webhook::parseBackendLoad(text)) {
+      if (auto load = parseBackendLoad(text)) {
         view.load = *load;
         if (load->updated) {
           view.loadAge = since(load->updated, now);
@@ -84,7 +84,7 @@ std::vector<BackendView> backendViews(const std::vector<json>& backendPods,
     }
     const std::string ref = view.ns + "/" + view.name;
     view.pods = std::count_if(gvirtusPods.begin(), gvirtusPods.end(), [&](const json& p) {
-      return !isFinished(p) && annotationOf(p, names::kBackendPodAnnotation) == ref;
+      return !podFinished(p) && annotationOf(p, names::kBackendPodAnnotation) == ref;
     });
     for (const auto& [endpoint, share] : shares) {
       if (!view.load || endpoint != view.endpoint) {

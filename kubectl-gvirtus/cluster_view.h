@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "common/backend_load.h"
 #include "kubectl-gvirtus/lost_backends.h"
 #include "kubectl-gvirtus/pod_events.h"
 #include "kubectl-gvirtus/pod_facts.h"
 #include "kubectl-gvirtus/waiting_reason.h"
-#include "webhook/backend.h"
 
 // What the plugin shows, computed from the objects it read (pods, Events): plain
 // functions over JSON, so that tests need no cluster.
@@ -25,7 +25,7 @@ struct BackendView {
   std::string endpoint;  // IP:PORT, empty without a pod IP
   bool ready = false;
   std::optional<TimePoint> readySince;  // when it became Ready, if it is
-  std::optional<webhook::BackendLoad> load;
+  std::optional<BackendLoad> load;
   std::string loadError;  // an unreadable annotation
   std::optional<std::chrono::seconds> loadAge;
   int64_t pods = 0;  // GVirtuS pods given this backend that have not finished

@@ -81,7 +81,7 @@ std::optional<LostView> lostBackend(const json& pod, const BackendPods& backends
                                     const std::vector<EventView>& podEvents, TimePoint now) {
   const std::string ref = annotationOf(pod, names::kBackendPodAnnotation);
   const std::string endpoint = annotationOf(pod, names::kBackendAnnotation);
-  if (ref.empty() || endpoint.empty() || isFinished(pod)) {
+  if (ref.empty() || endpoint.empty() || podFinished(pod)) {
     return std::nullopt;
   }
   LostView view;

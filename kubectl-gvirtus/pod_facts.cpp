@@ -39,11 +39,6 @@ bool isGated(const json& pod) {
                      [](const json& g) { return stringAt(g, {"name"}) == names::kSchedulingGate; });
 }
 
-bool isFinished(const json& pod) {
-  const std::string phase = stringAt(pod, {"status", "phase"});
-  return phase == "Succeeded" || phase == "Failed";
-}
-
 bool isDeleting(const json& pod) {
   return !stringAt(pod, {"metadata", "deletionTimestamp"}).empty();
 }

@@ -25,8 +25,6 @@ std::chrono::seconds since(std::optional<TimePoint> then, TimePoint now);
 
 // Behind the scheduling gate gvirtus.io/backend.
 bool isGated(const nlohmann::json& pod);
-// Phase Succeeded or Failed.
-bool isFinished(const nlohmann::json& pod);
 // Has a deletionTimestamp.
 bool isDeleting(const nlohmann::json& pod);
 

@@ -7,37 +7,10 @@
 #include <string_view>
 #include <vector>
 
-#include "common/error.h"
-#include "common/time_text.h"
+#include "common/backend_load.h"
 #include "webhook/backend_requirements.h"
 
 namespace gvirtus::webhook {
-
-// One GPU of a backend, as the backend shim measures it.
-struct GpuLoad {
-  int64_t index = 0;
-  int64_t memoryTotalMiB = 0;
-  int64_t memoryUsedMiB = 0;
-  int64_t utilization = 0;  // percent
-
-  int64_t memoryFreeMiB() const { return memoryTotalMiB - memoryUsedMiB; }
-  bool operator==(const GpuLoad&) const = default;
-};
-
-// The backend shim's `gvirtus.io/load` annotation:
-// {"connections":3,"maxSessions":16,"gpus":[...],"updated":"2026-11-22T10:00:00Z"}.
-struct BackendLoad {
-  int64_t connections = 0;
-  int64_t maxSessions = 0;  // 0: no limit
-  std::vector<GpuLoad> gpus;
-  std::optional<std::chrono::system_clock::time_point> updated;
-
-  bool operator==(const BackendLoad&) const = default;
-};
-
-// Parses the annotation; unknown fields are ignored, wrong types and negative counts are
-// errors.
-Result<BackendLoad> parseBackendLoad(std::string_view annotation);
 
 // GPU memory that a GVirtuS pod given a backend holds until it finishes: what it asked for
 // (gvirtus.io/gpu-memory, KAI gpu-memory or gpu-fraction), on the GPU it was given

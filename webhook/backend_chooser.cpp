@@ -156,23 +156,34 @@ void BackendChooser::confirmLocked(const Backend& backend) {
   }
 }
 
-void BackendChooser::forgetGoneLocked(const Backend& backend) {
+void BackendChooser::forgetGoneLocked(const Backend& backend, TimePoint now) {
   auto it = assignments_.find(backend.endpoint());
   if (it == assignments_.end()) {
     return;
   }
-  auto listedNow = [&](const Reservation& r) {
-    return !r.seenAs.empty() && std::ranges::any_of(backend.assigned, [&](const AssignedPod& pod) {
-      return pod.pod == r.seenAs;
-    });
+  auto listedNow = [&](const Reservation& r) -> const AssignedPod* {
+    if (r.seenAs.empty()) {
+      return nullptr;
+    }
+    auto found = std::ranges::find(backend.assigned, r.seenAs, &AssignedPod::pod);
+    return found == backend.assigned.end() ? nullptr : &*found;
   };
+  // The list leaves out pods created before the window, as of when it was built (a
+  // snapshot a few seconds old at most): such an absence says nothing.
+  constexpr auto kListSlack = std::chrono::seconds(5);
+  const Duration window = options_.assignmentWindow;
   // A pod deleted or finished holds no session, like one being deleted (which
   // Backend::assigned leaves out): counting it for the rest of the window would steer the
   // next pods away from a backend for nothing. One never listed yet (released, and the
   // cache has not caught up) still counts.
-  std::erase_if(it->second, [&](const Reservation& r) { return r.listed && !listedNow(r); });
+  std::erase_if(it->second, [&](const Reservation& r) {
+    return r.listedCreated && now - *r.listedCreated < window - kListSlack &&
+           listedNow(r) == nullptr;
+  });
   for (auto& r : it->second) {
-    r.listed = r.listed || listedNow(r);
+    if (const AssignedPod* pod = listedNow(r)) {
+      r.listedCreated = pod->created;
+    }
   }
   if (it->second.empty()) {
     assignments_.erase(it);
@@ -223,40 +234,36 @@ void BackendChooser::recordAssignment(const std::string& endpoint) {
                                     .memoryMiB = 0,
                                     .pod = "",
                                     .confirmed = true,
-                                    .seenAs = ""});
+                                    .seenAs = "",
+                                    .listedCreated = std::nullopt});
+}
+
+BackendChooser::Reservation* BackendChooser::findLocked(const Choice& choice) {
+  auto it = assignments_.find(choice.backend.endpoint());
+  if (choice.reservation == 0 || it == assignments_.end()) {
+    return nullptr;
+  }
+  auto found = std::ranges::find(it->second, choice.reservation, &Reservation::id);
+  return found == it->second.end() ? nullptr : &*found;
 }
 
 void BackendChooser::cancelAssignment(const Choice& choice) {
-  if (choice.reservation == 0) {
-    return;
-  }
   std::lock_guard lock(mutex_);
-  auto it = assignments_.find(choice.backend.endpoint());
-  if (it == assignments_.end()) {
-    return;
-  }
-  std::erase_if(it->second, [&](const Reservation& r) { return r.id == choice.reservation; });
-  if (it->second.empty()) {
-    assignments_.erase(it);
+  if (findLocked(choice) != nullptr) {
+    auto it = assignments_.find(choice.backend.endpoint());
+    std::erase_if(it->second, [&](const Reservation& r) { return r.id == choice.reservation; });
+    if (it->second.empty()) {
+      assignments_.erase(it);
+    }
   }
 }
 
 void BackendChooser::confirmAssignment(const Choice& choice) {
-  if (choice.reservation == 0) {
-    return;
-  }
   std::lock_guard lock(mutex_);
-  auto it = assignments_.find(choice.backend.endpoint());
-  if (it == assignments_.end()) {
-    return;
-  }
-  for (auto& r : it->second) {
-    if (r.id == choice.reservation) {
-      r.confirmed = true;
-      // Its pod, seen in the cluster later, confirms nothing else.
-      r.seenAs = r.pod;
-      return;
-    }
+  if (Reservation* r = findLocked(choice)) {
+    r->confirmed = true;
+    // Its pod, seen in the cluster later, confirms nothing else.
+    r->seenAs = r->pod;
   }
 }
 
@@ -282,7 +289,7 @@ ChooseResult BackendChooser::choose(const std::vector<Backend>& backends,
   // Before the pruning: an assignment whose pod shows up now holds, however late it is seen.
   for (const auto& backend : backends) {
     confirmLocked(backend);
-    forgetGoneLocked(backend);
+    forgetGoneLocked(backend, now);
   }
   pruneLocked(now);
   const Policy policy = pod.policy.value_or(options_.policy);
@@ -432,7 +439,8 @@ ChooseResult BackendChooser::choose(const std::vector<Backend>& backends,
                                               .memoryMiB = chosen->memoryMiB,
                                               .pod = pod.pod,
                                               .confirmed = false,
-                                              .seenAs = ""});
+                                              .seenAs = "",
+                                              .listedCreated = std::nullopt});
   }
   return choice;
 }

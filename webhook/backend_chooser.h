@@ -137,15 +137,18 @@ class BackendChooser {
     // Its pod was seen (or exists): it counts for the whole window.
     bool confirmed = false;
     std::string seenAs;  // the pod seen for it ("namespace/name"), never matched again
-    // seenAs was among the backend's pods (Backend::assigned) at least once: when it is
-    // there no more, the pod was deleted or finished.
-    bool listed = false;
+    // When seenAs was among the backend's pods (Backend::assigned), its creation time:
+    // when it is there no more, the pod was deleted or finished, unless it only aged out of
+    // that list (which keeps the pods created within the window).
+    std::optional<TimePoint> listedCreated = std::nullopt;
   };
   void pruneLocked(TimePoint now);
+  // The reservation choose() recorded for `choice`; null when unrecorded or expired.
+  Reservation* findLocked(const Choice& choice);
   // Confirms the unconfirmed assignments to `backend` whose pods it shows (Backend::assigned).
   void confirmLocked(const Backend& backend);
   // Forgets the assignments to `backend` whose pods were among its pods and are gone.
-  void forgetGoneLocked(const Backend& backend);
+  void forgetGoneLocked(const Backend& backend, TimePoint now);
   int64_t recentLocked(const std::string& endpoint) const;
   // Pods other webhook instances gave `backend` within the window.
   int64_t assignedElsewhere(const Backend& backend, TimePoint now) const;

@@ -62,7 +62,13 @@ BackendFollower::BackendFollower(ObjectCache& backendPods, ObjectCache& frontend
       api_(std::move(api)),
       events_(events),
       metrics_(metrics),
-      options_(std::move(options)) {
+      options_(std::move(options)),
+      leader_(ControllerOptions{.name = "backend-follower",
+                                .workers = kWorkers,
+                                .backoffInitial = options_.backoffInitial,
+                                .backoffMax = options_.backoffMax,
+                                .syncPoll = kSyncPoll},
+              [this](const std::string& pod) { return sync(pod); }) {
   frontendPods_.addHandlers(
       {.onAdd = [this](const json& pod) { frontendChanged(nullptr, &pod); },
        .onUpdate = [this](const json& old, const json& now) { frontendChanged(&old, &now); },
@@ -131,10 +137,7 @@ void BackendFollower::backendChanged(const json& backend) {
 }
 
 void BackendFollower::enqueue(const std::string& pod) {
-  std::lock_guard lock(mutex_);
-  if (controller_) {
-    controller_->enqueue(pod);
-  }
+  leader_.enqueue(pod);
 }
 
 void BackendFollower::enqueueAll() {
@@ -286,31 +289,12 @@ Result<void> BackendFollower::setCondition(const json& pod, bool lost, const std
 }
 
 void BackendFollower::run(std::stop_token stop) {
-  auto controller =
-      std::make_shared<Controller>(ControllerOptions{.name = "backend-follower",
-                                                     .workers = kWorkers,
-                                                     .backoffInitial = options_.backoffInitial,
-                                                     .backoffMax = options_.backoffMax,
-                                                     .syncPoll = kSyncPoll},
-                                   [this](const std::string& pod) { return sync(pod); });
-  {
-    std::lock_guard lock(mutex_);
-    controller_ = controller;
-  }
   log::info("backend follower started", {{"grace", formatDuration(options_.grace)}});
-  // Every following pod once, when this replica starts leading with synced caches: a
-  // backend may have gone while no replica led.
-  controller->run(stop, [this] {
-    if (!backendPods_.hasSynced() || !frontendPods_.hasSynced()) {
-      return false;
-    }
-    enqueueAll();
-    return true;
-  });
-  {
-    std::lock_guard lock(mutex_);
-    controller_.reset();
-  }
+  // Every following pod once the caches have synced: a backend may have gone while no
+  // replica led.
+  leader_.run(stop,
+              {.synced = [this] { return backendPods_.hasSynced() && frontendPods_.hasSynced(); },
+               .enqueueAll = [this] { enqueueAll(); }});
   log::info("backend follower stopped");
 }
 

@@ -9,11 +9,11 @@
 #include <stop_token>
 #include <string>
 
-#include "common/controller.h"
 #include "common/duration.h"
 #include "common/error.h"
 #include "common/event_recorder.h"
 #include "common/kube_client.h"
+#include "common/leader_controller.h"
 #include "common/object_cache.h"
 #include "webhook/backend_loss.h"
 
@@ -107,9 +107,9 @@ class BackendFollower {
   EventRecorder* events_;
   WebhookMetrics* metrics_;
   const BackendFollowerOptions options_;
+  LeaderController leader_;
 
   std::mutex mutex_;
-  std::shared_ptr<Controller> controller_;  // while run() runs
   // By backend pod ("namespace/name"): the GVirtuS pods that follow it.
   std::map<std::string, std::set<std::string>> followers_;
   // The UIDs of the pods deleted or marked: until the watch brings the change, a sync does

@@ -29,8 +29,7 @@ std::optional<FollowedBackend> followedBackend(const json& pod) {
       memberAt(pod, {"metadata", "deletionTimestamp"}) != nullptr) {
     return std::nullopt;
   }
-  const std::string phase = stringAt(pod, {"status", "phase"});
-  if (phase == "Succeeded" || phase == "Failed") {
+  if (podFinished(pod)) {
     return std::nullopt;
   }
   FollowedBackend followed{

@@ -110,10 +110,10 @@ Result<BackendRequirements> requirementsFromPod(const json& pod) {
     }
     out.kaiGpuMemoryMiB = *mib;
   }
-  if (auto text = annotation(kPolicyAnnotation)) {
+  if (auto text = annotation(kBackendPolicyAnnotation)) {
     auto policy = parsePolicy(trim(*text));
     if (!policy) {
-      return invalid(kPolicyAnnotation, *text, policy.error().message);
+      return invalid(kBackendPolicyAnnotation, *text, policy.error().message);
     }
     out.policy = *policy;
   }

@@ -13,16 +13,10 @@ namespace {
 
 using nlohmann::json;
 
-// A finished pod holds nothing on its backend any more.
-bool finished(const json& pod) {
-  const std::string phase = stringAt(pod, {"status", "phase"});
-  return phase == "Succeeded" || phase == "Failed";
-}
-
 }  // namespace
 
 std::optional<std::pair<std::string, GpuShare>> heldShare(const json& pod) {
-  if (finished(pod)) {
+  if (podFinished(pod)) {
     return std::nullopt;
   }
   const std::string endpoint = stringAt(pod, {"metadata", "annotations", kBackendAnnotation});
@@ -44,7 +38,7 @@ std::optional<std::pair<std::string, GpuShare>> heldShare(const json& pod) {
 std::optional<std::pair<std::string, AssignedPod>> assignedPod(const json& pod) {
   // A pod being deleted will never open its session: counting it would steer the next
   // pods away from a backend for nothing.
-  if (finished(pod) || memberAt(pod, {"metadata", "deletionTimestamp"}) != nullptr) {
+  if (podFinished(pod) || memberAt(pod, {"metadata", "deletionTimestamp"}) != nullptr) {
     return std::nullopt;
   }
   const std::string endpoint = stringAt(pod, {"metadata", "annotations", kBackendAnnotation});
@@ -75,7 +69,8 @@ std::optional<Backend> backendFromPod(const json& pod, const json* node, int por
   backend.node = stringAt(pod, {"spec", "nodeName"});
   if (node) {
     backend.zone = stringAt(*node, {"metadata", "labels", kZoneLabel});
-    backend.draining = !stringAt(*node, {"metadata", "annotations", kDrainingAnnotation}).empty();
+    backend.draining =
+        !stringAt(*node, {"metadata", "annotations", kBackendDrainingAnnotation}).empty();
   }
   const std::string load = stringAt(pod, {"metadata", "annotations", kLoadAnnotation});
   if (!load.empty()) {
@@ -182,16 +177,17 @@ void ClusterBackendSource::start() {
   // A node that comes or goes can give a backend pod its zone: rebuild, but no pass of the
   // waiting-pod controller for it (the pod events carry those).
   auto nodeSetChanged = [this](const json&) { invalidate(); };
-  nodes_->addHandlers({nodeSetChanged,
-                       [=](const json& old, const json& now) {
-                         if (stringAt(old, {"metadata", "labels", kZoneLabel}) !=
-                                 stringAt(now, {"metadata", "labels", kZoneLabel}) ||
-                             stringAt(old, {"metadata", "annotations", kDrainingAnnotation}) !=
-                                 stringAt(now, {"metadata", "annotations", kDrainingAnnotation})) {
-                           changed();
-                         }
-                       },
-                       nodeSetChanged});
+  nodes_->addHandlers(
+      {nodeSetChanged,
+       [=](const json& old, const json& now) {
+         if (stringAt(old, {"metadata", "labels", kZoneLabel}) !=
+                 stringAt(now, {"metadata", "labels", kZoneLabel}) ||
+             stringAt(old, {"metadata", "annotations", kBackendDrainingAnnotation}) !=
+                 stringAt(now, {"metadata", "annotations", kBackendDrainingAnnotation})) {
+           changed();
+         }
+       },
+       nodeSetChanged});
   // A share that ends is room for a waiting pod: a pass. A new or changed one, and an
   // assignment, only change the list.
   auto frontendNow = [this](const json& pod, bool gone) {

@@ -8,7 +8,6 @@
 
 #include "common/json_access.h"
 #include "common/log.h"
-#include "webhook/gvirtus_properties.h"
 #include "webhook/metrics.h"
 #include "webhook/names.h"
 #include "webhook/scheduling_map.h"
@@ -55,9 +54,8 @@ std::string_view reviewResultName(ReviewResult result) {
 MutateHandler::MutateHandler(MutateConfig config, const BackendSource& backends,
                              BackendChooser& chooser, WebhookMetrics* metrics)
     : config_(std::move(config)),
-      properties_(config_.plugins.empty() ? defaultPlugins() : config_.plugins),
       backends_(backends),
-      chooser_(chooser),
+      assigner_(chooser, config_.plugins),
       metrics_(metrics) {}
 
 AdmissionResponse MutateHandler::review(const AdmissionRequest& request, ReviewResult* result) {
@@ -145,96 +143,58 @@ AdmissionResponse MutateHandler::reviewPod(const AdmissionRequest& request, Revi
       return deny(400, wired.error().message);
     }
 
-    // A backend named by the pod's author is not trusted: it would bypass the policy,
-    // maxSessions and the GPU constraints, and could point the frontend anywhere. It is
-    // honoured only for a known backend that can take the pod, and counted like a choice.
-    std::optional<Assignment> assignment;
-    if (const json* pinned = metadataEntry(doc, "annotations", kBackendAnnotation)) {
-      const std::string& endpoint = pinned->get_ref<const std::string&>();
-      std::vector<Backend> known;
-      // Held by name: a range-for over *backends() would outlive the snapshot.
-      const BackendSnapshot backends = backends_.backends();
-      for (const auto& backend : *backends) {
-        if (backend.endpoint() == endpoint) {
-          known.push_back(backend);
-          break;
-        }
-      }
-      if (known.empty()) {
-        return deny(403, std::string(kBackendAnnotation) + " \"" + endpoint.substr(0, 64) +
-                             "\" is not a known GVirtuS backend; remove the annotation and "
-                             "the webhook chooses one");
-      }
-      auto choice = chooser_.choose(known, *requirements, !request.dryRun);
-      if (!choice) {
-        return deny(403, std::string(kBackendAnnotation) + " \"" + endpoint +
-                             "\" cannot take this pod (" + choice.error().reason +
-                             "); remove the annotation and the webhook chooses one");
-      }
-      auto properties = properties_.forBackend(known[0].ip, known[0].port);
-      if (!properties) {
-        return internal(properties.error());
-      }
-      assignment = Assignment{.endpoint = endpoint,
-                              .backendPod = known[0].podRef(),
-                              .properties = std::move(*properties),
-                              .preferredZone = {},
-                              .gpuIndex = choice->gpuIndex,
-                              .assignedBy = chooser_.instance()};
-      if (!request.dryRun && metrics_ != nullptr) {
-        metrics_->backendChosen(endpoint);
-      }
-    }
-    // A member of a KAI PodGroup waits whatever the backends: its gang is released whole
-    // by the waiting-pod controller, which sees all its members (admission sees one).
+    // A member of a KAI PodGroup waits whatever the backends, unless its author pinned one:
+    // its gang is released whole by the waiting-pod controller, which sees all its members
+    // (admission sees one).
+    const json* pinned = metadataEntry(doc, "annotations", kBackendAnnotation);
     const json* podGroup = metadataEntry(doc, "annotations", kPodGroupAnnotation);
-    if (!assignment && podGroup != nullptr) {
+    if (pinned == nullptr && podGroup != nullptr) {
       const std::string group = podGroup->get<std::string>().substr(0, 253);
       markWaiting(doc);
       response.warnings.push_back("a member of KAI PodGroup " + group +
                                   ": it waits until its whole gang can have GVirtuS backends");
       return patched(ReviewResult::Waiting);
     }
-    if (!assignment) {
-      auto choice = chooser_.choose(*backends_.backends(), *requirements, !request.dryRun);
-      if (choice) {
-        auto properties = properties_.forBackend(choice->backend.ip, choice->backend.port);
-        if (!properties) {
-          return internal(properties.error());
-        }
-        assignment = Assignment{.endpoint = choice->backend.endpoint(),
-                                .backendPod = choice->backend.podRef(),
-                                .properties = std::move(*properties),
-                                .preferredZone = choice->preferredZone,
-                                .gpuIndex = choice->gpuIndex,
-                                .assignedBy = chooser_.instance()};
-        if (!request.dryRun) {
-          if (metrics_ != nullptr) {
-            metrics_->backendChosen(assignment->endpoint);
-          }
-          // Asked first: the fields are a JSON object, built even when nothing is logged
-          // (3% of a review).
-          if (log::enabled(log::Level::Debug)) {
-            log::debug("backend chosen", {{"namespace", request.ns},
-                                          {"name", request.name},
-                                          {"uid", request.uid},
-                                          {"backend", assignment->endpoint},
-                                          {"backendPod", assignment->backendPod},
-                                          {"policy", policyName(choice->policy)}});
-          }
-        }
-      } else {
-        markWaiting(doc);
-        response.warnings.push_back("no GVirtuS backend can take this pod yet (" +
-                                    choice.error().reason + "); it waits for one");
-        log::info("pod waits for a backend", {{"namespace", request.ns},
-                                              {"name", request.name},
-                                              {"uid", request.uid},
-                                              {"reason", choice.error().reason}});
-        return patched(ReviewResult::Waiting);
+    // Held by name: the backends must outlive the decision.
+    const BackendSnapshot backends = backends_.backends();
+    auto assigned = assigner_.assign(
+        *backends, *requirements,
+        {.pinned = pinned != nullptr ? std::optional(pinned->get<std::string>()) : std::nullopt,
+         .record = !request.dryRun});
+    if (!assigned) {
+      const NotAssigned& why = assigned.error();
+      switch (why.kind) {
+        case NotAssigned::Kind::Denied:
+          return deny(403, why.reason);
+        case NotAssigned::Kind::Error:
+          return internal(Error{.message = why.reason, .httpStatus = 0, .reason = {}});
+        case NotAssigned::Kind::Waits:
+          markWaiting(doc);
+          response.warnings.push_back("no GVirtuS backend can take this pod yet (" + why.reason +
+                                      "); it waits for one");
+          log::info("pod waits for a backend", {{"namespace", request.ns},
+                                                {"name", request.name},
+                                                {"uid", request.uid},
+                                                {"reason", why.reason}});
+          return patched(ReviewResult::Waiting);
       }
     }
-    assignBackend(doc, *assignment);
+    if (!request.dryRun) {
+      if (metrics_ != nullptr) {
+        metrics_->backendChosen(assigned->assignment.endpoint);
+      }
+      // Asked first: the fields are a JSON object, built even when nothing is logged (3% of
+      // a review).
+      if (log::enabled(log::Level::Debug)) {
+        log::debug("backend chosen", {{"namespace", request.ns},
+                                      {"name", request.name},
+                                      {"uid", request.uid},
+                                      {"backend", assigned->assignment.endpoint},
+                                      {"backendPod", assigned->assignment.backendPod},
+                                      {"policy", policyName(assigned->choice.policy)}});
+      }
+    }
+    assignBackend(doc, assigned->assignment);
   }
   return patched(ReviewResult::Patched);
 }

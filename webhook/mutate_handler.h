@@ -9,9 +9,9 @@
 
 #include "common/http_server.h"
 #include "webhook/admission_review.h"
+#include "webhook/backend_assigner.h"
 #include "webhook/backend_chooser.h"
 #include "webhook/backend_source.h"
-#include "webhook/gvirtus_properties.h"
 #include "webhook/pod_wiring.h"
 
 namespace gvirtus::webhook {
@@ -65,9 +65,8 @@ class MutateHandler {
   void leaveLargeReview();
 
   MutateConfig config_;
-  PropertiesCache properties_;
   const BackendSource& backends_;
-  BackendChooser& chooser_;
+  BackendAssigner assigner_;
   WebhookMetrics* metrics_;
   // Large reviews in progress. (Not std::counting_semaphore: GCC 12's try_acquire_for
   // can sleep past its timeout.)

@@ -49,7 +49,18 @@ PeerPublisher::PeerPublisher(ObjectCache& backendPods, ObjectCache& frontendPods
       frontendPods_(frontendPods),
       write_(std::move(write)),
       metrics_(metrics),
-      options_(options) {
+      options_(options),
+      leader_(ControllerOptions{.name = "peers",
+                                .workers = kWorkers,
+                                .backoffInitial = options_.backoffInitial,
+                                .backoffMax = options_.backoffMax,
+                                .syncPoll = kSyncPoll},
+              [this](const std::string& backendPod) -> Result<SyncResult> {
+                if (auto wrote = sync(backendPod); !wrote) {
+                  return fail(wrote.error());
+                }
+                return SyncResult{};
+              }) {
   frontendPods_.addHandlers(
       {.onAdd = [this](const json& pod) { frontendChanged(nullptr, &pod); },
        .onUpdate = [this](const json& old, const json& now) { frontendChanged(&old, &now); },
@@ -97,10 +108,7 @@ void PeerPublisher::frontendChanged(const json* old, const json* now) {
 }
 
 void PeerPublisher::enqueue(const std::string& backendPod) {
-  std::lock_guard lock(mutex_);
-  if (controller_) {
-    controller_->enqueue(backendPod);
-  }
+  leader_.enqueue(backendPod);
 }
 
 void PeerPublisher::enqueueAll() {
@@ -186,39 +194,17 @@ Result<bool> PeerPublisher::sync(const std::string& backendPod) {
 }
 
 void PeerPublisher::run(std::stop_token stop) {
-  auto controller =
-      std::make_shared<Controller>(ControllerOptions{.name = "peers",
-                                                     .workers = kWorkers,
-                                                     .backoffInitial = options_.backoffInitial,
-                                                     .backoffMax = options_.backoffMax,
-                                                     .syncPoll = kSyncPoll},
-                                   [this](const std::string& backendPod) -> Result<SyncResult> {
-                                     if (auto wrote = sync(backendPod); !wrote) {
-                                       return fail(wrote.error());
-                                     }
-                                     return SyncResult{};
-                                   });
   {
-    std::lock_guard lock(mutex_);
-    controller_ = controller;
     // What another leader wrote meanwhile is read from the pods again.
+    std::lock_guard lock(mutex_);
     written_.clear();
   }
   log::info("peer publisher started", {{"port", options_.port}});
-  // Every backend pod once, when this replica starts leading with synced caches: what the
-  // previous leader wrote last may be out of date, and a backend pod may never have had
-  // its list.
-  controller->run(stop, [this] {
-    if (!backendPods_.hasSynced() || !frontendPods_.hasSynced()) {
-      return false;
-    }
-    enqueueAll();
-    return true;
-  });
-  {
-    std::lock_guard lock(mutex_);
-    controller_.reset();
-  }
+  // Every backend pod once the caches have synced: what the previous leader wrote last may
+  // be out of date, and a backend pod may never have had its list.
+  leader_.run(stop,
+              {.synced = [this] { return backendPods_.hasSynced() && frontendPods_.hasSynced(); },
+               .enqueueAll = [this] { enqueueAll(); }});
   log::info("peer publisher stopped");
 }
 

@@ -10,10 +10,10 @@
 #include <stop_token>
 #include <string>
 
-#include "common/controller.h"
 #include "common/duration.h"
 #include "common/error.h"
 #include "common/kube_client.h"
+#include "common/leader_controller.h"
 #include "common/object_cache.h"
 #include "webhook/backend_peers.h"
 
@@ -76,10 +76,10 @@ class PeerPublisher {
   const PeerWriter write_;
   WebhookMetrics* metrics_;
   const PeerPublisherOptions options_;
+  LeaderController leader_;
   std::atomic<bool> warnedCap_ = false;
 
   std::mutex mutex_;
-  std::shared_ptr<Controller> controller_;  // while run() runs
   // By backend pod: the GVirtuS pods ("namespace/name") whose claim names it.
   std::map<std::string, std::set<std::string>> claims_;
   // By backend pod: what was last written, and the resourceVersion it was written over.

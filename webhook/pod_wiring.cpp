@@ -192,7 +192,7 @@ Result<void> wirePod(json& pod, const WiringOptions& options) {
       return fail(ok.error());
     }
   }
-  objectAt(pod, {"spec", "nodeSelector"})[kFrontendNodeLabel] = "true";
+  objectAt(pod, {"spec", "nodeSelector"})[kFrontendAllowed] = "true";
   if (!options.schedulerName.empty()) {
     const std::string current = stringOf(memberAt(pod, {"spec", "schedulerName"}));
     if (current.empty() || current == "default-scheduler") {

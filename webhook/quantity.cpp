@@ -44,6 +44,14 @@ size_t digitsAt(std::string_view text, size_t pos) {
   return n;
 }
 
+// An optional sign at `pos`, stepped over: -1 or 1.
+int signAt(std::string_view text, size_t& pos) {
+  if (pos < text.size() && (text[pos] == '+' || text[pos] == '-')) {
+    return text[pos++] == '-' ? -1 : 1;
+  }
+  return 1;
+}
+
 std::unexpected<Error> bad(std::string_view text, std::string_view why) {
   return fail("\"" + std::string(text) + "\" is not a quantity: " + std::string(why));
 }
@@ -55,11 +63,7 @@ Result<double> parseQuantity(std::string_view text) {
     return bad(text, "empty");
   }
   size_t pos = 0;
-  double sign = 1;
-  if (text[pos] == '+' || text[pos] == '-') {
-    sign = text[pos] == '-' ? -1 : 1;
-    ++pos;
-  }
+  const double sign = signAt(text, pos);
   const size_t whole = digitsAt(text, pos);
   double value = 0;
   for (size_t i = 0; i < whole; ++i) {
@@ -83,11 +87,7 @@ Result<double> parseQuantity(std::string_view text) {
   const std::string_view suffix = text.substr(pos);
   if (!suffix.empty() && (suffix[0] == 'e' || suffix[0] == 'E') && suffix.size() > 1) {
     size_t p = 1;
-    int expSign = 1;
-    if (suffix[p] == '+' || suffix[p] == '-') {
-      expSign = suffix[p] == '-' ? -1 : 1;
-      ++p;
-    }
+    const int expSign = signAt(suffix, p);
     const size_t n = digitsAt(suffix, p);
     if (n == 0 || p + n != suffix.size() || n > 3) {
       return bad(text, "bad exponent");

@@ -6,8 +6,8 @@
 
 #include "common/json_access.h"
 #include "common/parallel.h"
+#include "webhook/backend_assigner.h"
 #include "webhook/backend_requirements.h"
-#include "webhook/gvirtus_properties.h"
 #include "webhook/names.h"
 
 // Gangs and failed writes. A release patch removes the scheduling gate, and a gate cannot
@@ -107,7 +107,7 @@ class ReleasePass {
               size_t parallelWrites)
       : backends_(backends),
         chooser_(chooser),
-        plugins_(plugins.empty() ? defaultPlugins() : plugins),
+        assigner_(chooser, plugins),
         write_(write),
         parallel_(std::max<size_t>(parallelWrites, 1)) {}
 
@@ -141,7 +141,7 @@ class ReleasePass {
  private:
   // Chooses a backend for the unit's pods; what can go is added to pending_, the rest waits.
   void choose(const ReleaseUnit& unit, size_t number) {
-    std::vector<std::optional<Choice>> choices(unit.pods.size());
+    std::vector<std::optional<Assigned>> choices(unit.pods.size());
     // A gang being completed: its members no backend can take now wait, the others go.
     std::vector<std::optional<PodOutcome>> left(unit.pods.size());
     std::string reason;
@@ -154,34 +154,36 @@ class ReleasePass {
     size_t chosen = 0;
     for (size_t i = 0; i < unit.pods.size() && reason.empty(); ++i) {
       auto requirements = requirementsFromPod(*unit.pods[i]);
-      ChooseResult choice =
-          requirements ? chooser_.choose(backends_, *requirements, true)
-                       : ChooseResult(std::unexpect, NoBackend{requirements.error().message});
-      if (choice) {
-        // The pod exists: its assignment counts for the whole window, not only for the
-        // short life of one made at admission for a pod that may never appear.
-        chooser_.confirmAssignment(*choice);
-        choices[i] = std::move(*choice);
+      // A pod whose properties.json cannot be rendered waits too (logged by the controller
+      // with its reason): a gang is not half released for it.
+      AssignResult assigned =
+          requirements ? assigner_.assign(backends_, *requirements,
+                                          {.pinned = std::nullopt, .podExists = true})
+                       : std::unexpected(NotAssigned{.reason = requirements.error().message});
+      if (assigned) {
+        choices[i] = std::move(*assigned);
         ++chosen;
       } else if (unit.completing()) {
         left[i] = waits(*unit.pods[i],
                         "gang " + unit.gang->name + " is being completed (" +
                             std::to_string(unit.gang->others) +
-                            " of its pods released before): " + choice.error().reason,
-                        requirements.has_value());
+                            " of its pods released before): " + assigned.error().reason,
+                        requirements && assigned.error().kind == NotAssigned::Kind::Waits);
       } else {
-        forCapacity = requirements.has_value();
+        // Only a pod no backend has room for asks the autoscaler for one: not a pod whose
+        // annotations are wrong, nor one whose properties.json cannot be rendered.
+        forCapacity = requirements && assigned.error().kind == NotAssigned::Kind::Waits;
         reason = !unit.gang
-                     ? choice.error().reason
+                     ? assigned.error().reason
                      : "gang " + unit.gang->name + " is released whole and only " +
                            std::to_string(chosen) + " of its " + std::to_string(unit.pods.size()) +
-                           " waiting pods can get a backend (" + choice.error().reason + ")";
+                           " waiting pods can get a backend (" + assigned.error().reason + ")";
       }
     }
     if (!reason.empty()) {
       for (size_t i = 0; i < unit.pods.size(); ++i) {
         if (choices[i]) {
-          chooser_.cancelAssignment(*choices[i]);
+          assigner_.cancel(*choices[i]);
         }
         outcomes_.push_back(waits(*unit.pods[i], reason, forCapacity));
       }
@@ -198,35 +200,15 @@ class ReleasePass {
                         : unit.completing() ? Role::Completing
                         : first             ? Role::Lead
                                             : Role::Follower;
-      // A member whose patch cannot be made (no properties) is not the one written first.
-      const bool added = addPending(*unit.pods[i], std::move(*choices[i]), number, role);
-      first = first && !added;
+      first = false;
+      PodOutcome outcome;
+      outcome.pod = *unit.pods[i];
+      outcome.kind = PodOutcome::Kind::Failed;  // until its write succeeds
+      outcome.choice = std::move(choices[i]->choice);
+      pending_.push_back(
+          {outcomes_.size(), releasePatch(outcome.pod, choices[i]->assignment), number, role});
+      outcomes_.push_back(std::move(outcome));
     }
-  }
-
-  // False when no patch could be made: the pod's outcome is Failed at once.
-  bool addPending(const json& pod, Choice choice, size_t unit, PendingRelease::Role role) {
-    PodOutcome outcome;
-    outcome.pod = pod;
-    outcome.kind = PodOutcome::Kind::Failed;
-    auto properties = renderProperties(choice.backend.ip, choice.backend.port, plugins_);
-    if (properties) {
-      pending_.push_back({outcomes_.size(),
-                          releasePatch(pod, {.endpoint = choice.backend.endpoint(),
-                                             .backendPod = choice.backend.podRef(),
-                                             .properties = *properties,
-                                             .preferredZone = choice.preferredZone,
-                                             .gpuIndex = choice.gpuIndex,
-                                             .assignedBy = chooser_.instance()}),
-                          unit, role});
-    } else {
-      chooser_.cancelAssignment(choice);
-      outcome.error = properties.error();
-    }
-    const bool added = !outcome.error;
-    outcome.choice = std::move(choice);
-    outcomes_.push_back(std::move(outcome));
-    return added;
   }
 
   // Writes the listed pending releases, parallel_ at a time.
@@ -305,7 +287,7 @@ class ReleasePass {
 
   const std::vector<Backend>& backends_;
   BackendChooser& chooser_;
-  const std::vector<std::string>& plugins_;
+  BackendAssigner assigner_;
   const ReleaseWriter& write_;
   size_t parallel_;
   std::vector<PodOutcome> outcomes_;

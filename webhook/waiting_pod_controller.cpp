@@ -7,7 +7,9 @@
 #include "common/json_access.h"
 #include "common/kube_resource.h"
 #include "common/log.h"
+#include "common/pod_status.h"
 #include "common/resource_cache.h"
+#include "common/time_text.h"
 #include "webhook/backend_requirements.h"
 #include "webhook/metrics.h"
 #include "webhook/names.h"
@@ -304,10 +306,8 @@ Result<int64_t> WaitingPodController::assignedPods(const Backend& backend) {
   }
   int64_t count = 0;
   for (const auto& pod : pods->items) {
-    const std::string phase = stringAt(pod, {"status", "phase"});
     if (stringAt(pod, {"metadata", "annotations", kBackendPodAnnotation}) == backend.podRef() &&
-        stringAt(pod, {"metadata", "deletionTimestamp"}).empty() && phase != "Succeeded" &&
-        phase != "Failed") {
+        stringAt(pod, {"metadata", "deletionTimestamp"}).empty() && !podFinished(pod)) {
       ++count;
     }
   }
@@ -336,10 +336,9 @@ std::optional<Gang> WaitingPodController::gangOf(const json& pod,
     options.labelSelector = std::string(kEnabledLabel) + "=true";
     if (auto pods = client_.listAll(resources::kPods, ns, options)) {
       for (const auto& other : pods->items) {
-        const std::string phase = stringAt(other, {"status", "phase"});
         const bool deleted = !stringAt(other, {"metadata", "deletionTimestamp"}).empty();
         if (stringAt(other, {"metadata", "annotations", kPodGroupAnnotation}) == group &&
-            !isWaiting(other) && !deleted && phase != "Succeeded" && phase != "Failed") {
+            !isWaiting(other) && !deleted && !podFinished(other)) {
           ++gang->others;
         }
       }

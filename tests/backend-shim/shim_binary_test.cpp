@@ -236,17 +236,18 @@ TEST_CASE("backend-shim binary: default backend from $GVIRTUS_HOME, with LD_LIBR
   }
   std::filesystem::permissions(home.file("bin/gvirtus-backend"), std::filesystem::perms::owner_all);
   const int port = freePort();
-  ChildProcess shim({test::kShimBinary, "--port", std::to_string(port), "--config-out",
-                     home.file("properties.json"), "--health-addr", "", "--peer-check=false"},
-                    {"POD_NAME=", "GVIRTUS_HOME=" + home.path(),
-                     "LD_LIBRARY_PATH=" + home.file("lib/frontend"), test::kAsanPreloadOrder});
+  ChildProcess shim(
+      {test::kShimBinary, "--port", std::to_string(port), "--config-out",
+       home.file("properties.json"), "--health-addr", "", "--peer-check=false"},
+      {"POD_NAME=", "GVIRTUS_HOME=" + home.path().string(),
+       "LD_LIBRARY_PATH=" + home.file("lib/frontend").string(), test::kAsanPreloadOrder});
   REQUIRE(eventually([&] { return std::filesystem::exists(envOut); }, 10s));
   REQUIRE(eventually(
       [&] {
         std::ifstream in(envOut);
         std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        return text ==
-               "LD_LIBRARY_PATH=" + home.file("lib") + "\nGVIRTUS_HOME=" + home.path() + "\n";
+        return text == "LD_LIBRARY_PATH=" + home.file("lib").string() +
+                           "\nGVIRTUS_HOME=" + home.path().string() + "\n";
       },
       5s));
   shim.kill(SIGTERM);

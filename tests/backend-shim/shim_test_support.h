@@ -22,31 +22,14 @@
 
 #include "backend-shim/backend_config.h"
 #include "backend-shim/proc_file.h"
+#include "support/temp_dir.h"
 
 namespace gvirtus::backend_shim::test {
 
 inline const std::string kFakeBackend = FAKE_GVIRTUS_BACKEND;
 inline const std::string kShimBinary = GVIRTUS_BACKEND_SHIM;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = "/tmp/gvirtus-shim-test-XXXXXX";
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using gvirtus::testing::TempDir;
 
 // A connected TCP client of 127.0.0.1:port, closed when it goes away.
 class TcpClient {

@@ -27,12 +27,14 @@
 
 #include "common/certificates.h"
 #include "support/cluster_env.h"
+#include "support/temp_dir.h"
 
 namespace gvirtus {
 namespace {
 
 using namespace std::chrono_literals;
 using testing::eventually;
+using testing::TempDir;
 
 // ---- Raw HTTP over loopback (MSG_NOSIGNAL: the test survives a server closing first) ----
 
@@ -311,24 +313,6 @@ Pki makePki(const std::string& name) {
   REQUIRE(serving);
   return {*ca, *serving};
 }
-
-class TempDir {
- public:
-  TempDir() {
-    std::random_device rd;
-    path_ = std::filesystem::temp_directory_path() /
-            ("gvirtus-http-test-" + std::to_string(rd()) + std::to_string(::getpid()));
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
 
 void writeFile(const std::string& path, const std::string& content) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);

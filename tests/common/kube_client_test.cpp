@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "support/black_hole.h"
+#include "support/eventually.h"
 #include "support/manual_clock.h"
 #include "support/tls_test_server.h"
 
@@ -29,6 +30,7 @@ using nlohmann::json;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using Clock = std::chrono::steady_clock;
+using testing::eventually;
 namespace fs = std::filesystem;
 
 const testing::TestPki& pki() {
@@ -776,11 +778,7 @@ TEST_CASE("watch cancellation through the stop token returns promptly", "[kube_c
     Result<void> result = fail("not run");
     std::thread watcher(
         [&] { result = client->watch(resources::kPods, "", {}, noEvents, stop.get_token()); });
-    const auto waitStart = Clock::now();
-    while (active == 0 && Clock::now() - waitStart < seconds(5)) {
-      std::this_thread::sleep_for(milliseconds(5));
-    }
-    REQUIRE(active == 1);
+    REQUIRE(eventually([&] { return active == 1; }, seconds(5)));
     std::this_thread::sleep_for(milliseconds(100));
     const auto stopAt = Clock::now();
     stop.request_stop();

@@ -23,28 +23,11 @@
 #include <vector>
 
 #include "deviceplugin_v1beta1.grpc.pb.h"
+#include "support/temp_dir.h"
 
 namespace gvirtus::device_plugin::test {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = "/tmp/dp-test-XXXXXX";
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path file(const std::string& name) const { return path_ / name; }
-
- private:
-  std::filesystem::path path_;
-};
+using gvirtus::testing::TempDir;
 
 // The kubelet's Registration service on <dir>/kubelet.sock; keeps every request.
 class FakeKubelet final : public v1beta1::Registration::Service {

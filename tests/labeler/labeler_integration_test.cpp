@@ -8,6 +8,7 @@
 
 #include "support/child_process.h"
 #include "support/cluster_env.h"
+#include "support/temp_dir.h"
 
 using namespace gvirtus::testing;
 using nlohmann::json;
@@ -33,13 +34,6 @@ void createNode(gvirtus::KubeClient& client, const std::string& name, json label
   REQUIRE(created.has_value());
 }
 
-struct TempDir {
-  std::filesystem::path path =
-      std::filesystem::temp_directory_path() / uniqueName("gvirtus-labeler");
-  TempDir() { std::filesystem::create_directories(path); }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
-
 struct Labeler {
   int healthPort = freePort();
   std::unique_ptr<ChildProcess> process;
@@ -54,7 +48,7 @@ Labeler startLabeler(const std::string& node, const TempDir& dir) {
   Labeler labeler;
   labeler.process = std::make_unique<ChildProcess>(std::vector<std::string>{
       binDir() + "/gvirtus-labeler", "--kubeconfig", kubeconfigPath(), "--node-name", node,
-      "--gpu-probe-paths", (dir.path / "nvidiactl").string(), "--gpu-probe-interval", "200ms",
+      "--gpu-probe-paths", (dir.path() / "nvidiactl").string(), "--gpu-probe-interval", "200ms",
       "--health-addr", "127.0.0.1:" + std::to_string(labeler.healthPort), "--log-level", "debug"});
   return labeler;
 }
@@ -108,7 +102,7 @@ TEST_CASE(
     CHECK(labelerBare.metric("gvirtus_labeler_patches_total") == 2);
   }
   SECTION("gpu.present follows the probe paths") {
-    std::ofstream(dir.path / "nvidiactl") << "";
+    std::ofstream(dir.path() / "nvidiactl") << "";
     CHECK(eventually([&] { return labelIs(*client, bare, "gvirtus.io/gpu.present", "true"); },
                      std::chrono::seconds(10)));
     // The operator-labelled node's labeler sees the same probe path: its gpu.present is

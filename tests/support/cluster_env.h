@@ -16,6 +16,7 @@
 #include "common/kube_client.h"
 #include "common/kube_config.h"
 #include "support/child_process.h"
+#include "support/eventually.h"
 
 namespace gvirtus::testing {
 
@@ -65,19 +66,6 @@ inline std::unique_ptr<KubeClient> adminClient() {
 inline std::pair<int, std::string> kubectl(std::vector<std::string> args) {
   args.insert(args.begin(), {clusterBin() + "/kubectl", "--kubeconfig", kubeconfigPath()});
   return runCommand(std::move(args));
-}
-
-// Polls `condition` every 50 ms until it holds or `timeout` passes.
-inline bool eventually(const std::function<bool()>& condition,
-                       std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) {
-      return true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return condition();
 }
 
 }  // namespace gvirtus::testing

@@ -8,6 +8,8 @@
 #include "webhook/fixtures.h"
 
 using namespace gvirtus::webhook;
+using gvirtus::BackendLoad;
+using gvirtus::GpuLoad;
 using gvirtus::webhook::testing::backend;
 using namespace std::chrono;
 
@@ -576,4 +578,26 @@ TEST_CASE("an assignment stops counting once its pod, seen, is deleted or finish
   one.assigned = {};
   REQUIRE(chooser.choose({one}, {}, false).has_value());
   CHECK(chooser.recentAssignments("10.0.0.1:9999") == 0);
+}
+
+TEST_CASE("a released pod that only aged out of the backend's list still counts", "[chooser]") {
+  gvirtus::testing::ManualClock clock;
+  const auto now = timeOf(clock);
+  ChooserOptions options;
+  options.instance = "webhook-a";
+  options.now = now;
+  BackendChooser chooser(options);
+  Backend one = backend("10.0.0.1", 0, 0, "backend-0");
+  // A pod that waited 55 s is released: its reservation counts for a minute from now.
+  const auto created = now() - seconds(55);
+  auto released = chooser.choose({one}, podNamed("team-a/waited"), true);
+  REQUIRE(released.has_value());
+  chooser.confirmAssignment(*released);
+  one.assigned = {AssignedPod{created, "webhook-a", "team-a/waited"}};
+  REQUIRE(chooser.choose({one}, {}, false).has_value());
+  // Five seconds on, the list (pods created within the window) leaves it out.
+  clock.advance(seconds(6));
+  one.assigned = {};
+  REQUIRE(chooser.choose({one}, {}, false).has_value());
+  CHECK(chooser.recentAssignments("10.0.0.1:9999") == 1);
 }

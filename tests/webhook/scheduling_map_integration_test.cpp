@@ -108,7 +108,7 @@ TEST_CASE("gpu-scheduling-map pins StatefulSet pods to nodes and GPUs",
                     {"annotations", {{"gpu-scheduling-map", kClassicMap}}}}},
                   {"spec", {{"containers", json::array({{{"name", "c"}, {"image", "x"}}})}}}};
     auto [probeCode, output] = gvirtus::testing::kubectl(
-        {"create", "--dry-run=server", "-f", dir.file("probe.json", probe.dump())});
+        {"create", "--dry-run=server", "-f", dir.write("probe.json", probe.dump())});
     CHECK(probeCode == 0);
     CHECK_THAT(output, Catch::Contains("Warning: gpu-scheduling-map has no entry for pod 9"));
   }

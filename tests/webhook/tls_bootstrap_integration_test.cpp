@@ -170,7 +170,7 @@ TEST_CASE("gvirtus-webhook with its own CA is ready once the CA is in place",
   // The listener serves the Secret's certificate: it verifies against the CA for the
   // Service's DNS name.
   TempDir dir;
-  const std::string caFile = dir.file("ca.crt", material.ca.certPem);
+  const std::string caFile = dir.write("ca.crt", material.ca.certPem);
   const std::string host = "gvirtus-webhook." + ns.name() + ".svc";
   auto [code, output] = gvirtus::testing::runCommand(
       {"/bin/sh", "-c",

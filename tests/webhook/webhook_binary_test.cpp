@@ -65,7 +65,7 @@ TEST_CASE("help and version flags exit 0", "[webhook-binary]") {
 
 TEST_CASE("bad flags exit 2 with one line naming the flag", "[webhook-binary]") {
   TempDir dir;
-  const std::string cert = dir.file("tls.crt", "x");
+  const std::string cert = dir.write("tls.crt", "x");
   struct Case {
     std::vector<std::string> args;
     std::string expected;
@@ -162,10 +162,10 @@ TEST_CASE("POST /mutate over HTTPS with static backends and TLS files", "[webhoo
     TempDir other;
     TlsFiles renewed(other);
     // Replaced the way the kubelet updates a mounted Secret: new files renamed into place.
-    std::filesystem::copy_file(renewed.keyFile, dir.path() + "/tls.key.new");
-    std::filesystem::copy_file(renewed.certFile, dir.path() + "/tls.crt.new");
-    std::filesystem::rename(dir.path() + "/tls.key.new", tls.keyFile);
-    std::filesystem::rename(dir.path() + "/tls.crt.new", tls.certFile);
+    std::filesystem::copy_file(renewed.keyFile, dir.file("tls.key.new"));
+    std::filesystem::copy_file(renewed.certFile, dir.file("tls.crt.new"));
+    std::filesystem::rename(dir.file("tls.key.new"), tls.keyFile);
+    std::filesystem::rename(dir.file("tls.crt.new"), tls.certFile);
     auto trustsNew = webhook.client(renewed.caFile);
     CHECK(gvirtus::testing::eventually([&] {
       auto response =

@@ -24,6 +24,7 @@
 #include "common/certificates.h"
 #include "support/child_process.h"
 #include "support/cluster_env.h"
+#include "support/temp_dir.h"
 
 namespace gvirtus::webhook::testing {
 
@@ -32,27 +33,7 @@ inline std::string webhookBinary() {
 }
 
 // A temporary folder removed with the object.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "gvirtus-webhook-XXXXXX");
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  std::string file(const std::string& name, const std::string& content) const {
-    const std::string path = path_ + "/" + name;
-    std::ofstream(path) << content;
-    return path;
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using gvirtus::testing::TempDir;
 
 // A CA and a serving certificate for 127.0.0.1 and localhost, written to files.
 struct TlsFiles {
@@ -70,9 +51,9 @@ struct TlsFiles {
         generateServingCert(ca, "127.0.0.1", {"localhost"}, {"127.0.0.1"}, std::chrono::hours(24));
     REQUIRE(madeServing.has_value());
     serving = *madeServing;
-    caFile = dir.file("ca.crt", ca.certPem);
-    certFile = dir.file("tls.crt", serving.certPem);
-    keyFile = dir.file("tls.key", serving.keyPem);
+    caFile = dir.write("ca.crt", ca.certPem);
+    certFile = dir.write("tls.crt", serving.certPem);
+    keyFile = dir.write("tls.key", serving.keyPem);
   }
 };
 
@@ -111,16 +92,14 @@ class WebhookProcess {
                                      "json"};
     argv.insert(argv.end(), args.begin(), args.end());
     child_ = std::make_unique<gvirtus::testing::ChildProcess>(argv, env);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (std::chrono::steady_clock::now() < deadline && (port_ == 0 || healthPort_ == 0)) {
-      if (!child_->running()) {
-        FAIL("gvirtus-webhook exited early:\n" + child_->output());
-      }
+    // Both ports logged, or the child gone.
+    gvirtus::testing::eventually([&] {
       port_ = loggedPort(*child_, "webhook");
       healthPort_ = loggedPort(*child_, "health");
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+      return (port_ != 0 && healthPort_ != 0) || !child_->running();
+    });
     INFO(child_->output());
+    REQUIRE(child_->running());
     REQUIRE(port_ != 0);
     REQUIRE(healthPort_ != 0);
   }
