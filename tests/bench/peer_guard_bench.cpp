@@ -40,6 +40,7 @@
 #include "common/unique_fd.h"
 #include "support/child_process.h"
 #include "support/cluster_env.h"
+#include "support/temp_dir.h"
 
 using namespace gvirtus::bench;
 using namespace std::chrono_literals;
@@ -114,28 +115,6 @@ bool roundTrip(int fd, const std::string& text) {
   return size <= 64 && ::recv(fd, reply.data(), size, MSG_WAITALL) == static_cast<ssize_t>(size);
 }
 
-// A folder for the gate's private one and the servers' logs, removed at the end.
-// A folder for the gate's private one and the servers' logs, removed at the end.
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string pattern = "/tmp/gvirtus-peer-guard-bench-XXXXXX";
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
-
 double micros(Clock::duration d) {
   return std::chrono::duration<double, std::micro>(d).count();
 }
@@ -145,10 +124,11 @@ double micros(Clock::duration d) {
 TEST_CASE("peer guard: round trips and sessions, direct, guard off and guard on", "[bench]") {
   const int roundTrips = envInt("BENCH_ROUND_TRIPS", 20000);
   const int sessions = envInt("BENCH_SESSIONS", 2000);
-  ScratchDir dir;
+  // A folder for the gate's private one and the servers' logs, removed at the end.
+  gvirtus::testing::TempDir dir("gvirtus-peer-guard-bench");
 
   shim::PeerGateOptions gateOptions;
-  gateOptions.parentDir = dir.path();
+  gateOptions.parentDir = dir.path().string();
   auto gate = shim::PeerGate::start(std::move(gateOptions));
   REQUIRE(gate.has_value());
   (*gate)->setPeers(shim::PeerList({*shim::parseIpv4("127.0.0.1")}));
