@@ -12,11 +12,6 @@
 namespace gvirtus::backend_shim {
 namespace {
 
-std::string env(const char* name) {
-  const char* value = std::getenv(name);
-  return value != nullptr ? value : "";
-}
-
 bool endsWith(const std::string& text, const std::string& suffix) {
   return text.size() >= suffix.size() &&
          text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -136,9 +131,9 @@ Result<void> validateOptions(Options& options) {
 std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
   Options options;
   options.plugins = kDefaultPlugins;
-  options.gvirtusHome = env("GVIRTUS_HOME");
-  options.podName = env("POD_NAME");
-  options.podNamespace = env("POD_NAMESPACE");
+  options.gvirtusHome = envOr("GVIRTUS_HOME");
+  options.podName = envOr("POD_NAME");
+  options.podNamespace = envOr("POD_NAMESPACE");
 
   FlagSet flags(kProgram,
                 "Runs the GVirtuS backend in its own process group, restarts it when it exits or "

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "common/strings.h"
@@ -183,6 +184,11 @@ void addCommonFlags(FlagSet& flags, CommonOptions& options) {
 
 int usageError(const FlagSet& flags, const std::string& reason) {
   return configurationError(flags.program(), reason);
+}
+
+std::string envOr(const char* name, std::string fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? std::string(value) : std::move(fallback);
 }
 
 int configurationError(std::string_view program, const std::string& reason) {

@@ -118,6 +118,10 @@ int usageError(const FlagSet& flags, const std::string& reason);
 // address taken): one line, exit code kExitUsage.
 int configurationError(std::string_view program, const std::string& reason);
 
+// The environment variable `name` (the downward API's POD_NAME, POD_NAMESPACE, ...), or
+// `fallback` when it is unset or empty.
+std::string envOr(const char* name, std::string fallback = {});
+
 // Runs `body` and turns an exception that escaped it (a bug) into one logged "fatal" line
 // and kExitFatal instead of std::terminate.
 int runGuarded(const std::function<int()>& body);

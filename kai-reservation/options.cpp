@@ -5,20 +5,12 @@
 #include "common/labels.h"
 
 namespace gvirtus::kai_reservation {
-namespace {
-
-std::string envOrEmpty(const char* name) {
-  const char* value = std::getenv(name);
-  return value != nullptr ? value : "";
-}
-
-}  // namespace
 
 std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
   Options options;
-  options.podName = envOrEmpty("POD_NAME");
-  options.podNamespace = envOrEmpty("POD_NAMESPACE");
-  options.vgpuIds = envOrEmpty(names::kVgpuIdsEnv);
+  options.podName = envOr("POD_NAME");
+  options.podNamespace = envOr("POD_NAMESPACE");
+  options.vgpuIds = envOr(names::kVgpuIdsEnv);
   // KAI's binder runs the image without arguments and probes nothing: no listener unless
   // asked for.
   options.common.healthAddr.clear();

@@ -22,8 +22,7 @@ Result<void> checkReadable(const std::string& path) {
 
 std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
   Options options;
-  const char* podNamespace = std::getenv("POD_NAMESPACE");
-  options.ns = podNamespace != nullptr && *podNamespace != '\0' ? podNamespace : "gvirtus-system";
+  options.ns = envOr("POD_NAMESPACE", "gvirtus-system");
   options.plugins = defaultPlugins();
 
   FlagSet flags(

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "common/event_recorder.h"
+#include "common/flags.h"
 #include "common/health_server.h"
 #include "common/http_server.h"
 #include "common/ipv4_resolver.h"
@@ -41,11 +42,6 @@ KubeClientOptions clientOptions(Duration requestTimeout, int maxRetries = 5) {
   out.maxRetries = maxRetries;
   out.cancel = ShutdownSignal::install().deadline(kShutdownClientGrace);
   return out;
-}
-
-std::string envOr(const char* name, const std::string& fallback) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0' ? value : fallback;
 }
 
 // This replica in the Lease and in its Events: $POD_NAME, else host name and process id.
