@@ -337,7 +337,10 @@ TEST_CASE("changes are published as they happen while leading, and not at all ot
     // Each change one write (the echo of each write writes nothing): 2 at the start, be-2,
     // be-1 twice and the repair.
     CHECK(api.count() == 6);
-    CHECK(metricValue(registry.render(), "gvirtus_webhook_peer_publications_total") == 6);
+    // Counted once the write has returned, a moment after the cache shows it.
+    CHECK(eventually([&] {
+      return metricValue(registry.render(), "gvirtus_webhook_peer_publications_total") == 6;
+    }));
   }
 
   // Leadership lost: changes are indexed but not written.
