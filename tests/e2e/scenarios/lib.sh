@@ -119,24 +119,39 @@ finish() {
   exit 1
 }
 
-# start_log_collector DIR: what every container of the test namespace logged, with its
-# time, kept in DIR/POD.log (the current container) and DIR/POD.previous.log (the one
-# before), read about every second until stop_log_collector. A deleted pod's files stay as
-# last read.
+# start_log_collector DIR: what every container of the test namespace logs, with its
+# time, appended to DIR/POD.log until stop_log_collector. Each pod's log is followed
+# (kubectl logs -f) from the moment the pod is listed, so the lines a container writes
+# just before its pod is deleted are kept: polling missed them when a pod lived only a
+# few seconds past its last line. A restarted container is followed again (its lines
+# may repeat: readers sort -u). A deleted pod's file stays.
 start_log_collector() {
   local dir=$1
   (
+    trap 'kill $(jobs -p) 2>/dev/null; exit 0' TERM
+    declare -A followed=()
     while :; do
       for pod in $(k get pods -n "$test_ns" -o 'jsonpath={.items[*].metadata.name}' 2>/dev/null); do
-        k logs -n "$test_ns" "$pod" --timestamps >"$dir/.$pod" 2>/dev/null &&
-          mv "$dir/.$pod" "$dir/$pod.log"
-        k logs -n "$test_ns" "$pod" --timestamps --previous >"$dir/.$pod" 2>/dev/null &&
-          mv "$dir/.$pod" "$dir/$pod.previous.log"
+        [ -z "${followed[$pod]:-}" ] || continue
+        followed[$pod]=1
+        follow_pod_log "$dir/$pod.log" "$pod" &
       done
       sleep 1
     done
   ) &
   log_collector=$!
+}
+# follow_pod_log FILE POD: its containers' lines until the pod is gone.
+follow_pod_log() {
+  local stream=""
+  trap '[ -z "$stream" ] || kill "$stream" 2>/dev/null; exit 0' TERM
+  while [ -n "$(k get pod "$2" -n "$test_ns" -o 'jsonpath={.metadata.name}' 2>/dev/null)" ]; do
+    kubectl logs -f -n "$test_ns" "$2" --timestamps >>"$1" 2>/dev/null &
+    stream=$!
+    wait "$stream" || true
+    stream=""
+    sleep 1
+  done
 }
 stop_log_collector() {
   [ -z "${log_collector:-}" ] || kill "$log_collector" 2>/dev/null || true

@@ -108,7 +108,7 @@ while read -r name uid backend phase deleting; do
   stamp=$(awk -v p="${backend#*/}" '$1 == p {print $2; exit}' "$logs/deletions")
   [ -n "$stamp" ] || { bad "$name: its backend ${backend#*/} was never seen deleting"; continue; }
   deleted=$(($(epoch "$stamp") - grace))
-  ended=$(cat "$logs/$name.log" "$logs/$name.previous.log" 2>/dev/null | sort -u |
+  ended=$(sort -u "$logs/$name.log" 2>/dev/null |
     awk -v t="$rolled_at" '$1 >= t && /stopped answering|cannot connect/ {print $1; exit}' || true)
   if [ -z "$ended" ]; then
     bad "$name: no end of its session logged"
