@@ -82,11 +82,10 @@ images-push:
 
 # libFuzzer, ASan and UBSan, for a bounded time each: the webhook's AdmissionReview handler
 # (FUZZ_SECONDS), then the parsers of untrusted text: watch events, gpu-scheduling-map,
-# quantities, kubeconfig, HTTP request heads, and the JSON reader against nlohmann
-# (FUZZ_PARSER_SECONDS each). clang 16 defines
+# quantities, kubeconfig and HTTP request heads (FUZZ_PARSER_SECONDS each). clang 16 defines
 # __cpp_concepts one revision short of what libstdc++ 12 wants before it offers
 # std::expected (all its uses compile): hence the redefinition.
-FUZZ_TARGETS := watch_event scheduling_map quantity kubeconfig http_request json_reader
+FUZZ_TARGETS := watch_event scheduling_map quantity kubeconfig http_request
 fuzz: deps
 	@set -o pipefail; start=$$SECONDS; \
 	CXX=clang++-16 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \

@@ -4,7 +4,7 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
-#include "common/json_reader.h"
+#include "common/json_access.h"
 #include "common/time_text.h"
 
 namespace gvirtus {
@@ -31,7 +31,7 @@ Result<int64_t> countField(const json& object, const char* name) {
 }  // namespace
 
 Result<BackendLoad> parseBackendLoad(std::string_view annotation) {
-  auto parsed = readJson(annotation);
+  auto parsed = parseJson(annotation);
   if (!parsed || !parsed->is_object()) {
     return fail("gvirtus.io/load is not a JSON object");
   }

@@ -2,54 +2,19 @@
 
 #include <openssl/evp.h>
 
-#include <array>
 #include <climits>
-#include <cstdint>
-#include <cstring>
 #include <string_view>
 
 namespace gvirtus {
 
-namespace {
-
-// Two base64 characters for each 12 bits: a 3-byte group is two lookups and two stores.
-struct Base64Pairs {
-  std::array<char, 2 * 4096> pairs{};
-  constexpr Base64Pairs() {
-    constexpr std::string_view kAlphabet =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    for (std::size_t i = 0; i < 4096; ++i) {
-      pairs[2 * i] = kAlphabet[i >> 6];
-      pairs[2 * i + 1] = kAlphabet[i & 63];
-    }
-  }
-};
-constexpr Base64Pairs kBase64Pairs;
-
-}  // namespace
-
 std::string base64Encode(std::string_view bytes) {
-  // Our own loop rather than EVP_EncodeBlock: every admission answer carries its patch in
-  // base64, and a lookup per 12 bits takes half of OpenSSL's instructions (one per 6).
-  const auto* in = reinterpret_cast<const unsigned char*>(bytes.data());
-  const std::size_t whole = bytes.size() / 3 * 3;
-  std::string out(4 * ((bytes.size() + 2) / 3), '=');
-  char* o = out.data();
-  const char* pairs = kBase64Pairs.pairs.data();
-  for (std::size_t i = 0; i < whole; i += 3, o += 4) {
-    const std::uint32_t n =
-        (std::uint32_t{in[i]} << 16) | (std::uint32_t{in[i + 1]} << 8) | in[i + 2];
-    std::memcpy(o, pairs + 2 * (n >> 12), 2);
-    std::memcpy(o + 2, pairs + 2 * (n & 0xfff), 2);
-  }
-  if (const std::size_t rest = bytes.size() - whole; rest > 0) {
-    const std::uint32_t n =
-        (std::uint32_t{in[whole]} << 16) | (rest == 2 ? std::uint32_t{in[whole + 1]} << 8 : 0);
-    std::memcpy(o, pairs + 2 * (n >> 12), 2);
-    if (rest == 2) {
-      o[2] = pairs[2 * (n & 0xfff)];
-    }
-  }
+  // EVP_EncodeBlock writes a NUL after the text, hence one byte more; it takes an int
+  // length, and a pod patch or a certificate is far below it.
+  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(bytes.data()),
+                                static_cast<int>(bytes.size()));
+  out.resize(static_cast<std::size_t>(n));
   return out;
 }
 

@@ -4,6 +4,18 @@ namespace gvirtus {
 
 using nlohmann::json;
 
+Result<json> parseJson(std::string_view text) {
+  try {
+    return json::parse(text);
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for 1e400
+    return fail(e.what());
+  }
+}
+
+std::string compactJson(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 const json* member(const json& object, std::string_view key) {
   if (!object.is_object()) {
     return nullptr;

@@ -5,9 +5,18 @@
 #include <string>
 #include <string_view>
 
+#include "common/error.h"
+
 // Reading Kubernetes objects that may lack any field: a missing member, or a value of
 // another type, reads as absent instead of throwing. Writing makes what is missing.
 namespace gvirtus {
+
+// The one way text becomes JSON: nlohmann's parser (non-recursive, so deep nesting costs
+// heap, not stack), its exceptions (bad syntax, a number too large for a double) turned
+// into an error that names where the text went wrong.
+Result<nlohmann::json> parseJson(std::string_view text);
+// Compact JSON text; invalid UTF-8 (a tenant's string) is replaced, never thrown on.
+std::string compactJson(const nlohmann::json& value);
 
 // The member `key` of `object`; null when `object` is no object or has no such member.
 const nlohmann::json* member(const nlohmann::json& object, std::string_view key);

@@ -1,54 +1,16 @@
 #include "common/json_patch.h"
 
 #include <algorithm>
-#include <charconv>
 #include <optional>
 #include <type_traits>
 #include <utility>
 
-#include "common/json_text.h"
+#include "common/json_access.h"
 
 namespace gvirtus {
 namespace {
 
 using nlohmann::json;
-
-// An array index as RFC 6901 writes it: "0", or digits without a leading zero.
-std::optional<std::size_t> parseIndex(std::string_view token) {
-  if (token.empty() || token.size() > 18 || (token.size() > 1 && token[0] == '0')) {
-    return std::nullopt;
-  }
-  std::size_t index = 0;
-  auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), index);
-  if (ec != std::errc() || end != token.data() + token.size()) {
-    return std::nullopt;
-  }
-  return index;
-}
-
-// The child of `node` named by `token`; nullptr when there is none. J is json or const json.
-template <typename J>
-J* child(J& node, const std::string& token) {
-  if (node.is_object()) {
-    auto it = node.find(token);
-    return it == node.end() ? nullptr : &*it;
-  }
-  if (node.is_array()) {
-    auto index = parseIndex(token);
-    return index && *index < node.size() ? &node[*index] : nullptr;
-  }
-  return nullptr;
-}
-
-// The value at the first `count` tokens; nullptr when it does not exist.
-template <typename J>
-J* locate(J& doc, const std::vector<std::string>& tokens, std::size_t count) {
-  J* node = &doc;
-  for (std::size_t i = 0; i < count && node != nullptr; ++i) {
-    node = child(*node, tokens[i]);
-  }
-  return node;
-}
 
 void appendJsonPointerToken(std::string& out, std::string_view token) {
   // A plain loop: find_first_of searches the set for every byte (the diff names every
@@ -66,20 +28,6 @@ void appendJsonPointerToken(std::string& out, std::string_view token) {
       out += c;
     }
   }
-}
-
-std::string pointerOf(const std::vector<std::string>& tokens, std::size_t count,
-                      std::optional<std::string_view> last = std::nullopt) {
-  std::string out;
-  for (std::size_t i = 0; i < count; ++i) {
-    out += '/';
-    appendJsonPointerToken(out, tokens[i]);
-  }
-  if (last) {
-    out += '/';
-    appendJsonPointerToken(out, *last);
-  }
-  return out;
 }
 
 }  // namespace
@@ -101,7 +49,12 @@ std::string jsonPointer(std::initializer_list<std::string_view> tokens) {
 }
 
 std::string jsonPointer(const std::vector<std::string>& tokens) {
-  return pointerOf(tokens, tokens.size());
+  std::string out;
+  for (const std::string& token : tokens) {
+    out += '/';
+    appendJsonPointerToken(out, token);
+  }
+  return out;
 }
 
 Result<std::vector<std::string>> parseJsonPointer(std::string_view pointer) {
@@ -255,62 +208,6 @@ JsonPatch JsonPatch::between(const nlohmann::json& from, nlohmann::json&& to) {
   return diff(from, to);
 }
 
-nlohmann::json JsonPatch::current(const nlohmann::json& doc) const {
-  if (ops_.empty()) {
-    return doc;
-  }
-  auto applied = applyJsonPatch(doc, toJson());
-  return applied ? std::move(*applied) : doc;
-}
-
-JsonPatch& JsonPatch::setMapEntry(const nlohmann::json& doc,
-                                  const std::vector<std::string>& mapPath, std::string_view key,
-                                  nlohmann::json value) {
-  const json now = current(doc);
-  // Walk down as far as the path exists: objects anywhere, arrays above the map only.
-  const json* node = &now;
-  std::size_t depth = 0;
-  for (; depth < mapPath.size(); ++depth) {
-    const json* next = child(*node, mapPath[depth]);
-    const bool isMap = depth + 1 == mapPath.size();
-    if (next == nullptr || !(next->is_object() || (!isMap && next->is_array()))) {
-      break;
-    }
-    node = next;
-  }
-  if (depth == mapPath.size() && node->is_object()) {
-    auto it = node->find(std::string(key));
-    if (it == node->end()) {
-      return add(pointerOf(mapPath, mapPath.size(), key), std::move(value));
-    }
-    if (*it != value) {
-      return replace(pointerOf(mapPath, mapPath.size(), key), std::move(value));
-    }
-    return *this;
-  }
-  // Missing from mapPath[depth] on (or not an object there): add it whole, nested.
-  json nested = json::object();
-  nested[std::string(key)] = std::move(value);
-  for (std::size_t i = mapPath.size(); i > depth + 1; --i) {
-    json outer = json::object();
-    outer[mapPath[i - 1]] = std::move(nested);
-    nested = std::move(outer);
-  }
-  const std::size_t count = depth == mapPath.size() ? depth : depth + 1;
-  return add(pointerOf(mapPath, count), std::move(nested));
-}
-
-JsonPatch& JsonPatch::removeMapEntry(const nlohmann::json& doc,
-                                     const std::vector<std::string>& mapPath,
-                                     std::string_view key) {
-  const json now = current(doc);
-  const json* map = locate(now, mapPath, mapPath.size());
-  if (map != nullptr && map->is_object() && map->contains(std::string(key))) {
-    remove(pointerOf(mapPath, mapPath.size(), key));
-  }
-  return *this;
-}
-
 nlohmann::json JsonPatch::toJson() const {
   json ops = json::array();
   for (const auto& entry : ops_) {
@@ -332,10 +229,10 @@ std::string JsonPatch::dump() const {
     out += out.size() == 1 ? R"({"op":")" : R"(,{"op":")";
     out += entry.op;
     out += R"(","path":)";
-    appendJsonString(out, entry.path);
+    out += compactJson(entry.path);
     if (entry.value) {
       out += R"(,"value":)";
-      appendCompactJson(out, *entry.value);
+      out += compactJson(*entry.value);
     }
     out += '}';
   }

@@ -48,30 +48,16 @@ class JsonPatch {
   // mutated copy that is not needed afterwards.
   static JsonPatch between(const nlohmann::json& from, nlohmann::json&& to);
 
-  // "Ensure map key": makes the object at `mapPath` hold `key: value`, judged against
-  // `doc` with this patch's operations so far applied. Adds the map (and any missing
-  // objects above it) when it is missing or null, adds the key when it is missing,
-  // replaces it when it differs, and adds nothing when it already holds `value`, so a
-  // patch built from a document it was already applied to is empty. Tokens that step
-  // into an array must name an existing element (a container index taken from `doc`).
-  JsonPatch& setMapEntry(const nlohmann::json& doc, const std::vector<std::string>& mapPath,
-                         std::string_view key, nlohmann::json value);
-  // Removes `key` from the object at `mapPath` when it is there; nothing otherwise.
-  JsonPatch& removeMapEntry(const nlohmann::json& doc, const std::vector<std::string>& mapPath,
-                            std::string_view key);
-
   bool empty() const { return ops_.empty(); }
   std::size_t size() const { return ops_.size(); }
   // The patch as a JSON array of operations.
   nlohmann::json toJson() const;
-  // The same as compact text (toJson().dump(), without building the array).
+  // The same as compact text (toJson() dumped, without building the array).
   std::string dump() const;
 
  private:
   // `value` is moved into the operation (null: none, for remove).
   JsonPatch& push(std::string_view op, std::string path, nlohmann::json* value);
-  // `doc` with the operations so far applied (`doc` itself when they do not apply).
-  nlohmann::json current(const nlohmann::json& doc) const;
 
   // Plain structs rather than JSON objects: a review's patch is built and written once.
   struct Operation {

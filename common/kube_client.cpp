@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "common/backoff.h"
-#include "common/json_reader.h"
+#include "common/json_access.h"
 #include "common/kube_client_impl.h"
 #include "common/kube_request_cancellation.h"
 #include "common/kube_server_url.h"
@@ -212,7 +212,7 @@ Result<json> KubeClient::Impl::sendJson(const Call& call) {
   if (response->body.empty()) {
     return json::object();
   }
-  auto parsed = readJson(response->body);
+  auto parsed = parseJson(response->body);
   if (!parsed) {
     return fail(parsed.error().context(call.what() + ": response is not JSON"));
   }

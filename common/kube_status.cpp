@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <string_view>
 
-#include "common/json_reader.h"
+#include "common/json_access.h"
 
 namespace gvirtus::kube_detail {
 namespace {
@@ -67,7 +67,7 @@ Error statusError(const std::string& what, int httpStatus, const std::string& bo
   error.httpStatus = httpStatus;
   std::string message;
   // Not JSON: the body itself (a proxy's HTML page, a plain text error) is the message.
-  if (auto status = readJson(body); status && status->is_object()) {
+  if (auto status = parseJson(body); status && status->is_object()) {
     if (auto it = status->find("reason"); it != status->end() && it->is_string()) {
       error.reason = it->get<std::string>();
     }

@@ -41,6 +41,10 @@ inline constexpr const char* kBackendLostCondition = "gvirtus.io/BackendLost";
 inline constexpr const char* kBackendLostReason = "BackendLost";
 inline constexpr const char* kBackendLostRecreatedReason = "BackendLostRecreated";
 inline constexpr const char* kSchedulingMapAnnotation = "gpu-scheduling-map";
+// KAI-Scheduler's GPU sharing annotations on a pod: a share of one GPU ("0.5"), or MiB of
+// one GPU's memory ("2000"). On a GVirtuS pod they count against the backend's GPU.
+inline constexpr const char* kKaiGpuFractionAnnotation = "gpu-fraction";
+inline constexpr const char* kKaiGpuMemoryAnnotation = "gpu-memory";
 
 // Resources.
 inline constexpr const char* kGpuResource = "nvidia.com/gpu";

@@ -177,6 +177,25 @@ void ResourceCache::run(std::stop_token stop) {
       if (stop.stop_requested()) {
         break;
       }
+      if (!listed && options_.absentMeansEmpty &&
+          (listed.error().isNotFound() || listed.error().httpStatus == 403)) {
+        if (!hasSynced() || size() > 0) {
+          const json fields = {{"resource", name},
+                               {"error", listed.error().message},
+                               {"retryIn", formatDuration(options_.backoffMax)}};
+          if (listed.error().isNotFound()) {
+            log::info("cache: the API server does not serve this kind; empty until it does",
+                      fields);
+          } else {
+            log::warn("cache: not allowed to list this kind (RBAC); empty until it is", fields);
+          }
+          replaceStore({}, {});
+        }
+        if (!options_.clock->sleepUnlessStopped(stop, options_.backoffMax)) {
+          break;
+        }
+        continue;
+      }
       if (!listed) {
         const Duration wait = backoff.next();
         log::warn("cache list failed", {{"resource", name},
@@ -256,18 +275,24 @@ Result<void> ResourceCache::listAndReplace(std::stop_token stop) {
                   std::make_shared<const json>(
                       options_.transform ? options_.transform(std::move(item)) : std::move(item)));
   }
+  replaceStore(std::move(fresh), std::move(page->resourceVersion));
+  return {};
+}
+
+void ResourceCache::replaceStore(std::map<std::string, ObjectSnapshot> fresh,
+                                 std::string resourceVersion) {
   std::vector<StoreDelta> deltas;
   {
     std::lock_guard lock(mutex_);
     deltas = diffStores(store_, fresh);
     store_ = std::move(fresh);
-    resourceVersion_ = page->resourceVersion;
+    resourceVersion_ = resourceVersion;
   }
   if (lists_.fetch_add(1) > 0) {
     relists_.fetch_add(1);
     log::info("cache relisted", {{"resource", resourceName(resource_)},
                                  {"changes", deltas.size()},
-                                 {"resourceVersion", page->resourceVersion}});
+                                 {"resourceVersion", resourceVersion}});
   }
   dispatch(deltas);
   bool first = false;
@@ -279,7 +304,6 @@ Result<void> ResourceCache::listAndReplace(std::stop_token stop) {
   if (first) {
     changed_.notify_all();
   }
-  return {};
 }
 
 Result<void> ResourceCache::watchOnce(std::stop_token stop, int64_t& events) {

@@ -48,6 +48,13 @@ struct ResourceCacheOptions {
   // (client-go's SetTransform): a cache that reads a few fields of many objects keeps only
   // those. It must keep metadata.name, namespace and resourceVersion. Empty: none.
   std::function<nlohmann::json(nlohmann::json)> transform;
+  // A kind the API server does not serve (404 on the list: a CRD not installed, such as
+  // KAI-Scheduler's PodGroups), or that this account may not list (403: a ClusterRole older
+  // than the binary), is an empty store that counts as synced, so that what the cache only
+  // adds to (gangs) does not stop the rest; the list is tried again every backoffMax, so a
+  // CRD installed or a right granted later is seen. Off: both are retried with backoff and
+  // the cache never syncs.
+  bool absentMeansEmpty = false;
   // What the waits between attempts sleep on.
   Clock* clock = &systemClock();
 };
@@ -103,6 +110,8 @@ class ResourceCache final : public ObjectCache {
  private:
   void run(std::stop_token stop);
   Result<void> listAndReplace(std::stop_token stop);
+  // The store becomes `fresh` at `resourceVersion`; handlers are told what changed.
+  void replaceStore(std::map<std::string, ObjectSnapshot> fresh, std::string resourceVersion);
   // Returns the watch's outcome; `events` counts the events it delivered.
   Result<void> watchOnce(std::stop_token stop, int64_t& events);
   void applyEvent(const WatchEvent& event);

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "common/json_reader.h"
+#include "common/json_access.h"
 
 namespace gvirtus {
 namespace {
@@ -52,7 +52,7 @@ std::vector<std::string> WatchStream::feed(std::string_view bytes) {
 }
 
 Result<WatchEvent> parseWatchEvent(std::string_view line) {
-  auto parsed = readJson(line);
+  auto parsed = parseJson(line);
   if (!parsed) {
     return fail(parsed.error().context("watch event is not JSON"));
   }

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <tuple>
 
+#include "common/gpu_share.h"
 #include "common/json_access.h"
 #include "common/labels.h"
 #include "common/pod_status.h"
-#include "webhook/cluster_backend_source.h"
 
 namespace gvirtus::kubectl_gvirtus {
 namespace {
@@ -51,9 +51,9 @@ std::vector<BackendView> backendViews(const std::vector<json>& backendPods,
                                       const std::vector<json>& gvirtusPods, int port,
                                       TimePoint now) {
   // The GPU shares of the GVirtuS pods, by backend endpoint, read once for all backends.
-  std::vector<std::pair<std::string, webhook::GpuShare>> shares;
+  std::vector<std::pair<std::string, GpuShare>> shares;
   for (const auto& p : gvirtusPods) {
-    if (auto held = webhook::heldShare(p)) {
+    if (auto held = heldShare(p)) {
       shares.push_back(std::move(*held));
     }
   }
@@ -92,7 +92,7 @@ std::vector<BackendView> backendViews(const std::vector<json>& backendPods,
       }
       for (const auto& gpu : view.load->gpus) {
         if (gpu.index == share.gpuIndex) {
-          view.heldMiB += webhook::memoryDemandMiB(share.demand, gpu.memoryTotalMiB);
+          view.heldMiB += memoryDemandMiB(share.demand, gpu.memoryTotalMiB);
         }
       }
     }

@@ -1,8 +1,7 @@
 #include "webhook/admission_review.h"
 
 #include "common/base64.h"
-#include "common/json_reader.h"
-#include "common/json_text.h"
+#include "common/json_access.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -75,7 +74,7 @@ Result<AdmissionRequest> parseAdmissionReview(std::string_view body, const JsonS
   if (shape.values > kMaxValues) {
     return fail("the body holds more than " + std::to_string(kMaxValues) + " JSON values");
   }
-  auto parsed = readJson(body, kMaxDepth);
+  auto parsed = parseJson(body);
   if (!parsed) {
     return fail(parsed.error().context("the body is not JSON"));
   }
@@ -143,7 +142,8 @@ Result<AdmissionRequest> parseAdmissionReview(std::string_view body, const JsonS
 
 std::string renderAdmissionReview(const AdmissionResponse& response) {
   // Written as text, members in key order (the bytes nlohmann's compact dump gives): the
-  // answer is mostly the patch in base64, which needs neither a DOM nor escaping.
+  // answer is mostly the patch in base64, which needs no escaping, so it is not put
+  // through the serializer a byte at a time.
   const std::string patch = response.allowed && !response.patch.empty()
                                 ? base64Encode(response.patch.dump())
                                 : std::string();
@@ -162,14 +162,14 @@ std::string renderAdmissionReview(const AdmissionResponse& response) {
     out += R"(,"status":{"code":)";
     out += std::to_string(response.code);
     out += R"(,"message":)";
-    appendCompactJson(out, response.message);
+    out += compactJson(response.message);
     out += '}';
   }
   out += R"(,"uid":)";
-  appendCompactJson(out, response.uid);
+  out += compactJson(response.uid);
   if (!response.warnings.empty()) {
     out += R"(,"warnings":)";
-    appendCompactJson(out, response.warnings);
+    out += compactJson(response.warnings);
   }
   out += "}}";
   return out;

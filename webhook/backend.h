@@ -8,21 +8,9 @@
 #include <vector>
 
 #include "common/backend_load.h"
-#include "webhook/backend_requirements.h"
+#include "common/gpu_share.h"
 
 namespace gvirtus::webhook {
-
-// GPU memory that a GVirtuS pod given a backend holds until it finishes: what it asked for
-// (gvirtus.io/gpu-memory, KAI gpu-memory or gpu-fraction), on the GPU it was given
-// (gvirtus.io/backend-gpu). A share is a reservation: an idle pod uses none of it yet, and a
-// second pod must not be promised it.
-struct GpuShare {
-  std::string pod = {};  // "namespace/name"
-  int64_t gpuIndex = 0;
-  BackendRequirements demand;
-
-  bool operator==(const GpuShare&) const = default;
-};
 
 // A GVirtuS pod given a backend, as the webhook replicas see it in the cluster: when it
 // was created and which webhook instance assigned it (gvirtus.io/assigned-by; empty when

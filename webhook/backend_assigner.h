@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "common/backend_requirements.h"
 #include "webhook/backend.h"
 #include "webhook/backend_chooser.h"
-#include "webhook/backend_requirements.h"
 #include "webhook/gvirtus_properties.h"
 #include "webhook/pod_wiring.h"
 

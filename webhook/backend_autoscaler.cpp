@@ -36,8 +36,36 @@ JsonPatch stillOurs(const CandidateNode& node) {
   return patch;
 }
 
-const std::vector<std::string> kLabels = {"metadata", "labels"};
-const std::vector<std::string> kAnnotations = {"metadata", "annotations"};
+// `guards`, then what turns the node's metadata as cached into what `edit` makes of a copy
+// of it. A map that loses a key is written whole (JsonPatch::between), so the patch also
+// tests the resourceVersion: it never overwrites a label or an annotation written since
+// the cache read the node (the write fails and the next pass reads it again).
+template <typename Edit>
+JsonPatch edited(const CandidateNode& node, JsonPatch guards, Edit edit) {
+  const json* metadata = memberAt(node.object, {"metadata"});
+  json from = {{"metadata", metadata != nullptr ? *metadata : json::object()}};
+  json to = from;
+  edit(to["metadata"]);
+  const std::string resourceVersion = stringAt(node.object, {"metadata", "resourceVersion"});
+  if (!resourceVersion.empty()) {
+    guards.test(jsonPointer({"metadata", "resourceVersion"}), resourceVersion);
+  }
+  return guards.append(JsonPatch::between(from, std::move(to)));
+}
+
+void setEntry(json& metadata, const char* map, const char* key, std::string value) {
+  json& entries = metadata[map];
+  if (!entries.is_object()) {
+    entries = json::object();
+  }
+  entries[key] = std::move(value);
+}
+
+void eraseEntry(json& metadata, const char* map, const char* key) {
+  if (auto it = metadata.find(map); it != metadata.end() && it->is_object()) {
+    it->erase(key);
+  }
+}
 
 }  // namespace
 
@@ -59,33 +87,32 @@ CandidateNode candidateFromNode(const json& node) {
 }
 
 JsonPatch optInPatch(const CandidateNode& node, SystemTime now) {
-  JsonPatch patch;
-  const std::string resourceVersion = stringAt(node.object, {"metadata", "resourceVersion"});
-  if (!resourceVersion.empty()) {
-    patch.test(jsonPointer({"metadata", "resourceVersion"}), resourceVersion);
-  }
-  patch.setMapEntry(node.object, kLabels, kBackendAllowed, "true");
-  patch.setMapEntry(node.object, kAnnotations, kAutoscaledAnnotation, formatRfc3339(now));
-  patch.removeMapEntry(node.object, kAnnotations, kBackendDrainingAnnotation);
-  return patch;
+  return edited(node, {}, [&](json& metadata) {
+    setEntry(metadata, "labels", kBackendAllowed, "true");
+    setEntry(metadata, "annotations", kAutoscaledAnnotation, formatRfc3339(now));
+    eraseEntry(metadata, "annotations", kBackendDrainingAnnotation);
+  });
 }
 
 JsonPatch drainPatch(const CandidateNode& node, SystemTime now) {
-  return stillOurs(node).setMapEntry(node.object, kAnnotations, kBackendDrainingAnnotation,
-                                     formatRfc3339(now));
+  return edited(node, stillOurs(node), [&](json& metadata) {
+    setEntry(metadata, "annotations", kBackendDrainingAnnotation, formatRfc3339(now));
+  });
 }
 
 JsonPatch undrainPatch(const CandidateNode& node) {
-  return stillOurs(node).removeMapEntry(node.object, kAnnotations, kBackendDrainingAnnotation);
+  return edited(node, stillOurs(node), [](json& metadata) {
+    eraseEntry(metadata, "annotations", kBackendDrainingAnnotation);
+  });
 }
 
 JsonPatch optOutPatch(const CandidateNode& node) {
   // Back to what the labeler writes on a node nobody opted in.
-  JsonPatch patch = stillOurs(node);
-  patch.replace(jsonPointer({"metadata", "labels", kBackendAllowed}), "false");
-  patch.removeMapEntry(node.object, kAnnotations, kAutoscaledAnnotation);
-  patch.removeMapEntry(node.object, kAnnotations, kBackendDrainingAnnotation);
-  return patch;
+  return edited(node, stillOurs(node), [](json& metadata) {
+    setEntry(metadata, "labels", kBackendAllowed, "false");
+    eraseEntry(metadata, "annotations", kAutoscaledAnnotation);
+    eraseEntry(metadata, "annotations", kBackendDrainingAnnotation);
+  });
 }
 
 BackendAutoscaler::BackendAutoscaler(AutoscaleOptions options, AutoscalerActions actions)

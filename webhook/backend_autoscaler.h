@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "common/backend_requirements.h"
 #include "common/duration.h"
 #include "common/error.h"
 #include "common/event_recorder.h"
 #include "common/json_patch.h"
 #include "webhook/backend.h"
-#include "webhook/backend_requirements.h"
 
 // Backends that follow demand (docs/operations.md, "Autoscaling backends"): the leader
 // opts candidate GPU nodes in (gvirtus.io/backend.allowed=true) when GVirtuS pods have
@@ -138,7 +138,8 @@ struct AutoscaleStatus {
   bool operator==(const AutoscaleStatus&) const = default;
 };
 
-// The leader's autoscaler: one step() per pass of the waiting-pod controller. Its memory
+// The leader's autoscaler: one step() after each pass of the waiting-pod controller
+// (webhook/autoscale_controller.h), and on a candidate node's change. Its memory
 // (since when a backend is idle, which nodes left and when) is a cache of what the nodes
 // say; a new leader rebuilds it from them.
 class BackendAutoscaler {

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "common/backend_requirements.h"
 #include "common/duration.h"
 #include "webhook/backend.h"
-#include "webhook/backend_requirements.h"
 
 namespace gvirtus::webhook {
 

@@ -1,9 +1,9 @@
 #include "webhook/cluster_backend_source.h"
 
+#include "common/gpu_share.h"
 #include "common/json_access.h"
 #include "common/log.h"
 #include "common/pod_status.h"
-#include "common/strings.h"
 #include "common/time_text.h"
 #include "webhook/names.h"
 #include "webhook/pod_fields.h"
@@ -14,26 +14,6 @@ namespace {
 using nlohmann::json;
 
 }  // namespace
-
-std::optional<std::pair<std::string, GpuShare>> heldShare(const json& pod) {
-  if (podFinished(pod)) {
-    return std::nullopt;
-  }
-  const std::string endpoint = stringAt(pod, {"metadata", "annotations", kBackendAnnotation});
-  const std::string gpu = stringAt(pod, {"metadata", "annotations", kBackendGpuAnnotation});
-  auto index = parseNonNegative(gpu);
-  if (endpoint.empty() || !index) {
-    return std::nullopt;
-  }
-  // A pod whose annotations no longer parse was admitted with them: it holds nothing
-  // the chooser could measure.
-  auto demand = requirementsFromPod(pod);
-  if (!demand || !asksForGpuMemory(*demand)) {
-    return std::nullopt;
-  }
-  GpuShare share{cacheKey(pod), *index, *demand};
-  return std::pair{endpoint, std::move(share)};
-}
 
 std::optional<std::pair<std::string, AssignedPod>> assignedPod(const json& pod) {
   // A pod being deleted will never open its session: counting it would steer the next

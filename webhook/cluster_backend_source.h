@@ -22,11 +22,6 @@ namespace gvirtus::webhook {
 std::optional<Backend> backendFromPod(const nlohmann::json& pod, const nlohmann::json* node,
                                       int port);
 
-// The GPU share a GVirtuS pod holds on the backend it was given ("IP:PORT", the share):
-// it was given a GPU (gvirtus.io/backend, gvirtus.io/backend-gpu), asks for GPU memory, and
-// has not finished. nullopt otherwise.
-std::optional<std::pair<std::string, GpuShare>> heldShare(const nlohmann::json& pod);
-
 // The backend a GVirtuS pod was given ("IP:PORT", when it was created, by which webhook
 // instance, and its namespace/name): it has gvirtus.io/backend and a creation time and has
 // not finished. nullopt otherwise.

@@ -26,10 +26,6 @@ inline constexpr const char* kConfigFile = "properties.json";
 inline constexpr const char* kConfigEnv = "GVIRTUS_CONFIG";
 inline constexpr const char* kConfigPath = "/etc/gvirtus/properties.json";
 inline constexpr const char* kKaiQueueLabel = "kai.scheduler/queue";
-// KAI-Scheduler's GPU sharing annotations on a pod: a share of one GPU ("0.5"), or MiB of
-// one GPU's memory ("2000"). On a GVirtuS pod they count against the backend's GPU.
-inline constexpr const char* kKaiGpuFractionAnnotation = "gpu-fraction";
-inline constexpr const char* kKaiGpuMemoryAnnotation = "gpu-memory";
 inline constexpr const char* kCudaVisibleDevicesEnv = "CUDA_VISIBLE_DEVICES";
 
 // On nodes.

@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
+#include "common/backend_requirements.h"
 #include "common/duration.h"
 #include "common/flags.h"
 #include "common/kube_connect.h"
 #include "webhook/backend_autoscaler.h"
-#include "webhook/backend_requirements.h"
 #include "webhook/static_backend_source.h"
 
 namespace gvirtus::webhook {

@@ -26,7 +26,8 @@ json frontendFields(json pod) {
       annotations != nullptr && annotations->is_object()) {
     for (std::string_view key :
          {kBackendAnnotation, kBackendPodAnnotation, kBackendGpuAnnotation, kAssignedByAnnotation,
-          kGpuMemoryAnnotation, kKaiGpuFractionAnnotation, kKaiGpuMemoryAnnotation}) {
+          kGpuMemoryAnnotation, kKaiGpuFractionAnnotation, kKaiGpuMemoryAnnotation,
+          kPodGroupAnnotation}) {
       if (auto it = annotations->find(key); it != annotations->end()) {
         metadata["annotations"][std::string(key)] = *it;
       }

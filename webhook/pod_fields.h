@@ -9,9 +9,9 @@
 namespace gvirtus::webhook {
 
 // What the cache of GVirtuS pods keeps of each (ResourceCacheOptions::transform): what
-// heldShare(), assignedPod() (webhook/cluster_backend_source.h) and peerClaim()
-// (webhook/backend_peers.h) read, and no more: the cache holds every GVirtuS pod of the
-// cluster.
+// heldShare() (common/gpu_share.h), assignedPod() (webhook/cluster_backend_source.h),
+// peerClaim() (webhook/backend_peers.h) and the waiting-pod controller's gang count read,
+// and no more: the cache holds every GVirtuS pod of the cluster.
 nlohmann::json frontendFields(nlohmann::json pod);
 
 }  // namespace gvirtus::webhook

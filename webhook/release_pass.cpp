@@ -4,10 +4,12 @@
 #include <map>
 #include <set>
 
+#include "common/backend_requirements.h"
 #include "common/json_access.h"
+#include "common/object_cache.h"
 #include "common/parallel.h"
+#include "common/time_text.h"
 #include "webhook/backend_assigner.h"
-#include "webhook/backend_requirements.h"
 #include "webhook/names.h"
 
 // Gangs and failed writes. A release patch removes the scheduling gate, and a gate cannot
@@ -32,10 +34,6 @@ namespace gvirtus::webhook {
 namespace {
 
 using nlohmann::json;
-
-std::string podKey(const json& pod) {
-  return stringAt(pod, {"metadata", "namespace"}) + "/" + stringAt(pod, {"metadata", "name"});
-}
 
 // One unit of a pass: a pod alone, or the waiting members of a gang.
 struct ReleaseUnit {
@@ -268,7 +266,7 @@ class ReleasePass {
         const size_t lead = refusedLead.at(pending_[i].unit);
         outcome.error = written[lead]->error().context(
             "not written, so that the gang stays whole: its first member " +
-            podKey(outcomes_[pending_[lead].index].pod) + " was not released");
+            cacheKey(outcomes_[pending_[lead].index].pod) + " was not released");
         chooser_.cancelAssignment(*outcome.choice);
       } else if (*written[i]) {
         outcome.kind = PodOutcome::Kind::Released;
@@ -298,6 +296,16 @@ class ReleasePass {
 };
 
 }  // namespace
+
+std::chrono::system_clock::time_point createdAt(const json& pod) {
+  auto parsed = parseRfc3339(stringAt(pod, {"metadata", "creationTimestamp"}));
+  return parsed ? *parsed : std::chrono::system_clock::time_point::max();
+}
+
+std::string podUid(const json& pod) {
+  const std::string uid = stringAt(pod, {"metadata", "uid"});
+  return uid.empty() ? cacheKey(pod) : uid;
+}
 
 std::optional<size_t> backendGateIndex(const json& pod) {
   const json* gates = memberAt(pod, {"spec", "schedulingGates"});

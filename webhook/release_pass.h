@@ -23,6 +23,11 @@ namespace gvirtus::webhook {
 // The index of the scheduling gate gvirtus.io/backend in the pod's spec.schedulingGates.
 std::optional<size_t> backendGateIndex(const nlohmann::json& pod);
 
+// When the pod was created; the latest time there is when it does not say (it goes last).
+std::chrono::system_clock::time_point createdAt(const nlohmann::json& pod);
+// The pod's UID; its namespace/name when it has none.
+std::string podUid(const nlohmann::json& pod);
+
 // The patch that releases a waiting pod: what assignBackend() changes on a copy of it
 // (backend annotations; gate and waiting status removed), behind `test` operations on the pod's
 // resourceVersion and on the gate at its index, so that on a pod changed since it was read

@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/signals.h"
+#include "webhook/autoscale_controller.h"
 #include "webhook/backend_chooser.h"
 #include "webhook/backend_follower.h"
 #include "webhook/cluster_backend_source.h"
@@ -53,23 +54,34 @@ std::string identity() {
   return envOr("POD_NAME", std::string(host) + "_" + std::to_string(getpid()));
 }
 
-// The leader's work (everyone's without --leader-elect), until `stop`: the waiting-pod
-// controller and, beside it, the peer publisher and the backend follower.
-void runControllers(std::stop_token stop, WaitingPodController& controller, PeerPublisher* peers,
-                    BackendFollower* follower) {
-  std::jthread publisher;
-  if (peers != nullptr) {
-    publisher = std::jthread([peers](std::stop_token own) { peers->run(own); });
+// The leader's controllers (everyone's without --leader-elect). The waiting-pod controller
+// always; the others where they were made (null: not).
+struct LeaderWork {
+  WaitingPodController* waiting = nullptr;
+  AutoscaleController* autoscaler = nullptr;
+  PeerPublisher* peers = nullptr;
+  BackendFollower* follower = nullptr;
+};
+
+// Runs the leader's controllers until `stop`, each on its own thread but the waiting-pod
+// controller.
+void runControllers(std::stop_token stop, const LeaderWork& work) {
+  std::vector<std::jthread> others;
+  if (work.autoscaler != nullptr) {
+    others.emplace_back([&work](std::stop_token own) { work.autoscaler->run(own); });
   }
-  std::jthread following;
-  if (follower != nullptr) {
-    following = std::jthread([follower](std::stop_token own) { follower->run(own); });
+  if (work.peers != nullptr) {
+    others.emplace_back([&work](std::stop_token own) { work.peers->run(own); });
   }
-  std::stop_callback endOthers(stop, [&publisher, &following] {
-    publisher.request_stop();
-    following.request_stop();
+  if (work.follower != nullptr) {
+    others.emplace_back([&work](std::stop_token own) { work.follower->run(own); });
+  }
+  std::stop_callback endOthers(stop, [&others] {
+    for (auto& thread : others) {
+      thread.request_stop();
+    }
   });
-  controller.run(stop);
+  work.waiting->run(stop);
 }
 
 }  // namespace
@@ -148,6 +160,8 @@ int run(const Options& options) {
   std::unique_ptr<KubeClient> eventsClient;
   std::unique_ptr<EventRecorder> events;
   std::unique_ptr<WaitingPodController> controller;
+  // Candidate GPU nodes opted in and out as pods wait (with --autoscale-candidates).
+  std::unique_ptr<AutoscaleController> autoscaler;
   // gvirtus.io/peers of backend pods (static backends are none), where the controller runs.
   std::unique_ptr<PeerPublisher> peers;
   // Pods whose backend pod went away are recreated or marked (static backends: none).
@@ -155,6 +169,7 @@ int run(const Options& options) {
   std::unique_ptr<BackendFollower> follower;
   std::unique_ptr<KubeClient> electionClient;
   std::unique_ptr<LeaderElector> elector;
+  LeaderWork leaderWork;
   if (client) {
     auto made = connectKubeClient(kProgram, options.common.kubeconfig,
                                   clientOptions(std::chrono::seconds(10)));
@@ -170,7 +185,17 @@ int run(const Options& options) {
     WaitingPodControllerOptions controllerOptions;
     controllerOptions.ownNamespace = options.ns;
     controllerOptions.plugins = options.plugins;
-    controllerOptions.autoscale = options.autoscale;
+    if (clusterSource != nullptr) {
+      controllerOptions.gvirtusPods = &clusterSource->frontendPods();
+      if (options.autoscale.enabled()) {  // never with static backends (options.cpp)
+        autoscaler = std::make_unique<AutoscaleController>(*client, clusterSource->frontendPods(),
+                                                           *events, &metrics, options.autoscale);
+        controllerOptions.onPassDone = [&autoscaler](std::vector<CapacityDemand> demand,
+                                                     BackendSnapshot backends) {
+          autoscaler->passDone(std::move(demand), std::move(backends));
+        };
+      }
+    }
     controller = std::make_unique<WaitingPodController>(*client, *source, chooser, *events,
                                                         &metrics, controllerOptions);
     source->setOnChange([&controller] { controller->backendsChanged(); });
@@ -195,6 +220,7 @@ int run(const Options& options) {
             followerApi(*followerClient), events.get(), &metrics, followerOptions);
       }
     }
+    leaderWork = {controller.get(), autoscaler.get(), peers.get(), follower.get()};
     if (options.leaderElect) {
       // A renewal must end well within the renew deadline (see LeaderElector).
       made = connectKubeClient(kProgram, options.common.kubeconfig,
@@ -212,9 +238,9 @@ int run(const Options& options) {
       election.retryPeriod = options.leaderElectRetryPeriod;
       // The two replicas break the chooser's ties in opposite orders (TieOrder).
       chooser.setTieOrder(TieOrder::Descending);
-      election.onStartedLeading = [&controller, &chooser, &peers, &follower](std::stop_token stop) {
+      election.onStartedLeading = [&leaderWork, &chooser](std::stop_token stop) {
         chooser.setTieOrder(TieOrder::Ascending);
-        runControllers(stop, *controller, peers.get(), follower.get());
+        runControllers(stop, leaderWork);
         chooser.setTieOrder(TieOrder::Descending);
       };
       elector = std::make_unique<LeaderElector>(*electionClient, election);
@@ -292,9 +318,8 @@ int run(const Options& options) {
       return configurationError(kProgram, "--leader-elect: " + started.error().message);
     }
   } else if (controller) {
-    controllerThread = std::jthread([&controller, &peers, &follower](std::stop_token stop) {
-      runControllers(stop, *controller, peers.get(), follower.get());
-    });
+    controllerThread =
+        std::jthread([&leaderWork](std::stop_token stop) { runControllers(stop, leaderWork); });
   }
   std::string controllerMode = "off (no API server)";
   if (controller) {

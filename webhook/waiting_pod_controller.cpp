@@ -4,15 +4,16 @@
 #include <set>
 #include <tuple>
 
+#include "common/backend_requirements.h"
 #include "common/json_access.h"
 #include "common/kube_resource.h"
 #include "common/log.h"
 #include "common/pod_status.h"
 #include "common/resource_cache.h"
 #include "common/time_text.h"
-#include "webhook/backend_requirements.h"
 #include "webhook/metrics.h"
 #include "webhook/names.h"
+#include "webhook/pod_fields.h"
 
 namespace gvirtus::webhook {
 namespace {
@@ -25,25 +26,25 @@ constexpr const char* kPassKey = "pass";
 // How often run() looks again while the caches have not synced yet.
 constexpr auto kSyncPoll = std::chrono::milliseconds(200);
 
-SystemTime createdAt(const json& pod) {
-  auto parsed = parseRfc3339(stringAt(pod, {"metadata", "creationTimestamp"}));
-  return parsed ? *parsed : SystemTime::max();
-}
-
-std::string podKey(const json& pod) {
-  return stringAt(pod, {"metadata", "namespace"}) + "/" + stringAt(pod, {"metadata", "name"});
-}
-
-std::string podUid(const json& pod) {
-  const std::string uid = stringAt(pod, {"metadata", "uid"});
-  return uid.empty() ? podKey(pod) : uid;
-}
-
 // KAI-Scheduler's PodGroups: read to learn a gang's minMember.
 const KubeResource kPodGroups{"scheduling.run.ai", "v2alpha2", "podgroups", true};
 
-double milliseconds(std::chrono::system_clock::duration d) {
-  return std::chrono::duration<double, std::milli>(d).count();
+// Of a PodGroup the cache keeps its name and minMember: a pass reads nothing else.
+json podGroupFields(json group) {
+  json kept = {{"metadata", json::object()}};
+  for (const char* key : {"name", "namespace", "uid", "resourceVersion"}) {
+    if (const json* value = memberAt(group, {"metadata", key})) {
+      kept["metadata"][key] = *value;
+    }
+  }
+  if (const json* minMember = memberAt(group, {"spec", "minMember"})) {
+    kept["spec"]["minMember"] = *minMember;
+  }
+  return kept;
+}
+
+bool deleting(const json& pod) {
+  return memberAt(pod, {"metadata", "deletionTimestamp"}) != nullptr;
 }
 
 }  // namespace
@@ -58,7 +59,7 @@ std::vector<json> waitingPods(const std::vector<ObjectSnapshot>& pods) {
   std::vector<std::tuple<SystemTime, std::string, const json*>> ranked;
   for (const auto& pod : pods) {
     if (isWaiting(*pod)) {
-      ranked.emplace_back(createdAt(*pod), podKey(*pod), pod.get());
+      ranked.emplace_back(createdAt(*pod), cacheKey(*pod), pod.get());
     }
   }
   std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
@@ -81,18 +82,14 @@ WaitingPodController::WaitingPodController(KubeClient& client, const BackendSour
       chooser_(chooser),
       events_(events),
       metrics_(metrics),
-      options_(std::move(options)) {
-  if (options_.autoscale.enabled()) {
-    AutoscalerActions actions;
-    actions.patchNode = [this](const std::string& node, const JsonPatch& patch) {
-      return client_.patch(resources::kNodes, "", node, PatchType::Json, patch.dump());
-    };
-    actions.assignedPods = [this](const Backend& backend) { return assignedPods(backend); };
-    actions.event = [this](const ObjectReference& object, const std::string& reason,
-                           const std::string& message) {
-      events_.record(object, EventType::Normal, reason, message);
-    };
-    autoscaler_ = std::make_unique<BackendAutoscaler>(options_.autoscale, std::move(actions));
+      options_(std::move(options)),
+      reporter_(events, metrics, [this](const std::string& endpoint) {
+        std::lock_guard lock(mutex_);
+        auto it = offers_.find(endpoint);
+        return it != offers_.end() ? std::optional(it->second.since) : std::nullopt;
+      }) {
+  if (options_.gvirtusPods != nullptr) {
+    options_.gvirtusPods->addHandlers(gangMemberHandlers());  // before its owner starts it
   }
 }
 
@@ -123,6 +120,17 @@ void WaitingPodController::wake() {
   }
 }
 
+ResourceEventHandlers WaitingPodController::gangMemberHandlers() {
+  auto changed = [this](const json& pod) {
+    if (!stringAt(pod, {"metadata", "annotations", kPodGroupAnnotation}).empty()) {
+      wake();
+    }
+  };
+  return {.onAdd = changed,
+          .onUpdate = [changed](const json&, const json& now) { changed(now); },
+          .onDelete = changed};
+}
+
 void WaitingPodController::run(std::stop_token stop) {
   // Unscheduled GVirtuS pods outside the webhook's namespace: a released pod leaves the
   // cache once the scheduler binds it.
@@ -132,30 +140,31 @@ void WaitingPodController::run(std::stop_token stop) {
   }
   ResourceCache pods(client_, resources::kPods, "", std::string(kEnabledLabel) + "=true",
                      fieldSelector);
-  // The autoscaler's candidate GPU nodes: a change of one (an operator's edit, our own
-  // write) asks for a pass too.
-  std::unique_ptr<ResourceCache> candidates;
-  if (autoscaler_) {
-    autoscaler_->reset();
-    candidates = std::make_unique<ResourceCache>(client_, resources::kNodes, "",
-                                                 options_.autoscale.candidates);
+  // A PodGroup's minMember may come after its pods: a change asks for a pass. Without
+  // KAI's CRD the cache is empty and every pod goes alone.
+  ResourceCache podGroups(
+      client_, kPodGroups, "", "", "",
+      ResourceCacheOptions{.transform = podGroupFields, .absentMeansEmpty = true});
+  std::unique_ptr<ResourceCache> ownGvirtusPods;
+  ObjectCache* gvirtusPods = options_.gvirtusPods;
+  if (gvirtusPods == nullptr) {
+    ownGvirtusPods = std::make_unique<ResourceCache>(
+        client_, resources::kPods, "", std::string(kEnabledLabel) + "=true", "",
+        ResourceCacheOptions{.transform = frontendFields});
+    gvirtusPods = ownGvirtusPods.get();
   }
+  gvirtusPods_ = gvirtusPods;
+  podGroups_ = &podGroups;
 
   RunState state;
+  reporter_.reset();
   auto controller = std::make_shared<Controller>(
       ControllerOptions{.name = "waiting-pods",
                         .backoffInitial = std::chrono::milliseconds(500),
                         .backoffMax = std::chrono::seconds(30),
                         .syncPoll = kSyncPoll},
       [&, stop](const std::string&) -> Result<SyncResult> {
-        state.nextLook.reset();
-        std::vector<json> candidateNodes;
-        if (candidates) {
-          for (const auto& node : candidates->list()) {
-            candidateNodes.push_back(*node);
-          }
-        }
-        const bool ok = pass(stop, pods.list(), candidateNodes, state);
+        const bool ok = pass(stop, pods.list(), state);
         if (metrics_ != nullptr) {
           metrics_->passDone();
         }
@@ -163,8 +172,7 @@ void WaitingPodController::run(std::stop_token stop) {
           return fail("a waiting pod could not be released (logged above)");
         }
         // Load reports age and own assignments expire without any event: look again.
-        return SyncResult{.requeueAfter =
-                              std::min(options_.resync, state.nextLook.value_or(options_.resync))};
+        return SyncResult{.requeueAfter = options_.resync};
       });
   {
     std::lock_guard lock(mutex_);
@@ -172,23 +180,27 @@ void WaitingPodController::run(std::stop_token stop) {
   }
   pods.addHandlers(controller->enqueueOnAnyChange(kPassKey));
   pods.start();
-  if (candidates) {
-    candidates->addHandlers(controller->enqueueOnAnyChange(kPassKey));
-    candidates->start();
+  podGroups.addHandlers(controller->enqueueOnAnyChange(kPassKey));
+  podGroups.start();
+  if (ownGvirtusPods) {
+    ownGvirtusPods->addHandlers(gangMemberHandlers());
+    ownGvirtusPods->start();
   }
-  log::info("waiting-pod controller started",
-            {{"excludedNamespace", options_.ownNamespace},
-             {"autoscaleCandidates", options_.autoscale.candidates}});
+  log::info("waiting-pod controller started", {{"excludedNamespace", options_.ownNamespace}});
   controller->enqueue(kPassKey);
   controller->run(stop, [&] {
-    return pods.hasSynced() && backends_.ready() && (!candidates || candidates->hasSynced());
+    return pods.hasSynced() && podGroups.hasSynced() && gvirtusPods->hasSynced() &&
+           backends_.ready();
   });
 
   // The caches stop before the controller goes: their handlers enqueue on it.
-  if (candidates) {
-    candidates->stop();
+  if (ownGvirtusPods) {
+    ownGvirtusPods->stop();
   }
+  podGroups.stop();
   pods.stop();
+  gvirtusPods_ = nullptr;
+  podGroups_ = nullptr;
   {
     std::lock_guard lock(mutex_);
     controller_.reset();
@@ -200,7 +212,9 @@ void WaitingPodController::run(std::stop_token stop) {
 }
 
 bool WaitingPodController::pass(std::stop_token stop, const std::vector<ObjectSnapshot>& pods,
-                                const std::vector<json>& candidates, RunState& state) {
+                                RunState& state) {
+  // One snapshot for the whole pass: the autoscaler is told the backends its outcomes saw.
+  BackendSnapshot backends = backends_.backends();
   std::vector<json> waiting;
   std::set<std::string> present;
   for (auto& pod : waitingPods(pods)) {
@@ -215,31 +229,11 @@ bool WaitingPodController::pass(std::stop_token stop, const std::vector<ObjectSn
     waiting.push_back(std::move(pod));
   }
   // A pod deleted, or released, is forgotten.
-  std::erase_if(state.told, [&](const auto& entry) { return !present.contains(entry.first); });
   std::erase_if(state.releasedFrom,
                 [&](const auto& entry) { return !present.contains(entry.first); });
-  if (metrics_ != nullptr) {
-    // Oldest first: the front's age, when its creation time is known. Pods the webhook did not
-    // gate wait for nothing it can give: not counted.
-    std::chrono::seconds oldest{0};
-    const json* front = nullptr;
-    double count = 0;
-    for (const auto& pod : waiting) {
-      if (gatedByWebhook(pod)) {
-        front = front != nullptr ? front : &pod;
-        ++count;
-      }
-    }
-    if (front != nullptr) {
-      if (const SystemTime created = createdAt(*front); created != SystemTime::max()) {
-        oldest = std::max(std::chrono::seconds(0), std::chrono::duration_cast<std::chrono::seconds>(
-                                                       std::chrono::system_clock::now() - created));
-      }
-    }
-    metrics_->waitingPods(count, oldest);
-  }
+  reporter_.waiting(waiting, present);
   if (waiting.empty()) {
-    autoscale({}, candidates, state);
+    tellPassDone({}, std::move(backends));
     return true;
   }
 
@@ -252,12 +246,11 @@ bool WaitingPodController::pass(std::stop_token stop, const std::vector<ObjectSn
     }
     return {};
   };
-  std::map<std::string, std::optional<Gang>> gangs;
-  auto lookup = [this, &gangs](const json& pod) { return gangOf(pod, gangs); };
+  std::optional<std::map<std::string, int>> released;
+  auto lookup = [this, &released](const json& pod) { return gangOf(pod, released); };
   bool ok = true;
-  const auto outcomes =
-      releaseWaitingPods(waiting, *backends_.backends(), chooser_, options_.plugins, write, stop,
-                         lookup, options_.parallelReleases);
+  const auto outcomes = releaseWaitingPods(waiting, *backends, chooser_, options_.plugins, write,
+                                           stop, lookup, options_.parallelReleases);
   for (const auto& outcome : outcomes) {
     if (outcome.kind == PodOutcome::Kind::Released) {
       state.releasedFrom[podUid(outcome.pod)] =
@@ -267,15 +260,15 @@ bool WaitingPodController::pass(std::stop_token stop, const std::vector<ObjectSn
         !outcome.error->isNotFound()) {
       ok = false;
     }
-    report(outcome, state);
+    reporter_.report(outcome);
   }
-  autoscale(outcomes, candidates, state);
+  tellPassDone(outcomes, std::move(backends));
   return ok;
 }
 
-void WaitingPodController::autoscale(const std::vector<PodOutcome>& outcomes,
-                                     const std::vector<json>& candidates, RunState& state) {
-  if (!autoscaler_) {
+void WaitingPodController::tellPassDone(const std::vector<PodOutcome>& outcomes,
+                                        BackendSnapshot backends) const {
+  if (!options_.onPassDone) {
     return;
   }
   std::vector<CapacityDemand> demand;
@@ -284,146 +277,41 @@ void WaitingPodController::autoscale(const std::vector<PodOutcome>& outcomes,
       continue;
     }
     auto requirements = requirementsFromPod(outcome.pod);
-    const SystemTime created = createdAt(outcome.pod);
-    if (requirements && created != SystemTime::max()) {
+    const auto created = createdAt(outcome.pod);
+    if (requirements && created != std::chrono::system_clock::time_point::max()) {
       demand.push_back({referenceTo(outcome.pod, "v1", "Pod"), *requirements, created});
     }
   }
-  state.nextLook = autoscaler_->step(candidates, *backends_.backends(), demand);
-  if (metrics_ != nullptr) {
-    const AutoscaleStatus& status = autoscaler_->status();
-    metrics_->autoscaled(static_cast<double>(status.wanted), static_cast<double>(status.autoscaled),
-                         static_cast<double>(status.due), status.optedIn, status.optedOut);
-  }
+  options_.onPassDone(std::move(demand), std::move(backends));
 }
 
-Result<int64_t> WaitingPodController::assignedPods(const Backend& backend) {
-  ListOptions options;
-  options.labelSelector = std::string(kEnabledLabel) + "=true";
-  auto pods = client_.listAll(resources::kPods, "", options);
-  if (!pods) {
-    return fail(pods.error());
-  }
-  int64_t count = 0;
-  for (const auto& pod : pods->items) {
-    if (stringAt(pod, {"metadata", "annotations", kBackendPodAnnotation}) == backend.podRef() &&
-        stringAt(pod, {"metadata", "deletionTimestamp"}).empty() && !podFinished(pod)) {
-      ++count;
-    }
-  }
-  return count;
-}
-
-std::optional<Gang> WaitingPodController::gangOf(const json& pod,
-                                                 std::map<std::string, std::optional<Gang>>& seen) {
+std::optional<Gang> WaitingPodController::gangOf(
+    const json& pod, std::optional<std::map<std::string, int>>& released) const {
   const std::string group = stringAt(pod, {"metadata", "annotations", kPodGroupAnnotation});
   if (group.empty()) {
     return std::nullopt;
   }
   const std::string ns = stringAt(pod, {"metadata", "namespace"});
+  const ObjectSnapshot podGroup = podGroups_->get(ns, group);
+  const json* minMember = podGroup ? memberAt(*podGroup, {"spec", "minMember"}) : nullptr;
+  if (minMember == nullptr || !minMember->is_number_integer() || minMember->get<int64_t>() <= 1) {
+    return std::nullopt;
+  }
+  if (!released) {
+    // Once per pass, for every gang: the members that no longer wait and still run.
+    released.emplace();
+    for (const auto& other : gvirtusPods_->list()) {
+      const std::string otherGroup =
+          stringAt(*other, {"metadata", "annotations", kPodGroupAnnotation});
+      if (!otherGroup.empty() && !isWaiting(*other) && !deleting(*other) && !podFinished(*other)) {
+        ++(*released)[stringAt(*other, {"metadata", "namespace"}) + "/" + otherGroup];
+      }
+    }
+  }
   const std::string key = ns + "/" + group;
-  if (auto it = seen.find(key); it != seen.end()) {
-    return it->second;
-  }
-  std::optional<Gang> gang;
-  // Without KAI's CRD, or without the right to read it, every pod goes alone.
-  auto podGroup = client_.get(kPodGroups, ns, group);
-  const json* spec = podGroup ? member(*podGroup, "spec") : nullptr;
-  const json* minMember = spec != nullptr ? member(*spec, "minMember") : nullptr;
-  if (minMember != nullptr && minMember->is_number_integer() && minMember->get<int64_t>() > 1) {
-    gang = Gang{key, static_cast<int>(std::min<int64_t>(minMember->get<int64_t>(), 1 << 20)), 0};
-    ListOptions options;
-    options.labelSelector = std::string(kEnabledLabel) + "=true";
-    if (auto pods = client_.listAll(resources::kPods, ns, options)) {
-      for (const auto& other : pods->items) {
-        const bool deleted = !stringAt(other, {"metadata", "deletionTimestamp"}).empty();
-        if (stringAt(other, {"metadata", "annotations", kPodGroupAnnotation}) == group &&
-            !isWaiting(other) && !deleted && !podFinished(other)) {
-          ++gang->others;
-        }
-      }
-    }
-  } else if (!podGroup && !podGroup.error().isNotFound()) {
-    log::debug("cannot read the pod's PodGroup; the pod goes alone",
-               {{"podGroup", key}, {"error", podGroup.error().message}});
-  }
-  seen.emplace(key, gang);
-  return gang;
-}
-
-void WaitingPodController::report(const PodOutcome& outcome, RunState& state) {
-  const json& pod = outcome.pod;
-  const ObjectReference ref = referenceTo(pod, "v1", "Pod");
-  const std::string key = podKey(pod);
-  switch (outcome.kind) {
-    case PodOutcome::Kind::Waiting: {
-      // Told when the reason changes, back to an earlier one too: `kubectl gvirtus why`
-      // shows the latest Event, which must be the pod's current reason.
-      std::string& told = state.told[podUid(pod)];
-      if (told == outcome.reason) {
-        return;
-      }
-      told = outcome.reason;
-      log::info("pod waits for a backend", {{"pod", key}, {"reason", outcome.reason}});
-      events_.record(ref, EventType::Normal, kWaitingForBackendReason,
-                     "Waiting for a GVirtuS backend: " + outcome.reason);
-      return;
-    }
-    case PodOutcome::Kind::Released: {
-      const Backend& backend = outcome.choice->backend;
-      std::optional<std::chrono::system_clock::duration> latency;
-      {
-        std::lock_guard lock(mutex_);
-        if (auto it = offers_.find(backend.endpoint()); it != offers_.end()) {
-          latency = outcome.at - std::max(it->second.since, createdAt(pod));
-        }
-      }
-      if (latency && *latency < std::chrono::system_clock::duration::zero()) {
-        latency = std::chrono::system_clock::duration::zero();
-      }
-      if (metrics_ != nullptr) {
-        metrics_->released(latency);
-      }
-      json fields = {{"pod", key},
-                     {"backend", backend.endpoint()},
-                     {"backendPod", backend.podRef()},
-                     {"policy", policyName(outcome.choice->policy)}};
-      if (latency) {
-        fields["sinceBackendReadyMs"] = milliseconds(*latency);
-      }
-      log::info("pod released to a backend", fields);
-      std::string message = "Assigned GVirtuS backend " + backend.endpoint();
-      if (!backend.podRef().empty()) {
-        message += " (pod " + backend.podRef() + ")";
-      }
-      // A WaitingForBackend Event still queued is no longer true: it is not written.
-      events_.withdraw(ref, kWaitingForBackendReason);
-      events_.record(ref, EventType::Normal, kBackendAssignedReason, message);
-      return;
-    }
-    case PodOutcome::Kind::Refused: {
-      std::string& told = state.told[podUid(pod)];
-      if (told == outcome.reason) {
-        return;
-      }
-      told = outcome.reason;
-      log::warn("gated pod not wired by the webhook; not released", {{"pod", key}});
-      events_.record(ref, EventType::Warning, kNotWiredReason,
-                     "Not given a GVirtuS backend: " + outcome.reason);
-      return;
-    }
-    case PodOutcome::Kind::Failed: {
-      const Error& error = *outcome.error;
-      if (isReleaseConflict(error) || error.isNotFound()) {
-        log::debug("pod changed while being released; trying again",
-                   {{"pod", key}, {"error", error.message}});
-      } else {
-        log::warn("cannot release pod; retrying with backoff",
-                  {{"pod", key}, {"error", error.message}});
-      }
-      return;
-    }
-  }
+  const auto counted = released->find(key);
+  return Gang{key, static_cast<int>(std::min<int64_t>(minMember->get<int64_t>(), 1 << 20)),
+              counted != released->end() ? counted->second : 0};
 }
 
 }  // namespace gvirtus::webhook

@@ -23,6 +23,7 @@
 #include "webhook/backend_source.h"
 #include "webhook/pod_wiring.h"
 #include "webhook/release_pass.h"
+#include "webhook/release_reporter.h"
 
 // The waiting-pod controller (docs/pod-contract.md): GVirtuS pods admitted
 // while no backend could take them carry the scheduling gate gvirtus.io/backend; when a
@@ -31,12 +32,6 @@
 namespace gvirtus::webhook {
 
 class WebhookMetrics;
-
-// Event reasons on the pod.
-inline constexpr const char* kWaitingForBackendReason = "WaitingForBackend";
-inline constexpr const char* kBackendAssignedReason = "BackendAssigned";
-// A Warning: the pod carries the gate gvirtus.io/backend, but the webhook did not wire it.
-inline constexpr const char* kNotWiredReason = "NotWiredByWebhook";
 
 // A pod waits while it carries the gate gvirtus.io/backend and is not being deleted.
 bool isWaiting(const nlohmann::json& pod);
@@ -52,19 +47,23 @@ struct WaitingPodControllerOptions {
   // A pass also runs this long after the last one: load reports age and own assignments
   // expire without any event.
   Duration resync = std::chrono::seconds(10);
-  // Candidate GPU nodes opted in and out as pods wait (off without candidates).
-  AutoscaleOptions autoscale;
+  // Told after every pass the pods it left waiting for capacity and the backends it saw
+  // (the autoscale controller's input). Empty: nobody is told.
+  std::function<void(std::vector<CapacityDemand>, BackendSnapshot)> onPassDone;
   // Release patches in flight at once in a pass: a PATCH waits milliseconds for the API
   // server, so one at a time caps releases near 150 pods/s (tests/bench/controller_bench).
   size_t parallelReleases = 8;
+  // Every GVirtuS pod, as frontendFields() keeps it (the cluster backend source's cache,
+  // started by its owner): the gang members already released, and the pods each backend
+  // holds. Null: run() keeps such a cache of its own while it runs.
+  ObjectCache* gvirtusPods = nullptr;
 };
 
 // Watches the waiting GVirtuS pods (label gvirtus.io/enabled=true, unscheduled, in every
-// namespace but the webhook's own) and the backends, and releases waiting pods in passes:
-// a pass runs on every change of either, and at least every `resync`. Records the Events
-// WaitingForBackend (when the pod's reason changes; withdrawn when the pod is released before
-// it was written) and BackendAssigned on the pods, and NotWiredByWebhook (a Warning, once per
-// pod) on a gated pod the webhook never wired, which it leaves gated.
+// namespace but the webhook's own), KAI-Scheduler's PodGroups (none without its CRD) and the
+// backends, and releases waiting pods in passes: a pass runs on every change of these, and
+// at least every `resync`. A pass reads only caches: it sends no GET or LIST. What it
+// decided is told by a ReleaseReporter (Events, log, metrics).
 //
 // run() is the leader's work (or everyone's without --leader-elect): it watches only while
 // it runs. backendsChanged() is called by the backend source on every replica, so that a
@@ -85,28 +84,21 @@ class WaitingPodController {
  private:
   // What one run() remembers about the waiting pods, by UID.
   struct RunState {
-    // The reason a pod was last told (WaitingForBackend again only when it changes).
-    std::map<std::string, std::string> told;
     // The resourceVersion each released pod was patched from: while the cache still holds
     // that version, the pod is not tried again.
     std::map<std::string, std::string> releasedFrom;
-    // When the autoscaler wants its next look, at the latest.
-    std::optional<Duration> nextLook;
   };
-  // One pass; false when a patch failed for another reason than a conflict. `candidates`:
-  // the autoscaler's candidate nodes (empty without it).
-  bool pass(std::stop_token stop, const std::vector<ObjectSnapshot>& pods,
-            const std::vector<nlohmann::json>& candidates, RunState& state);
-  // One step of the autoscaler after a pass's outcomes.
-  void autoscale(const std::vector<PodOutcome>& outcomes,
-                 const std::vector<nlohmann::json>& candidates, RunState& state);
-  // GVirtuS pods given `backend` that have not finished (autoscaler's idle check).
-  Result<int64_t> assignedPods(const Backend& backend);
-  void report(const PodOutcome& outcome, RunState& state);
-  // The gang of a waiting pod, from its PodGroup (read once per pass) and the pods of its
-  // namespace that carry the same annotation but no longer wait.
+  // One pass; false when a patch failed for another reason than a conflict.
+  bool pass(std::stop_token stop, const std::vector<ObjectSnapshot>& pods, RunState& state);
+  // The pods a pass left waiting for capacity and the backends it saw, to onPassDone.
+  void tellPassDone(const std::vector<PodOutcome>& outcomes, BackendSnapshot backends) const;
+  // A pass when a GVirtuS pod of a gang changes: a member released or gone changes what its
+  // gang waits for.
+  ResourceEventHandlers gangMemberHandlers();
+  // The gang of a waiting pod, from its PodGroup and the GVirtuS pods that carry the same
+  // annotation but no longer wait (counted once per pass for all gangs, in `released`).
   std::optional<Gang> gangOf(const nlohmann::json& pod,
-                             std::map<std::string, std::optional<Gang>>& seen);
+                             std::optional<std::map<std::string, int>>& released) const;
   void wake();
 
   KubeClient& client_;
@@ -115,7 +107,10 @@ class WaitingPodController {
   EventRecorder& events_;
   WebhookMetrics* metrics_;
   WaitingPodControllerOptions options_;
-  std::unique_ptr<BackendAutoscaler> autoscaler_;  // with --autoscale-candidates
+  ReleaseReporter reporter_;
+  // While run() runs (set before its controller starts, read by its passes).
+  const ObjectCache* gvirtusPods_ = nullptr;
+  const ObjectCache* podGroups_ = nullptr;
 
   std::mutex mutex_;
   std::shared_ptr<Controller> controller_;  // while run() runs

@@ -1,7 +1,5 @@
-// Standard base64 (RFC 4648): our encoder, OpenSSL's decoder, strict about what it reads.
+// Standard base64 (RFC 4648) over OpenSSL, strict about what it reads.
 #include "common/base64.h"
-
-#include <openssl/evp.h>
 
 #include <catch2/catch.hpp>
 #include <random>
@@ -28,20 +26,17 @@ TEST_CASE("base64 round trips and matches RFC 4648 vectors", "[base64]") {
   CHECK_FALSE(base64Decode("Zm9v!").has_value());
 }
 
-TEST_CASE("base64 encodes as OpenSSL's EVP_EncodeBlock does, at every length", "[base64]") {
+TEST_CASE("base64 round trips at every length", "[base64]") {
   std::mt19937 random(11);
   for (std::size_t size = 0; size < 300; ++size) {
     std::string bytes(size, '\0');
     for (char& c : bytes) {
       c = static_cast<char>(random());
     }
-    std::string expected(4 * ((size + 2) / 3) + 1, '\0');
-    const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(expected.data()),
-                                  reinterpret_cast<const unsigned char*>(bytes.data()),
-                                  static_cast<int>(size));
-    expected.resize(static_cast<std::size_t>(n));
+    const std::string encoded = base64Encode(bytes);
     INFO("size " << size);
-    REQUIRE(base64Encode(bytes) == expected);
+    REQUIRE(encoded.size() == 4 * ((size + 2) / 3));
+    REQUIRE(base64Decode(encoded).value() == bytes);
   }
 }
 

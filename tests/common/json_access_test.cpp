@@ -38,3 +38,23 @@ TEST_CASE("writing along a path makes what is missing and keeps what is there", 
   gvirtus::objectAt(scalar, {"a"});
   CHECK(scalar == json({{"a", json::object()}}));
 }
+
+TEST_CASE("text to JSON: errors as values that say where the text went wrong", "[json]") {
+  auto parsed = gvirtus::parseJson(R"({"a": [1, 2,, 3]})");
+  REQUIRE_FALSE(parsed.has_value());
+  CHECK_THAT(parsed.error().message, Catch::Contains("column 13"));
+  CHECK_FALSE(gvirtus::parseJson(R"({"a": 1} trailing)").has_value());
+  CHECK_FALSE(gvirtus::parseJson("").has_value());
+  // nlohmann throws out_of_range, not parse_error, for these: still an error, never thrown.
+  CHECK_FALSE(gvirtus::parseJson(R"({"sessions": 1e400})").has_value());
+  CHECK_FALSE(gvirtus::parseJson("-1e400").has_value());
+  CHECK(gvirtus::parseJson(R"( {"a": [1, "x", null]} )").value() == json{{"a", {1, "x", nullptr}}});
+  // Deep nesting is read without recursion: a hostile depth costs heap, not the stack.
+  const std::string deep = std::string(100'000, '[') + std::string(100'000, ']');
+  CHECK(gvirtus::parseJson(deep).has_value());
+}
+
+TEST_CASE("JSON to text: compact, and a tenant's bad UTF-8 is replaced, not thrown on", "[json]") {
+  CHECK(gvirtus::compactJson(json{{"b", 1}, {"a", "x\n"}}) == R"({"a":"x\n","b":1})");
+  CHECK(gvirtus::compactJson(json("bad \xff byte")) == "\"bad \xEF\xBF\xBD byte\"");
+}

@@ -30,13 +30,6 @@ std::string applyError(const json& doc, const char* patch) {
   return result.error().message;
 }
 
-json pod() {
-  return json::parse(R"({
-    "metadata": {"name": "app", "labels": {"gvirtus.io/enabled": "true"}},
-    "spec": {"containers": [{"name": "main", "image": "app"}, {"name": "side"}]}
-  })");
-}
-
 }  // namespace
 
 TEST_CASE("jsonPointer escapes tokens as RFC 6901 says", "[json_patch]") {
@@ -99,101 +92,6 @@ TEST_CASE("applyJsonPatch applies all or nothing, and an error is a value", "[js
           .empty());
   CHECK_FALSE(applyError(doc, R"({"op":"add"})").empty());
   CHECK_FALSE(applyError(doc, R"([{"op":"add","path":"/x/y","value":1}])").empty());
-}
-
-TEST_CASE("setMapEntry adds the map when it is missing", "[json_patch]") {
-  const json doc = pod();
-  JsonPatch patch;
-  patch.setMapEntry(doc, {"metadata", "annotations"}, "gvirtus.io/backend", "10.0.0.1:9999");
-  patch.setMapEntry(doc, {"metadata", "annotations"}, "gvirtus.io/backend-pod", "ns/b-0");
-  // The second entry lands in the map the first one creates, not in a second copy of it.
-  REQUIRE(patch.size() == 2);
-  CHECK(patch.toJson()[0] == json::parse(R"({"op": "add", "path": "/metadata/annotations",
-      "value": {"gvirtus.io/backend": "10.0.0.1:9999"}})"));
-  CHECK(patch.toJson()[1]["path"] == "/metadata/annotations/gvirtus.io~1backend-pod");
-  const json patched = applyPatch(doc, patch);
-  CHECK(patched["metadata"]["annotations"] == json::parse(R"({
-      "gvirtus.io/backend": "10.0.0.1:9999", "gvirtus.io/backend-pod": "ns/b-0"})"));
-
-  SECTION("applying the patch twice is a no-op") {
-    CHECK(applyPatch(patched, patch) == patched);
-  }
-  SECTION("a patch built from the patched document is empty") {
-    JsonPatch again;
-    again.setMapEntry(patched, {"metadata", "annotations"}, "gvirtus.io/backend", "10.0.0.1:9999");
-    again.setMapEntry(patched, {"metadata", "annotations"}, "gvirtus.io/backend-pod", "ns/b-0");
-    CHECK(again.empty());
-  }
-}
-
-TEST_CASE("setMapEntry adds, replaces or leaves a key", "[json_patch]") {
-  const json doc = pod();
-  JsonPatch patch;
-  patch.setMapEntry(doc, {"metadata", "labels"}, "gvirtus.io/enabled", "true");
-  CHECK(patch.empty());
-  patch.setMapEntry(doc, {"metadata", "labels"}, "kai.scheduler/queue", "gpu");
-  REQUIRE(patch.size() == 1);
-  CHECK(patch.toJson()[0] == json::parse(R"({"op": "add",
-      "path": "/metadata/labels/kai.scheduler~1queue", "value": "gpu"})"));
-  patch.setMapEntry(doc, {"metadata", "labels"}, "gvirtus.io/enabled", "false");
-  REQUIRE(patch.size() == 2);
-  CHECK(patch.toJson()[1]["op"] == "replace");
-  // Judged against the document with the patch so far: setting the same value again adds
-  // nothing, and setting the old value back is a replace.
-  patch.setMapEntry(doc, {"metadata", "labels"}, "kai.scheduler/queue", "gpu");
-  CHECK(patch.size() == 2);
-  patch.setMapEntry(doc, {"metadata", "labels"}, "gvirtus.io/enabled", "true");
-  CHECK(patch.size() == 3);
-  const json patched = applyPatch(doc, patch);
-  CHECK(patched["metadata"]["labels"] == json::parse(R"({
-      "gvirtus.io/enabled": "true", "kai.scheduler/queue": "gpu"})"));
-  CHECK(applyPatch(patched, patch) == patched);
-}
-
-TEST_CASE("setMapEntry creates nested maps and steps into arrays", "[json_patch]") {
-  const json doc = pod();
-  JsonPatch patch;
-  patch.setMapEntry(doc, {"spec", "containers", "0", "resources", "limits"}, "nvidia.com/gpu", "1");
-  patch.setMapEntry(doc, {"spec", "containers", "0", "resources", "requests"}, "cpu", "1");
-  patch.setMapEntry(doc, {"spec", "nodeSelector"}, "gvirtus.io/frontend.allowed", "true");
-  patch.setMapEntry(doc, {"spec", "template", "metadata", "labels"}, "a", "b");
-  const json patched = applyPatch(doc, patch);
-  CHECK(patched["spec"]["containers"][0]["resources"] ==
-        json::parse(R"({"limits": {"nvidia.com/gpu": "1"}, "requests": {"cpu": "1"}})"));
-  CHECK(patched["spec"]["containers"][1] == doc["spec"]["containers"][1]);
-  CHECK(patched["spec"]["nodeSelector"] == json{{"gvirtus.io/frontend.allowed", "true"}});
-  CHECK(patched["spec"]["template"] == json::parse(R"({"metadata": {"labels": {"a": "b"}}})"));
-  CHECK(patch.toJson()[0]["path"] == "/spec/containers/0/resources");
-  CHECK(applyPatch(patched, patch) == patched);
-}
-
-TEST_CASE("setMapEntry replaces a null or non-object map", "[json_patch]") {
-  json doc = pod();
-  doc["metadata"]["annotations"] = nullptr;
-  JsonPatch patch;
-  patch.setMapEntry(doc, {"metadata", "annotations"}, "k", "v");
-  CHECK(applyPatch(doc, patch)["metadata"]["annotations"] == json{{"k", "v"}});
-
-  JsonPatch root;
-  root.setMapEntry(json::array(), {}, "k", 1);
-  CHECK(applyPatch(json::array(), root) == json{{"k", 1}});
-  JsonPatch rootObject;
-  rootObject.setMapEntry(json{{"k", 1}}, {}, "k", 1);
-  CHECK(rootObject.empty());
-}
-
-TEST_CASE("removeMapEntry removes a key only when present", "[json_patch]") {
-  const json doc = pod();
-  JsonPatch patch;
-  patch.removeMapEntry(doc, {"metadata", "labels"}, "missing");
-  patch.removeMapEntry(doc, {"metadata", "annotations"}, "missing");
-  CHECK(patch.empty());
-  patch.removeMapEntry(doc, {"metadata", "labels"}, "gvirtus.io/enabled");
-  patch.removeMapEntry(doc, {"metadata", "labels"}, "gvirtus.io/enabled");
-  REQUIRE(patch.size() == 1);
-  CHECK(patch.toJson()[0] ==
-        json::parse(R"({"op": "remove", "path": "/metadata/labels/gvirtus.io~1enabled"})"));
-  CHECK(applyPatch(doc, patch)["metadata"]["labels"] == json::object());
 }
 
 TEST_CASE("the patch between two documents turns one into the other", "[json_patch]") {

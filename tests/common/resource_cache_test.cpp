@@ -374,6 +374,24 @@ TEST_CASE("stop() ends an open watch promptly", "[resource_cache]") {
   cache.stop();              // idempotent
 }
 
+TEST_CASE("a kind the server does not serve is an empty synced store only when asked",
+          "[resource_cache]") {
+  testing::FakeApiServer server;  // serves ConfigMaps and Leases: a PodGroup list is a 404
+  auto client = clientFor(server);
+  const KubeResource podGroups{"scheduling.run.ai", "v2alpha2", "podgroups", true};
+  ResourceCacheOptions options = fastOptions();
+  options.absentMeansEmpty = true;
+  ResourceCache emptyWhenAbsent(*client, podGroups, "", "", "", options);
+  emptyWhenAbsent.start();
+  REQUIRE(emptyWhenAbsent.waitForSync(5s));
+  CHECK(emptyWhenAbsent.size() == 0);
+  CHECK(emptyWhenAbsent.list().empty());
+
+  ResourceCache strict(*client, podGroups, "", "", "", fastOptions());
+  strict.start();
+  CHECK_FALSE(strict.waitForSync(300ms));
+}
+
 TEST_CASE("without a server the cache does not sync and keeps retrying", "[resource_cache]") {
   KubeConfig config;
   {

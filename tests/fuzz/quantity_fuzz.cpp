@@ -5,14 +5,14 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "webhook/quantity.h"
+#include "common/quantity.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  if (auto value = gvirtus::webhook::parseQuantity(text); value && !std::isfinite(*value)) {
+  if (auto value = gvirtus::parseQuantity(text); value && !std::isfinite(*value)) {
     std::abort();
   }
-  if (auto mib = gvirtus::webhook::parseMemoryMiB(text); mib && *mib < 0) {
+  if (auto mib = gvirtus::parseMemoryMiB(text); mib && *mib < 0) {
     std::abort();
   }
   return 0;

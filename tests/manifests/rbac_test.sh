@@ -70,8 +70,8 @@ expect no gvirtus-webhook patch nodes
 expect yes gvirtus-webhook create events default
 expect yes gvirtus-webhook patch events default
 expect no gvirtus-webhook delete events default
-expect_group yes gvirtus-webhook get scheduling.run.ai podgroups default
-expect_group no gvirtus-webhook list scheduling.run.ai podgroups default
+expect_group yes gvirtus-webhook list scheduling.run.ai podgroups default
+expect_group yes gvirtus-webhook watch scheduling.run.ai podgroups default
 expect_group no gvirtus-webhook patch scheduling.run.ai podgroups default
 expect yes gvirtus-webhook get secrets/gvirtus-webhook-tls "$ns"
 expect yes gvirtus-webhook update secrets/gvirtus-webhook-tls "$ns"

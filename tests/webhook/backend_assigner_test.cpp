@@ -5,6 +5,7 @@
 #include "webhook/fixtures.h"
 
 using namespace gvirtus::webhook;
+using gvirtus::BackendRequirements;
 using gvirtus::webhook::testing::backend;
 
 namespace {

@@ -10,6 +10,7 @@
 #include "webhook/autoscaler_fixtures.h"
 
 using namespace gvirtus::webhook;
+using gvirtus::BackendRequirements;
 using namespace gvirtus::webhook::autoscaler_testing;
 
 TEST_CASE("a candidate node is read from its labels, capacity and annotations", "[autoscale]") {
@@ -206,6 +207,31 @@ TEST_CASE("a node opted in by hand, or edited by an operator, is never touched",
   const CandidateNode stale = candidateFromNode(cluster.nodes["edited"]);
   cluster.nodes["edited"]["metadata"]["labels"]["gvirtus.io/backend.allowed"] = "false";
   CHECK_FALSE(gvirtus::applyJsonPatch(cluster.nodes["edited"], optOutPatch(stale).toJson()));
+}
+
+TEST_CASE("node patches keep what others wrote, and refuse a node changed since it was read",
+          "[autoscale]") {
+  json node = gpuNode("gpu-a", {{"gvirtus.io/backend.allowed", "true"}, {"team", "ml"}},
+                      {{"gvirtus.io/autoscaled", "2026-11-23T09:00:00Z"},
+                       {"gvirtus.io/backend.draining", "2026-11-23T09:30:00Z"},
+                       {"example.com/owner", "ops"}});
+  const CandidateNode read = candidateFromNode(node);
+  auto optedOut = gvirtus::applyJsonPatch(node, optOutPatch(read).toJson());
+  REQUIRE(optedOut);
+  CHECK((*optedOut)["metadata"]["labels"]["gvirtus.io/backend.allowed"] == "false");
+  CHECK((*optedOut)["metadata"]["labels"]["team"] == "ml");
+  CHECK((*optedOut)["metadata"]["annotations"] == json{{"example.com/owner", "ops"}});
+  auto undrained = gvirtus::applyJsonPatch(node, undrainPatch(read).toJson());
+  REQUIRE(undrained);
+  CHECK((*undrained)["metadata"]["annotations"] ==
+        json{{"gvirtus.io/autoscaled", "2026-11-23T09:00:00Z"}, {"example.com/owner", "ops"}});
+
+  // Another writer added an annotation since: the whole-map write would drop it, so the
+  // resourceVersion test refuses the patch.
+  node["metadata"]["annotations"]["example.com/added"] = "later";
+  node["metadata"]["resourceVersion"] = "2";
+  CHECK_FALSE(gvirtus::applyJsonPatch(node, optOutPatch(read).toJson()));
+  CHECK_FALSE(gvirtus::applyJsonPatch(node, undrainPatch(read).toJson()));
 }
 
 TEST_CASE("min keeps backends without demand, and a node opted out cools down", "[autoscale]") {

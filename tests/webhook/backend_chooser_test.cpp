@@ -9,7 +9,9 @@
 
 using namespace gvirtus::webhook;
 using gvirtus::BackendLoad;
+using gvirtus::BackendRequirements;
 using gvirtus::GpuLoad;
+using gvirtus::Policy;
 using gvirtus::webhook::testing::backend;
 using namespace std::chrono;
 
@@ -351,17 +353,6 @@ TEST_CASE("GPU memory taken by recent assignments counts against that GPU", "[ch
     gpus.push_back(*choice->gpuIndex);
   }
   CHECK(gpus == std::vector<int64_t>{0, 0, 1, 0, 1, 0, 1});
-
-  // The largest of the three asks counts: KAI gpu-memory, gvirtus.io/gpu-memory, fraction.
-  BackendRequirements mixed;
-  mixed.gpuMemoryMiB = 1000;
-  mixed.kaiGpuMemoryMiB = 3000;
-  mixed.gpuFraction = 0.05;
-  CHECK(memoryDemandMiB(mixed, 40960) == 3000);
-  CHECK(memoryDemandMiB(mixed, 81920) == 4096);
-  CHECK(memoryDemandMiB({}, 81920) == 0);
-  CHECK_FALSE(asksForGpuMemory({}));
-  CHECK(asksForGpuMemory(mixed));
 
   // A minute later the reservations are gone.
   clock.now += minutes(1);

@@ -5,6 +5,7 @@
 using namespace gvirtus::webhook;
 using gvirtus::BackendLoad;
 using gvirtus::GpuLoad;
+using gvirtus::GpuShare;
 using namespace std::chrono;
 
 TEST_CASE("a backend's endpoint is IPv4:PORT", "[backend]") {

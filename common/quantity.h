@@ -4,7 +4,7 @@
 
 #include "common/error.h"
 
-namespace gvirtus::webhook {
+namespace gvirtus {
 
 // Parses a Kubernetes resource quantity ("16Gi", "500M", "1.5G", "100m", "12e3", "+2")
 // into its value in base units (bytes for memory). The error is one line quoting the text.
@@ -14,4 +14,4 @@ Result<double> parseQuantity(std::string_view text);
 // are errors.
 Result<long long> parseMemoryMiB(std::string_view text);
 
-}  // namespace gvirtus::webhook
+}  // namespace gvirtus

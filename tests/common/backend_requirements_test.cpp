@@ -1,8 +1,8 @@
-#include "webhook/backend_requirements.h"
+#include "common/backend_requirements.h"
 
 #include <catch2/catch.hpp>
 
-using namespace gvirtus::webhook;
+using namespace gvirtus;
 using nlohmann::json;
 
 namespace {
@@ -72,4 +72,17 @@ TEST_CASE("KAI-Scheduler's GPU sharing annotations", "[requirements]") {
   auto whole = requirementsFromPod(podWithAnnotations({{"gpu-fraction", "1"}}));
   REQUIRE(whole.has_value());
   CHECK(memoryDemandMiB(*whole, 16384) == 16384);
+}
+
+TEST_CASE("the largest of a pod's GPU memory asks counts", "[requirements]") {
+  // KAI gpu-memory, gvirtus.io/gpu-memory, and the fraction of the GPU's total.
+  BackendRequirements mixed;
+  mixed.gpuMemoryMiB = 1000;
+  mixed.kaiGpuMemoryMiB = 3000;
+  mixed.gpuFraction = 0.05;
+  CHECK(memoryDemandMiB(mixed, 40960) == 3000);
+  CHECK(memoryDemandMiB(mixed, 81920) == 4096);
+  CHECK(memoryDemandMiB({}, 81920) == 0);
+  CHECK_FALSE(asksForGpuMemory({}));
+  CHECK(asksForGpuMemory(mixed));
 }

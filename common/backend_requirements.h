@@ -8,7 +8,7 @@
 
 #include "common/error.h"
 
-namespace gvirtus::webhook {
+namespace gvirtus {
 
 // How the webhook picks a backend (--policy, or a pod's gvirtus.io/backend-policy).
 enum class Policy { LeastConnections, RoundRobin, Random, SameZone };
@@ -45,4 +45,4 @@ bool asksForGpuMemory(const BackendRequirements& pod);
 // error naming it and quoting its value.
 Result<BackendRequirements> requirementsFromPod(const nlohmann::json& pod);
 
-}  // namespace gvirtus::webhook
+}  // namespace gvirtus

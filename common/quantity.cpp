@@ -1,9 +1,9 @@
-#include "webhook/quantity.h"
+#include "common/quantity.h"
 
 #include <cmath>
 #include <string>
 
-namespace gvirtus::webhook {
+namespace gvirtus {
 namespace {
 
 struct Suffix {
@@ -130,4 +130,4 @@ Result<long long> parseMemoryMiB(std::string_view text) {
   return static_cast<long long>(mib);
 }
 
-}  // namespace gvirtus::webhook
+}  // namespace gvirtus

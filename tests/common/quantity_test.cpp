@@ -1,8 +1,8 @@
-#include "webhook/quantity.h"
+#include "common/quantity.h"
 
 #include <catch2/catch.hpp>
 
-using namespace gvirtus::webhook;
+using namespace gvirtus;
 
 TEST_CASE("quantities in binary, decimal and exponent forms", "[quantity]") {
   CHECK(parseQuantity("16Gi").value() == 16.0 * 1024 * 1024 * 1024);

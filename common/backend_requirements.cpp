@@ -1,21 +1,22 @@
-#include "webhook/backend_requirements.h"
+#include "common/backend_requirements.h"
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 
 #include "common/json_access.h"
+#include "common/labels.h"
+#include "common/quantity.h"
 #include "common/strings.h"
-#include "webhook/names.h"
-#include "webhook/quantity.h"
 
-namespace gvirtus::webhook {
+namespace gvirtus {
 namespace {
 
 using nlohmann::json;
 
-std::optional<std::string> stringAt(const json& pod, std::string_view section,
-                                    std::string_view key) {
+// The string at metadata.SECTION.KEY of the pod; nullopt when absent or not a string.
+std::optional<std::string> metadataString(const json& pod, std::string_view section,
+                                          std::string_view key) {
   const json* metadata = member(pod, "metadata");
   const json* map = metadata != nullptr ? member(*metadata, section) : nullptr;
   const json* value = map != nullptr ? member(*map, key) : nullptr;
@@ -74,57 +75,58 @@ std::string_view policyName(Policy policy) {
 
 Result<BackendRequirements> requirementsFromPod(const json& pod) {
   BackendRequirements out;
-  auto annotation = [&](std::string_view key) { return stringAt(pod, "annotations", key); };
+  auto annotation = [&](std::string_view key) { return metadataString(pod, "annotations", key); };
   auto invalid = [](std::string_view key, const std::string& value, const std::string& why) {
     return fail("annotation " + std::string(key) + "=\"" + value + "\": " + why);
   };
-  if (auto text = annotation(kGpuMemoryAnnotation)) {
+  if (auto text = annotation(names::kGpuMemoryAnnotation)) {
     auto mib = parseMemoryMiB(trim(*text));
     if (!mib) {
-      return invalid(kGpuMemoryAnnotation, *text, mib.error().message);
+      return invalid(names::kGpuMemoryAnnotation, *text, mib.error().message);
     }
     out.gpuMemoryMiB = *mib;
   }
-  if (auto text = annotation(kGpusAnnotation)) {
+  if (auto text = annotation(names::kGpusAnnotation)) {
     auto gpus = parseNonNegative(trim(*text));
     if (!gpus) {
-      return invalid(kGpusAnnotation, *text, "not a non-negative integer");
+      return invalid(names::kGpusAnnotation, *text, "not a non-negative integer");
     }
     out.gpus = *gpus;
   }
-  if (auto text = annotation(kKaiGpuFractionAnnotation)) {
+  if (auto text = annotation(names::kKaiGpuFractionAnnotation)) {
     const std::string_view value = trim(*text);
     double fraction = 0;
     auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), fraction);
     if (value.empty() || ec != std::errc() || end != value.data() + value.size() ||
         !(fraction > 0 && fraction <= 1)) {
-      return invalid(kKaiGpuFractionAnnotation, *text,
+      return invalid(names::kKaiGpuFractionAnnotation, *text,
                      "not a share of one GPU above 0 and at most 1");
     }
     out.gpuFraction = fraction;
   }
-  if (auto text = annotation(kKaiGpuMemoryAnnotation)) {
+  if (auto text = annotation(names::kKaiGpuMemoryAnnotation)) {
     auto mib = parseNonNegative(trim(*text));
     if (!mib) {
-      return invalid(kKaiGpuMemoryAnnotation, *text, "not a non-negative integer (MiB)");
+      return invalid(names::kKaiGpuMemoryAnnotation, *text, "not a non-negative integer (MiB)");
     }
     out.kaiGpuMemoryMiB = *mib;
   }
-  if (auto text = annotation(kBackendPolicyAnnotation)) {
+  if (auto text = annotation(names::kBackendPolicyAnnotation)) {
     auto policy = parsePolicy(trim(*text));
     if (!policy) {
-      return invalid(kBackendPolicyAnnotation, *text, policy.error().message);
+      return invalid(names::kBackendPolicyAnnotation, *text, policy.error().message);
     }
     out.policy = *policy;
   }
-  if (const std::string ns = gvirtus::stringAt(pod, {"metadata", "namespace"}),
-      name = gvirtus::stringAt(pod, {"metadata", "name"});
+  if (const std::string ns = stringAt(pod, {"metadata", "namespace"}),
+      name = stringAt(pod, {"metadata", "name"});
       !ns.empty() && !name.empty()) {
     out.pod = ns + "/" + name;
   }
   if (const json* spec = member(pod, "spec")) {
     if (const json* selector = member(*spec, "nodeSelector")) {
-      if (const json* zone = member(*selector, kZoneLabel); zone != nullptr && zone->is_string()) {
+      if (const json* zone = member(*selector, names::kZoneLabel);
+          zone != nullptr && zone->is_string()) {
         out.zone = zone->get<std::string>();
       }
     }
@@ -132,4 +134,4 @@ Result<BackendRequirements> requirementsFromPod(const json& pod) {
   return out;
 }
 
-}  // namespace gvirtus::webhook
+}  // namespace gvirtus
