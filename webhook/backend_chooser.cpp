@@ -87,9 +87,11 @@ void BackendChooser::pruneLocked(TimePoint now) {
   for (auto it = assignments_.begin(); it != assignments_.end();) {
     auto& reservations = it->second;
     while (!reservations.empty() && now - reservations.front().at >= window) {
+      unmatchLocked(it->first, reservations.front().seenAs.empty() ? 0 : 1);
       reservations.pop_front();
     }
-    // In time order: when the oldest unconfirmed one still counts, all of them do.
+    // In time order: when the oldest unconfirmed one still counts, all of them do. (An
+    // unconfirmed one was never matched: nothing to unmatch.)
     auto oldest =
         std::ranges::find_if(reservations, [](const Reservation& r) { return !r.confirmed; });
     if (oldest != reservations.end() && now - oldest->at >= unconfirmed) {
@@ -138,6 +140,7 @@ void BackendChooser::confirmLocked(const Backend& backend) {
     if (found != unmatched.end()) {
       r.confirmed = true;
       r.seenAs = (*found)->pod;
+      ++matched_[backend.endpoint()];
       unmatched.erase(found);
     }
   };
@@ -157,8 +160,9 @@ void BackendChooser::confirmLocked(const Backend& backend) {
 }
 
 void BackendChooser::forgetGoneLocked(const Backend& backend, TimePoint now) {
+  auto matched = matched_.find(backend.endpoint());
   auto it = assignments_.find(backend.endpoint());
-  if (it == assignments_.end()) {
+  if (matched == matched_.end() || it == assignments_.end()) {
     return;
   }
   auto listedNow = [&](const Reservation& r) -> const AssignedPod* {
@@ -176,10 +180,11 @@ void BackendChooser::forgetGoneLocked(const Backend& backend, TimePoint now) {
   // Backend::assigned leaves out): counting it for the rest of the window would steer the
   // next pods away from a backend for nothing. One never listed yet (released, and the
   // cache has not caught up) still counts.
-  std::erase_if(it->second, [&](const Reservation& r) {
+  const size_t forgotten = std::erase_if(it->second, [&](const Reservation& r) {
     return r.listedCreated && now - *r.listedCreated < window - kListSlack &&
            listedNow(r) == nullptr;
   });
+  unmatchLocked(backend.endpoint(), forgotten);  // listedCreated: matched
   for (auto& r : it->second) {
     if (const AssignedPod* pod = listedNow(r)) {
       r.listedCreated = pod->created;
@@ -247,9 +252,21 @@ BackendChooser::Reservation* BackendChooser::findLocked(const Choice& choice) {
   return found == it->second.end() ? nullptr : &*found;
 }
 
+void BackendChooser::unmatchLocked(const std::string& endpoint, size_t count) {
+  auto it = matched_.find(endpoint);
+  if (count == 0 || it == matched_.end()) {
+    return;
+  }
+  it->second -= std::min(count, it->second);
+  if (it->second == 0) {
+    matched_.erase(it);
+  }
+}
+
 void BackendChooser::cancelAssignment(const Choice& choice) {
   std::lock_guard lock(mutex_);
-  if (findLocked(choice) != nullptr) {
+  if (const Reservation* found = findLocked(choice)) {
+    unmatchLocked(choice.backend.endpoint(), found->seenAs.empty() ? 0 : 1);
     auto it = assignments_.find(choice.backend.endpoint());
     std::erase_if(it->second, [&](const Reservation& r) { return r.id == choice.reservation; });
     if (it->second.empty()) {
@@ -263,7 +280,13 @@ void BackendChooser::confirmAssignment(const Choice& choice) {
   if (Reservation* r = findLocked(choice)) {
     r->confirmed = true;
     // Its pod, seen in the cluster later, confirms nothing else.
+    const bool wasMatched = !r->seenAs.empty();
     r->seenAs = r->pod;
+    if (!wasMatched && !r->seenAs.empty()) {
+      ++matched_[choice.backend.endpoint()];
+    } else if (wasMatched && r->seenAs.empty()) {
+      unmatchLocked(choice.backend.endpoint(), 1);
+    }
   }
 }
 

@@ -149,6 +149,8 @@ class BackendChooser {
   void confirmLocked(const Backend& backend);
   // Forgets the assignments to `backend` whose pods were among its pods and are gone.
   void forgetGoneLocked(const Backend& backend, TimePoint now);
+  // `count` matched reservations of `endpoint` went away.
+  void unmatchLocked(const std::string& endpoint, size_t count);
   int64_t recentLocked(const std::string& endpoint) const;
   // Pods other webhook instances gave `backend` within the window.
   int64_t assignedElsewhere(const Backend& backend, TimePoint now) const;
@@ -159,6 +161,11 @@ class BackendChooser {
   ChooserOptions options_;
   std::mutex mutex_;
   std::map<std::string, std::deque<Reservation>> assignments_;
+  // Per backend: how many of its reservations were matched to a pod (seenAs set; only
+  // those can be forgotten as gone). Without any, forgetGoneLocked() returns at once
+  // instead of walking every reservation of the window on each review (static backends,
+  // or a flood of reviews for pods never created, leave them all unmatched).
+  std::map<std::string, size_t> matched_;
   std::atomic<TieOrder> tieOrder_ = TieOrder::Own;
   uint64_t nextRoundRobin_ = 0;
   uint64_t nextReservation_ = 1;
