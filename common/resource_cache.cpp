@@ -18,6 +18,9 @@ namespace {
 // A watch that ends this fast without a single event is treated as a failure, so that a
 // server closing watches at once does not make the loop spin (client-go does the same).
 constexpr auto kShortWatch = std::chrono::seconds(1);
+// How often a kind found absent (ResourceCacheOptions::absentMeansEmpty) is listed again:
+// soon after a CRD is installed, its objects count.
+constexpr auto kAbsentRelist = std::chrono::seconds(5);
 
 std::string resourceVersionOf(const json& object) {
   return stringAt(object, {"metadata", "resourceVersion"});
@@ -179,10 +182,12 @@ void ResourceCache::run(std::stop_token stop) {
       }
       if (!listed && options_.absentMeansEmpty &&
           (listed.error().isNotFound() || listed.error().httpStatus == 403)) {
+        absent_.store(true);  // before the store syncs: a reader never sees it served and empty
         if (!hasSynced() || size() > 0) {
-          const json fields = {{"resource", name},
-                               {"error", listed.error().message},
-                               {"retryIn", formatDuration(options_.backoffMax)}};
+          const json fields = {
+              {"resource", name},
+              {"error", listed.error().message},
+              {"retryIn", formatDuration(std::min<Duration>(options_.backoffMax, kAbsentRelist))}};
           if (listed.error().isNotFound()) {
             log::info("cache: the API server does not serve this kind; empty until it does",
                       fields);
@@ -191,7 +196,8 @@ void ResourceCache::run(std::stop_token stop) {
           }
           replaceStore({}, {});
         }
-        if (!options_.clock->sleepUnlessStopped(stop, options_.backoffMax)) {
+        if (!options_.clock->sleepUnlessStopped(
+                stop, std::min<Duration>(options_.backoffMax, kAbsentRelist))) {
           break;
         }
         continue;
@@ -206,6 +212,7 @@ void ResourceCache::run(std::stop_token stop) {
         }
         continue;
       }
+      absent_.store(false);
       needList = false;
       justListed = true;
     }

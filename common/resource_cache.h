@@ -50,10 +50,10 @@ struct ResourceCacheOptions {
   std::function<nlohmann::json(nlohmann::json)> transform;
   // A kind the API server does not serve (404 on the list: a CRD not installed, such as
   // KAI-Scheduler's PodGroups), or that this account may not list (403: a ClusterRole older
-  // than the binary), is an empty store that counts as synced, so that what the cache only
-  // adds to (gangs) does not stop the rest; the list is tried again every backoffMax, so a
-  // CRD installed or a right granted later is seen. Off: both are retried with backoff and
-  // the cache never syncs.
+  // than the binary), is an empty store that counts as synced (absent() says so), so that
+  // what the cache only adds to (gangs) does not stop the rest. The list is tried again
+  // every few seconds (at most backoffMax): a CRD installed or a right granted later is
+  // seen soon. Off: both are retried with backoff and the cache never syncs.
   bool absentMeansEmpty = false;
   // What the waits between attempts sleep on.
   Clock* clock = &systemClock();
@@ -99,6 +99,9 @@ class ResourceCache final : public ObjectCache {
   std::vector<std::string> keys() const;
   size_t size() const;
 
+  // With absentMeansEmpty: true while the last list was refused as absent (404 or 403),
+  // false once a list worked.
+  bool absent() const { return absent_.load(); }
   // Lists after the first one (410 Gone, or a failed list retried).
   int64_t relistCount() const { return relists_.load(); }
   // Watch requests that ended (normally or not); for tests and metrics.
@@ -134,6 +137,7 @@ class ResourceCache final : public ObjectCache {
   std::vector<ResourceEventHandlers> handlers_;  // fixed once started
   std::atomic<bool> started_ = false;
   std::atomic<int64_t> lists_ = 0;
+  std::atomic<bool> absent_ = false;
   std::atomic<int64_t> relists_ = 0;
   std::atomic<int64_t> watches_ = 0;
   std::jthread thread_;  // last member: stopped and joined first

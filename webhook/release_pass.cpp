@@ -51,7 +51,7 @@ std::vector<ReleaseUnit> releaseUnits(const std::vector<const json*>& waiting,
   std::map<std::string, size_t> unitOfGang;
   for (const json* pod : waiting) {
     std::optional<Gang> gang = gangOf ? gangOf(*pod) : std::nullopt;
-    if (!gang || gang->minMember <= 1) {
+    if (!gang || (gang->minMember <= 1 && !gang->unseen)) {
       units.push_back({{pod}, std::nullopt});
       continue;
     }
@@ -145,7 +145,9 @@ class ReleasePass {
     std::string reason;
     bool forCapacity = false;
     const int members = static_cast<int>(unit.pods.size()) + (unit.gang ? unit.gang->others : 0);
-    if (unit.gang && members < unit.gang->minMember) {
+    if (unit.gang && unit.gang->unseen) {
+      reason = "its PodGroup " + unit.gang->name + " is not seen yet";
+    } else if (unit.gang && members < unit.gang->minMember) {
       reason = "gang " + unit.gang->name + " has " + std::to_string(members) + " of its " +
                std::to_string(unit.gang->minMember) + " pods";
     }

@@ -63,6 +63,10 @@ struct Gang {
   std::string name;   // namespace/PodGroup
   int minMember = 1;  // from the PodGroup
   int others = 0;     // members that no longer wait (released earlier)
+  // The pod names a PodGroup the cache does not show yet (KAI's podgrouper writes the
+  // annotation once the PodGroup exists, so it is on its way): its members wait for it
+  // rather than go alone, which could release part of a gang.
+  bool unseen = false;
 };
 // The gang of a waiting pod; nullopt for a pod that goes alone (no PodGroup annotation,
 // no such PodGroup, minMember 1).

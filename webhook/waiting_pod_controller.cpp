@@ -293,7 +293,13 @@ std::optional<Gang> WaitingPodController::gangOf(
   }
   const std::string ns = stringAt(pod, {"metadata", "namespace"});
   const ObjectSnapshot podGroup = podGroups_->get(ns, group);
-  const json* minMember = podGroup ? memberAt(*podGroup, {"spec", "minMember"}) : nullptr;
+  if (!podGroup) {
+    // Without KAI's CRD (or the right to list it) every pod goes alone; with it, a PodGroup
+    // the watch has not brought yet is waited for (its add asks for a pass).
+    return podGroups_->absent() ? std::nullopt
+                                : std::optional(Gang{.name = ns + "/" + group, .unseen = true});
+  }
+  const json* minMember = memberAt(*podGroup, {"spec", "minMember"});
   if (minMember == nullptr || !minMember->is_number_integer() || minMember->get<int64_t>() <= 1) {
     return std::nullopt;
   }

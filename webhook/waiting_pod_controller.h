@@ -110,7 +110,7 @@ class WaitingPodController {
   ReleaseReporter reporter_;
   // While run() runs (set before its controller starts, read by its passes).
   const ObjectCache* gvirtusPods_ = nullptr;
-  const ObjectCache* podGroups_ = nullptr;
+  const ResourceCache* podGroups_ = nullptr;
 
   std::mutex mutex_;
   std::shared_ptr<Controller> controller_;  // while run() runs

@@ -386,10 +386,12 @@ TEST_CASE("a kind the server does not serve is an empty synced store only when a
   REQUIRE(emptyWhenAbsent.waitForSync(5s));
   CHECK(emptyWhenAbsent.size() == 0);
   CHECK(emptyWhenAbsent.list().empty());
+  CHECK(emptyWhenAbsent.absent());
 
   ResourceCache strict(*client, podGroups, "", "", "", fastOptions());
   strict.start();
   CHECK_FALSE(strict.waitForSync(300ms));
+  CHECK_FALSE(strict.absent());
 }
 
 TEST_CASE("without a server the cache does not sync and keeps retrying", "[resource_cache]") {

@@ -44,6 +44,26 @@ Names sorted(Names names) {
 
 }  // namespace
 
+TEST_CASE("members of a PodGroup the cache does not show yet wait for it, never go alone",
+          "[waiting][gang]") {
+  BackendChooser chooser;
+  const auto pods = gangAndLoner(3);
+  FakeApi api(pods);
+  const GangLookup unseen = [](const json& pod) -> std::optional<Gang> {
+    if (!pod["metadata"]["annotations"].contains(std::string(kPodGroupAnnotation))) {
+      return std::nullopt;
+    }
+    return Gang{.name = "team-a/trainers", .unseen = true};
+  };
+  // Room for all: only the loner goes.
+  auto outcomes =
+      releaseWaitingPods(pods, {backend("10.0.0.1", 0, 16)}, chooser, {}, api.writer(), {}, unseen);
+  CHECK(released(outcomes) == Names{"loner"});
+  const auto reasons = waitingReasons(outcomes);
+  REQUIRE(reasons.size() == 3);
+  CHECK(reasons.at("gang-1") == "its PodGroup team-a/trainers is not seen yet");
+}
+
 TEST_CASE("a gang with fewer free sessions than members is not released at all",
           "[waiting][gang]") {
   BackendChooser chooser;
