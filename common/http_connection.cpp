@@ -1,5 +1,6 @@
 #include "common/http_connection.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -34,6 +35,58 @@ void HttpConnection::awaitNextRequest(Duration keepAliveTimeout) {
   continueSent = false;
   phase = Phase::Idle;
   deadline = std::chrono::steady_clock::now() + keepAliveTimeout;
+}
+
+HttpConnection::Progress HttpConnection::readRequest(Duration requestTimeout) {
+  for (;;) {
+    if (phase == Phase::Idle && !stream.buffered().empty()) {
+      // The request's first byte: from now on its head and body have requestTimeout.
+      phase = Phase::Reading;
+      deadline = std::chrono::steady_clock::now() + requestTimeout;
+    }
+    if (phase == Phase::Reading) {
+      stream.skipEmptyLines();
+      if (scanner.scan(stream.buffered()) != RequestScanner::State::NeedMore) {
+        return Progress::Whole;
+      }
+      if (scanner.wantsContinue() && !continueSent) {
+        continueSent = true;
+        if (!stream.writeNow("HTTP/1.1 100 Continue\r\n\r\n")) {
+          return Progress::Closed;
+        }
+      }
+    }
+    switch (stream.fillNow()) {
+      case HttpStream::Fill::Got:
+        continue;
+      case HttpStream::Fill::WantRead:
+        return Progress::WantRead;
+      case HttpStream::Fill::WantWrite:
+        return Progress::WantWrite;
+      case HttpStream::Fill::Closed:
+        return Progress::Closed;
+    }
+  }
+}
+
+HttpConnection::Progress HttpConnection::readRequestWithin(Duration requestTimeout,
+                                                           Duration window) {
+  auto until = std::chrono::steady_clock::now() + window;
+  for (;;) {
+    Progress progress = readRequest(requestTimeout);
+    if (progress != Progress::WantRead) {
+      return progress;
+    }
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(std::min(until, deadline) -
+                                                             std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      return progress;
+    }
+    pollfd ready{.fd = fd.get(), .events = POLLIN, .revents = 0};
+    if (::poll(&ready, 1, static_cast<int>(left.count())) <= 0) {
+      return progress;
+    }
+  }
 }
 
 void HttpConnection::beginDrain() {

@@ -52,6 +52,15 @@ struct HttpConnection {
   // After a request answered on a kept-alive connection: idle until the next one, for at
   // most `keepAliveTimeout`.
   void awaitNextRequest(Duration keepAliveTimeout);
+
+  // Where a request on its way in stands.
+  enum class Progress { Whole, WantRead, WantWrite, Closed };
+  // Reads what the socket has now, without waiting, until the request is whole or the
+  // socket has no more; its first byte starts its `requestTimeout`. Answers 100-continue.
+  Progress readRequest(Duration requestTimeout);
+  // As readRequest, waiting up to `window` for bytes: a worker that has just answered
+  // stays for the next request of a busy client instead of handing it to the reader.
+  Progress readRequestWithin(Duration requestTimeout, Duration window);
   // Closes the sending side and drops what the client still sends, for kLingerTime.
   void beginDrain();
   // Answers with `status`, closes the sending side and drops what the client still sends.

@@ -162,35 +162,17 @@ HttpReader::Next HttpReader::step(HttpConnection& c) {
   if (c.phase == Phase::Draining) {
     return drain(c);
   }
-  for (;;) {
-    if (c.phase == Phase::Idle && !c.stream.buffered().empty()) {
-      // The request's first byte: from now on its head and body have requestTimeout.
-      c.phase = Phase::Reading;
-      c.deadline = Clock::now() + settings_.requestTimeout;
-    }
-    if (c.phase == Phase::Reading) {
-      c.stream.skipEmptyLines();
-      if (c.scanner.scan(c.stream.buffered()) != RequestScanner::State::NeedMore) {
-        return Next::Dispatch;
-      }
-      if (c.scanner.wantsContinue() && !c.continueSent) {
-        c.continueSent = true;
-        if (!c.stream.writeNow("HTTP/1.1 100 Continue\r\n\r\n")) {
-          return Next::Close;
-        }
-      }
-    }
-    switch (c.stream.fillNow()) {
-      case HttpStream::Fill::Got:
-        continue;
-      case HttpStream::Fill::WantRead:
-        return watch(c, EPOLLIN);
-      case HttpStream::Fill::WantWrite:
-        return watch(c, EPOLLOUT);
-      case HttpStream::Fill::Closed:
-        return Next::Close;
-    }
+  switch (c.readRequest(settings_.requestTimeout)) {
+    case HttpConnection::Progress::Whole:
+      return Next::Dispatch;
+    case HttpConnection::Progress::WantRead:
+      return watch(c, EPOLLIN);
+    case HttpConnection::Progress::WantWrite:
+      return watch(c, EPOLLOUT);
+    case HttpConnection::Progress::Closed:
+      return Next::Close;
   }
+  return Next::Close;
 }
 
 HttpReader::Next HttpReader::drain(HttpConnection& c) {

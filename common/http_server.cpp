@@ -74,6 +74,8 @@ struct HttpServer::Impl {
   void serveLoop();
   void admit(UniqueFd fd);
   void serve(std::unique_ptr<HttpConnection> connection);
+  // One request off `c`, answered; a handler's exception closes the connection.
+  HttpExchange::After answer(HttpConnection& c);
   void noteRejected();
   void notePeerRejected(const std::string& peer);
 };
@@ -137,30 +139,44 @@ void HttpServer::Impl::admit(UniqueFd fd) {
   reader->add(std::move(connection));
 }
 
-// Serves the request the reader found whole, then hands the connection back to the reader
-// to wait for the next one (or to drain it), or closes it.
+// Serves the request the reader found whole, and the next ones that arrive at once on the
+// same connection while another worker is free; then hands the connection back to the
+// reader to wait for the next one (or to drain it), or closes it.
 void HttpServer::Impl::serve(std::unique_ptr<HttpConnection> connection) {
   HttpConnection& c = *connection;
-  HttpExchange::After after = HttpExchange::After::Close;
+  for (;;) {
+    HttpExchange::After after = answer(c);
+    if (after == HttpExchange::After::KeepAlive && !stopping) {
+      c.awaitNextRequest(options.keepAliveTimeout);
+      if (options.stayForNextRequest > Duration::zero() && workers->spare() &&
+          c.readRequestWithin(options.requestTimeout, options.stayForNextRequest) ==
+              HttpConnection::Progress::Whole) {
+        c.stream.setReadDeadline(c.deadline);
+        continue;
+      }
+      reader->add(std::move(connection));
+      return;
+    }
+    if (c.tls) {
+      c.tls->shutdown();
+    }
+    if (after == HttpExchange::After::DrainAndClose) {
+      c.beginDrain();
+      reader->add(std::move(connection));
+    }
+    return;
+  }
+}
+
+HttpExchange::After HttpServer::Impl::answer(HttpConnection& c) {
   try {
-    after = exchange.serve(c.stream, c.addr, c.port, c.remaining);
+    return exchange.serve(c.stream, c.addr, c.port, c.remaining);
   } catch (const std::exception& e) {
     log::error("HTTP connection failed", {{"server", options.name}, {"error", e.what()}});
   } catch (...) {
     log::error("HTTP connection failed", {{"server", options.name}});
   }
-  if (after == HttpExchange::After::KeepAlive && !stopping) {
-    c.awaitNextRequest(options.keepAliveTimeout);
-    reader->add(std::move(connection));
-    return;
-  }
-  if (c.tls) {
-    c.tls->shutdown();
-  }
-  if (after == HttpExchange::After::DrainAndClose) {
-    c.beginDrain();
-    reader->add(std::move(connection));
-  }
+  return HttpExchange::After::Close;
 }
 
 void HttpServer::Impl::noteRejected() {
@@ -202,7 +218,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(HttpServerOptions options
   }
   if (options.readTimeout <= Duration::zero() || options.writeTimeout <= Duration::zero() ||
       options.keepAliveTimeout <= Duration::zero() || options.requestTimeout <= Duration::zero() ||
-      options.handshakeTimeout <= Duration::zero()) {
+      options.handshakeTimeout <= Duration::zero() ||
+      options.stayForNextRequest < Duration::zero()) {
     return fail("HTTP timeouts must be positive");
   }
   if (options.maxConnections == 0 || options.maxConnectionsPerPeer == 0) {

@@ -34,6 +34,11 @@ bool HttpWorkers::full() {
   return fullLocked();
 }
 
+bool HttpWorkers::spare() {
+  std::lock_guard lock(mutex_);
+  return !shutdown_ && queue_.empty() && idle_ > 0;
+}
+
 void HttpWorkers::shutdown() {
   {
     std::lock_guard lock(mutex_);

@@ -29,6 +29,9 @@ class HttpWorkers {
   bool submit(std::unique_ptr<HttpConnection>& connection);
   // Every worker is busy and maxQueued requests wait.
   bool full();
+  // Nothing waits and another worker is idle: the caller's worker may stay on its
+  // connection a moment without delaying anyone.
+  bool spare();
   // Closes the connections still queued and joins the workers.
   void shutdown();
 

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -16,9 +17,11 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -619,6 +622,9 @@ TEST_CASE("HttpServer rejects bad options", "[http_server]") {
   options.keyFile.clear();
   options.certificate = PemKeyPair{"not a certificate", "not a key"};
   CHECK_FALSE(HttpServer::create(options));
+  options.certificate.reset();
+  options.stayForNextRequest = -1ms;
+  CHECK_FALSE(HttpServer::create(options));
 }
 
 TEST_CASE("HttpServer stops promptly and only once", "[http_server]") {
@@ -778,6 +784,59 @@ TEST_CASE("HttpServer gives no worker to a client that trickles its request", "[
   }
   CHECK(std::chrono::steady_clock::now() - begin < 2s);
   CHECK(server->rejectedConnections() == 0);
+}
+
+TEST_CASE("HttpServer gives no worker to a kept-alive client that trickles its next request",
+          "[http_server]") {
+  HttpServerOptions options;
+  options.workers = 2;
+  // Longer than the client's gaps between two bytes, even on a loaded machine.
+  options.stayForNextRequest = 300ms;
+  auto server = startServer(options);
+  // Answers once two requests are served at once, so it needs both workers free.
+  std::mutex mutex;
+  std::condition_variable pairing;
+  int arrived = 0;
+  server->handle("GET", "/pair", [&](const HttpRequest&) {
+    std::unique_lock lock(mutex);
+    int pair = (++arrived + 1) / 2;  // 1 for the first two, 2 for the next two
+    pairing.notify_all();
+    bool paired = pairing.wait_for(lock, 5s, [&] { return arrived >= 2 * pair; });
+    return text(paired ? "paired\n" : "alone\n", paired ? 200 : 503);
+  });
+  startOrFail(*server);
+  int port = server->port();
+  auto bothWorkersServe = [&] {
+    RawResponse first;
+    std::jthread other([&] { first = get(port, "/pair"); });
+    int second = get(port, "/pair").status;
+    other.join();
+    return first.status == 200 && second == 200;
+  };
+  // Both workers run and are idle again: the one that answers the client below may stay.
+  REQUIRE(bothWorkersServe());
+  // The worker that answered this client stays for its next request, which then comes a
+  // byte per millisecond, for far longer than the stay: the worker goes back to serving
+  // others when the stay ends, however steadily the bytes come.
+  std::atomic<bool> trickling{false};
+  std::jthread slow([&](std::stop_token stop) {
+    Socket s(port);
+    int one = 1;  // each byte its own segment, as sent
+    ::setsockopt(s.fd(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (!s.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n") || readOne(s).status != 200) {
+      return;
+    }
+    std::string next = "GET /hello HTTP/1.1\r\nX-Pad: " + std::string(30000, 'p') + "\r\n\r\n";
+    for (size_t at = 0; at < next.size() && !stop.stop_requested(); ++at) {
+      if (!s.send(next.substr(at, 1))) {
+        break;
+      }
+      trickling = at > 20;
+      std::this_thread::sleep_for(1ms);  // the trickle itself
+    }
+  });
+  REQUIRE(eventually([&] { return trickling.load(); }));
+  CHECK(bothWorkersServe());
 }
 
 TEST_CASE("HttpServer closes a TLS handshake past its deadline", "[http_server][tls]") {
