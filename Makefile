@@ -11,7 +11,7 @@ DEB_PACKAGES := clang-16 libclang-rt-16-dev build-essential cmake ninja-build pk
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc \
   ca-certificates curl git iproute2 procps jq qemu-user-static runc ccache
 
-.PHONY: bench bench-real
+.PHONY: bench bench-real bench-scale
 .PHONY: tools docs docs-check operator-test
 .PHONY: deps build test unit-test integration-test e2e-test fuzz images images-test images-push demo demo-down \
   cluster-build node-image cluster-up cluster-down format format-check shellcheck clean
@@ -144,6 +144,15 @@ test:
 # Benchmarks against peers (agnhost), not part of make test: writes docs/performance.md.
 bench: deps cluster-build
 	@BUILD_DIR=$(BUILD_DIR) JOBS=$(JOBS) bash tests/bench/run.sh
+
+# The webhook at cluster scale: kwok nodes, 50,000 GVirtuS pods, 10,000 waiting (the sizes:
+# tests/bench/scale_bench.cpp). Not part of make test; its table goes to build/bench/scale.md.
+bench-scale: build cluster-build
+	@start=$$SECONDS; mkdir -p $(BUILD_DIR)/bench && \
+	GVIRTUS_BENCH_OUT=$(CURDIR)/$(BUILD_DIR)/bench \
+	GLIBC_TUNABLES=$$(sed -n 's/^ENV GLIBC_TUNABLES=//p' images/Dockerfile.webhook) \
+	bash tests/cluster/with-cluster.sh bench-scale $(BUILD_DIR)/tests/scale_bench && \
+	echo "[bench-scale] done in $$((SECONDS - start))s"
 
 # Pods on real nodes: create -> Running of GVirtuS pods against plain pods, node memory.
 bench-real: deps node-image

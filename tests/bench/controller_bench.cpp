@@ -25,6 +25,7 @@
 
 #include "bench/bench_env.h"
 #include "bench/bench_output.h"
+#include "bench/cluster_bench.h"
 #include "bench/load_generator.h"
 #include "bench/process_stats.h"
 #include "common/kube_client.h"
@@ -48,7 +49,6 @@ constexpr const char* kNamespace = "bench-waiting";
 constexpr const char* kBackendNamespace = "gvirtus-system";
 constexpr const char* kRunLabel = "bench.gvirtus.io/run";
 constexpr const char* kHoldGate = "bench.gvirtus.io/hold";
-constexpr const char* kGate = "gvirtus.io/backend";
 
 json waitingPod(const std::string& name) {
   return {{"apiVersion", "v1"},
@@ -62,71 +62,6 @@ json waitingPod(const std::string& name) {
             {"containers", json::array({{{"name", "app"},
                                          {"image", "example/app"},
                                          {"command", {"python", "train.py"}}}})}}}};
-}
-
-bool gated(const json& pod) {
-  for (const auto& gate : pod["spec"].value("schedulingGates", json::array())) {
-    if (gate.value("name", "") == kGate) {
-      return true;
-    }
-  }
-  return false;
-}
-
-bool released(const json& pod) {
-  return !gated(pod) &&
-         pod["metadata"].value("annotations", json::object()).contains("gvirtus.io/backend");
-}
-
-bool podReady(const json& pod) {
-  const json status = pod.value("status", json::object());
-  if (status.value("podIP", "").empty()) {
-    return false;
-  }
-  for (const auto& condition : status.value("conditions", json::array())) {
-    if (condition.value("type", "") == "Ready" && condition.value("status", "") == "True") {
-      return true;
-    }
-  }
-  return false;
-}
-
-// apiserver_request_total summed by "VERB resource[/subresource]" (core group) or
-// "VERB resource.group[/subresource]".
-std::map<std::string, double> apiRequests() {
-  auto [code, text] = gvirtus::testing::kubectl({"get", "--raw", "/metrics"});
-  REQUIRE(code == 0);
-  std::map<std::string, double> counts;
-  std::istringstream lines(text);
-  auto label = [](const std::string& line, const std::string& name) {
-    const auto at = line.find(name + "=\"");
-    if (at == std::string::npos) {
-      return std::string();
-    }
-    const auto begin = at + name.size() + 2;
-    return line.substr(begin, line.find('"', begin) - begin);
-  };
-  for (std::string line; std::getline(lines, line);) {
-    if (!line.starts_with("apiserver_request_total{")) {
-      continue;
-    }
-    std::string key = label(line, "verb") + " " + label(line, "resource");
-    if (const std::string group = label(line, "group"); !group.empty()) {
-      key += "." + group;
-    }
-    if (const std::string sub = label(line, "subresource"); !sub.empty()) {
-      key += "/" + sub;
-    }
-    counts[key] += std::atof(line.c_str() + line.rfind(' ') + 1);
-  }
-  return counts;
-}
-
-double delta(const std::map<std::string, double>& before,
-             const std::map<std::string, double>& after, const std::string& key) {
-  const auto a = after.find(key);
-  const auto b = before.find(key);
-  return (a == after.end() ? 0 : a->second) - (b == before.end() ? 0 : b->second);
 }
 
 // The webhook's startup log says whether the waiting-pod controller runs ("on").
@@ -224,7 +159,7 @@ TEST_CASE("waiting-pod controller: 1,000 waiting pods released when backends app
         for (int i = next++; i < pods; i = next++) {
           auto created = client->create(resources::kPods, kNamespace,
                                         waitingPod("waiting-" + std::to_string(i)));
-          (created ? (gated(*created) ? waiting : failed) : failed)++;
+          (created ? (gvirtus::webhook::testing::gated(*created) ? waiting : failed) : failed)++;
         }
       });
     }

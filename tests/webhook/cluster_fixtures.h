@@ -233,6 +233,7 @@ class ElectedWebhooks {
                                        "--tls-key-file",  first_->tls().keyFile};
     second.insert(second.end(), args.begin(), args.end());
     second_ = std::make_unique<WebhookProcess>(second);
+    secondArgs_ = std::move(second);
     char host[256] = {};
     REQUIRE(gethostname(host, sizeof host - 1) == 0);
     byIdentity_ = {
@@ -260,6 +261,13 @@ class ElectedWebhooks {
     return {};
   }
   WebhookProcess& process(const std::string& identity) { return *byIdentity_.at(identity); }
+  // The replica the registration names: the one the API server sends reviews to.
+  WebhookProcess& registered() { return first_->process(); }
+  const std::string& caFile() const { return first_->tls().caFile; }
+  // One more replica with the same flags, contending too (not in identities()).
+  std::unique_ptr<WebhookProcess> startAnother() const {
+    return std::make_unique<WebhookProcess>(secondArgs_);
+  }
   // Kills the replica with this identity without giving up its Lease.
   void kill(const std::string& identity) {
     byIdentity_.at(identity)->child().kill(SIGKILL);
@@ -271,6 +279,7 @@ class ElectedWebhooks {
   std::string leaseNs_;
   std::unique_ptr<RegisteredWebhook> first_;
   std::unique_ptr<WebhookProcess> second_;
+  std::vector<std::string> secondArgs_;
   std::map<std::string, WebhookProcess*> byIdentity_;
 };
 

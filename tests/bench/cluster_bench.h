@@ -1,0 +1,101 @@
+#pragma once
+
+// What the benchmarks on the local control plane share: reading a pod's state as the
+// benchmarks see it, the API server's own request counts, and many writes in parallel.
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/cluster_env.h"
+#include "webhook/cluster_fixtures.h"
+
+namespace gvirtus::bench {
+
+// The waiting-pod gate is off and a backend is named.
+inline bool released(const nlohmann::json& pod) {
+  return !gvirtus::webhook::testing::gated(pod) &&
+         pod["metadata"]
+             .value("annotations", nlohmann::json::object())
+             .contains("gvirtus.io/backend");
+}
+
+inline bool podReady(const nlohmann::json& pod) {
+  const nlohmann::json status = pod.value("status", nlohmann::json::object());
+  if (status.value("podIP", "").empty()) {
+    return false;
+  }
+  for (const auto& condition : status.value("conditions", nlohmann::json::array())) {
+    if (condition.value("type", "") == "Ready" && condition.value("status", "") == "True") {
+      return true;
+    }
+  }
+  return false;
+}
+
+// apiserver_request_total summed by "VERB resource[/subresource]" (core group) or
+// "VERB resource.group[/subresource]".
+inline std::map<std::string, double> apiRequests() {
+  auto [code, text] = gvirtus::testing::kubectl({"get", "--raw", "/metrics"});
+  REQUIRE(code == 0);
+  std::map<std::string, double> counts;
+  std::istringstream lines(text);
+  auto label = [](const std::string& line, const std::string& name) {
+    const auto at = line.find(name + "=\"");
+    if (at == std::string::npos) {
+      return std::string();
+    }
+    const auto begin = at + name.size() + 2;
+    return line.substr(begin, line.find('"', begin) - begin);
+  };
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.starts_with("apiserver_request_total{")) {
+      continue;
+    }
+    std::string key = label(line, "verb") + " " + label(line, "resource");
+    if (const std::string group = label(line, "group"); !group.empty()) {
+      key += "." + group;
+    }
+    if (const std::string sub = label(line, "subresource"); !sub.empty()) {
+      key += "/" + sub;
+    }
+    counts[key] += std::atof(line.c_str() + line.rfind(' ') + 1);
+  }
+  return counts;
+}
+
+inline double delta(const std::map<std::string, double>& before,
+                    const std::map<std::string, double>& after, const std::string& key) {
+  const auto a = after.find(key);
+  const auto b = before.find(key);
+  return (a == after.end() ? 0 : a->second) - (b == before.end() ? 0 : b->second);
+}
+
+// Runs `work(i)` for i in [0, count) on `threads` threads; the number of calls that
+// returned false.
+inline int parallelFor(int count, int threads, const std::function<bool(int)>& work) {
+  std::atomic<int> next = 0;
+  std::atomic<int> failed = 0;
+  {
+    std::vector<std::jthread> pool;
+    for (int t = 0; t < threads; ++t) {
+      pool.emplace_back([&] {
+        for (int i = next++; i < count; i = next++) {
+          if (!work(i)) {
+            ++failed;
+          }
+        }
+      });
+    }
+  }
+  return failed.load();
+}
+
+}  // namespace gvirtus::bench

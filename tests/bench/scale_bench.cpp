@@ -1,0 +1,339 @@
+// The webhook at cluster scale, on the real control plane with kwok nodes (issue: 5,000
+// nodes, 50,000 GVirtuS pods, 10,000 waiting). Two replicas with leader election, as the
+// Deployment runs them, registered by URL (tests/webhook/cluster_fixtures.h).
+//
+//   1. Nodes: BENCH_NODES in all, of which BENCH_FRONTENDS frontends (with nvidia.com/gpu
+//      capacity) and BENCH_GPU_NODES GPU nodes, each with one backend pod whose load report
+//      gives room for BENCH_PODS / BENCH_GPU_NODES sessions.
+//   2. BENCH_PODS GVirtuS pods created through the webhook, bound to the frontends (kwok runs
+//      them): every one gets a backend. Then each backend reports its sessions full.
+//   3. A second replica starts with every pod to list: time to ready, memory per cached pod.
+//   4. Admission latency at BENCH_RATE reviews/s on the leader while everything is cached.
+//   5. BENCH_WAITING pods created while no backend has room: all wait. Then new backends
+//      bring room for all of them, and the leader releases them, under the same admission
+//      load: time to release, API writes per pod, against what --kube-api-qps allows.
+//
+//   tests/cluster/with-cluster.sh bench-scale build/tests/scale_bench   (or make bench-scale)
+//   (BENCH_NODES 5000, BENCH_FRONTENDS 1000, BENCH_GPU_NODES 200, BENCH_PODS 50000,
+//   BENCH_WAITING 10000, BENCH_RATE 100, BENCH_QPS 200: the webhook's --kube-api-qps)
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/bench_env.h"
+#include "bench/bench_output.h"
+#include "bench/cluster_bench.h"
+#include "bench/load_generator.h"
+#include "bench/process_stats.h"
+#include "common/resource_cache.h"
+#include "webhook/cluster_fixtures.h"
+#include "webhook/fixtures.h"
+
+using namespace gvirtus;
+using namespace gvirtus::bench;
+using gvirtus::testing::eventually;
+using gvirtus::testing::httpGet;
+using gvirtus::testing::metricValue;
+using gvirtus::webhook::testing::backendPod;
+using gvirtus::webhook::testing::ElectedWebhooks;
+using gvirtus::webhook::testing::WebhookProcess;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr const char* kNamespace = "bench-scale";
+constexpr const char* kBackendNamespace = "gvirtus-system";
+constexpr const char* kRunLabel = "bench.gvirtus.io/run";
+
+double seconds(bench::Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+std::string frontendName(int i) {
+  return "fe-" + std::to_string(i);
+}
+
+json node(const std::string& name, const json& labels, const json& extraCapacity) {
+  json capacity = {{"cpu", "64"}, {"memory", "256Gi"}, {"pods", "110"}};
+  capacity.update(extraCapacity);
+  json all = labels;
+  all["kubernetes.io/hostname"] = name;
+  return {{"apiVersion", "v1"},
+          {"kind", "Node"},
+          {"metadata", {{"name", name}, {"labels", all}}},
+          {"status", {{"capacity", capacity}, {"allocatable", capacity}}}};
+}
+
+json gvirtusPod(const std::string& name, const std::string& run, const std::string& nodeName) {
+  json pod = {{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata",
+               {{"name", name},
+                {"namespace", kNamespace},
+                {"labels", {{"gvirtus.io/enabled", "true"}, {kRunLabel, run}}}}},
+              {"spec",
+               {{"containers", json::array({{{"name", "app"},
+                                             {"image", "example/app"},
+                                             {"command", {"python", "train.py"}}}})}}}};
+  if (!nodeName.empty()) {
+    pod["spec"]["nodeName"] = nodeName;
+  }
+  return pod;
+}
+
+json backend(const std::string& name, int index, int sessions, int maxSessions) {
+  json pod = backendPod(kBackendNamespace, name, "gpu-" + std::to_string(index), "bench", sessions,
+                        maxSessions);
+  pod["metadata"]["labels"][kRunLabel] = "backend";
+  return pod;
+}
+
+// The webhook's latency figures under load, printed as "p50 / p99 us".
+std::string latency(const LoadResult& result) {
+  return format("%.0f / %.0f us (%ld failed)", percentile(result.latenciesUs, 0.5),
+                percentile(result.latenciesUs, 0.99), result.failed);
+}
+
+}  // namespace
+
+TEST_CASE("webhook at cluster scale: 50,000 cached pods, 10,000 released", "[bench]") {
+  const int nodes = envInt("BENCH_NODES", 5000);
+  const int frontends = envInt("BENCH_FRONTENDS", 1000);
+  const int gpuNodes = envInt("BENCH_GPU_NODES", 200);
+  const int pods = envInt("BENCH_PODS", 50000);
+  const int waiting = envInt("BENCH_WAITING", 10000);
+  const int rate = envInt("BENCH_RATE", 100);
+  const int qps = envInt("BENCH_QPS", 200);
+  REQUIRE(frontends + gpuNodes <= nodes);
+  const int perBackend = (pods + gpuNodes - 1) / gpuNodes;
+  const int newBackends = (waiting + perBackend - 1) / perBackend;
+  const std::string section = "6";
+  std::string text;
+  const auto benchStart = bench::Clock::now();
+  auto say = [&](const char* what) {
+    std::printf("[scale %5.0fs] %s\n", seconds(bench::Clock::now() - benchStart), what);
+    std::fflush(stdout);
+  };
+
+  auto client = unthrottledClient();
+  gvirtus::webhook::testing::ensureNamespace(*client, kNamespace);
+  gvirtus::webhook::testing::ensureNamespace(*client, kBackendNamespace);
+
+  // 1) Nodes and backends.
+  auto start = bench::Clock::now();
+  const int badNodes = parallelFor(nodes + newBackends, 16, [&](int i) {
+    json made = i < frontends ? node(frontendName(i), {{"gvirtus.io/frontend.allowed", "true"}},
+                                     {{"nvidia.com/gpu", "110"}})
+                : i < frontends + gpuNodes + newBackends
+                    ? node("gpu-" + std::to_string(i - frontends),
+                           {{"gvirtus.io/backend.allowed", "true"}}, json::object())
+                    : node("plain-" + std::to_string(i), json::object(), json::object());
+    auto created = client->create(resources::kNodes, "", made);
+    return created.has_value() || created.error().isConflict();
+  });
+  REQUIRE(badNodes == 0);
+  REQUIRE(parallelFor(gpuNodes, 16, [&](int b) {
+            return client
+                ->create(resources::kPods, kBackendNamespace,
+                         backend("backend-" + std::to_string(b), b, 0, perBackend))
+                .has_value();
+          }) == 0);
+  text += format("| %d nodes (%d frontends, %d GPU nodes) and %d backends created | %.1f s |\n",
+                 nodes + newBackends, frontends, gpuNodes + newBackends, gpuNodes,
+                 seconds(bench::Clock::now() - start));
+  say("nodes and backends created");
+
+  ElectedWebhooks webhooks(
+      *client, kBackendNamespace,
+      {"--kube-api-qps", std::to_string(qps), "--kube-api-burst", std::to_string(2 * qps)});
+  const std::string leaderId = webhooks.waitForLeader();
+  WebhookProcess& leader = webhooks.process(leaderId);
+  WebhookProcess& admitting = webhooks.registered();
+  const int leaderPid = leader.child().pid();
+  const int admittingPid = admitting.child().pid();
+  REQUIRE(eventually(
+      [&] { return leader.metric("gvirtus_webhook_backends_available") == gpuNodes; }, 120s));
+  const double idleRss = residentMemory(admittingPid).now;
+  RssSampler admittingPeak(admittingPid);
+  RssSampler leaderPeak(leaderPid);
+
+  // 2) The running pods, through the webhook, each on a frontend.
+  start = bench::Clock::now();
+  double cpu0 = cpuSeconds(admittingPid);
+  const int notAdmitted = parallelFor(pods, 16, [&](int i) {
+    auto created = client->create(
+        resources::kPods, kNamespace,
+        gvirtusPod("run-" + std::to_string(i), "running", frontendName(i % frontends)));
+    return created.has_value() && released(*created);
+  });
+  const double admitSeconds = seconds(bench::Clock::now() - start);
+  const double admitCpu = cpuSeconds(admittingPid) - cpu0;
+  CHECK(notAdmitted == 0);
+  text += format(
+      "| %d pods created through the webhook (16 clients), bound to the frontends | %.1f s (%.0f "
+      "pods/s); %d not given a backend |\n",
+      pods, admitSeconds, pods / admitSeconds, notAdmitted);
+  text += format("| webhook CPU per 1,000 pods admitted | %.2f s |\n", admitCpu * 1000 / pods);
+  say("running pods created");
+  // Every backend now reports its sessions full, as their frontends would have made them.
+  REQUIRE(parallelFor(gpuNodes, 16, [&](int b) {
+            json load = backend("x", b, perBackend, perBackend);
+            json patch = {{"metadata", {{"annotations", load["metadata"]["annotations"]}}}};
+            return client
+                ->patch(resources::kPods, kBackendNamespace, "backend-" + std::to_string(b),
+                        PatchType::Merge, patch.dump())
+                .has_value();
+          }) == 0);
+  // Seen as full: a dry-run creation waits.
+  WriteOptions dryRun;
+  dryRun.dryRun = true;
+  REQUIRE(eventually(
+      [&] {
+        auto probe =
+            client->create(resources::kPods, kNamespace, gvirtusPod("probe", "probe", ""), dryRun);
+        return probe.has_value() && gvirtus::webhook::testing::gated(*probe);
+      },
+      120s));
+  const double cachedRss = residentMemory(admittingPid).now;
+
+  // 3) One more replica, started with every pod to list.
+  start = bench::Clock::now();
+  auto third = webhooks.startAnother();
+  REQUIRE(
+      eventually([&] { return httpGet(third->healthPort(), "/readyz").starts_with("ok"); }, 300s));
+  const double readySeconds = seconds(bench::Clock::now() - start);
+  const double thirdRss = residentMemory(third->child().pid()).now;
+  third.reset();
+  text += format("| a new replica started → ready, with %d GVirtuS pods to list | %.1f s |\n", pods,
+                 readySeconds);
+  say("a new replica was ready");
+
+  // 4) Admission latency with everything cached (every backend full: the pod would wait).
+  const std::string review = gvirtus::webhook::testing::admissionReview(
+                                 gvirtus::webhook::testing::gvirtusPod(), "uid-1", "CREATE", true)
+                                 .dump();
+  const LoadTarget target{[&] { return admitting.client(webhooks.caFile()); }, "/mutate", review};
+  const LoadResult cachedLoad = fixedRate(target, 4, rate, 10s);
+  text += format("| admission p50 / p99 at %d reviews/s, %d pods cached | %s |\n", rate, pods,
+                 latency(cachedLoad).c_str());
+  say("admission measured");
+
+  // 5) Waiting pods, then room for them.
+  std::mutex mutex;
+  std::vector<double> releasedAfter;
+  std::map<std::string, bool> seen;
+  bench::Clock::time_point roomAt = bench::Clock::time_point::max();
+  ResourceCache watch(*client, resources::kPods, kNamespace, std::string(kRunLabel) + "=waiting");
+  auto observe = [&](const json& pod) {
+    if (!released(pod)) {
+      return;
+    }
+    std::lock_guard lock(mutex);
+    if (seen.emplace(pod["metadata"]["name"].get<std::string>(), true).second) {
+      releasedAfter.push_back(seconds(bench::Clock::now() - roomAt));
+    }
+  };
+  watch.addHandlers({.onAdd = observe,
+                     .onUpdate = [&](const json&, const json& now) { observe(now); },
+                     .onDelete = {}});
+  watch.start();
+  REQUIRE(watch.waitForSync(60s));
+  start = bench::Clock::now();
+  cpu0 = cpuSeconds(admittingPid);
+  const int notWaiting = parallelFor(waiting, 16, [&](int i) {
+    auto created = client->create(resources::kPods, kNamespace,
+                                  gvirtusPod("wait-" + std::to_string(i), "waiting", ""));
+    return created.has_value() && gvirtus::webhook::testing::gated(*created);
+  });
+  const double waitCpu = cpuSeconds(admittingPid) - cpu0;
+  CHECK(notWaiting == 0);
+  REQUIRE(
+      eventually([&] { return leader.metric("gvirtus_webhook_waiting_pods") == waiting; }, 300s));
+  const double waitingRss = residentMemory(admittingPid).now;
+  const double leaderWaitingRss = residentMemory(leaderPid).now;
+  text += format(
+      "| %d pods created while no backend has room: all wait | %.1f s; %d did not "
+      "wait; webhook CPU per 1,000 %.2f s |\n",
+      waiting, seconds(bench::Clock::now() - start), notWaiting, waitCpu * 1000 / waiting);
+  say("waiting pods created");
+
+  const auto requests0 = apiRequests();
+  cpu0 = cpuSeconds(leaderPid);
+  {
+    std::lock_guard lock(mutex);
+    roomAt = bench::Clock::now();
+  }
+  REQUIRE(parallelFor(newBackends, 16, [&](int b) {
+            return client
+                ->create(resources::kPods, kBackendNamespace,
+                         backend("new-backend-" + std::to_string(b), gpuNodes + b, 0, perBackend))
+                .has_value();
+          }) == 0);
+  const LoadResult releaseLoad = fixedRate(target, 4, rate, 10s);
+  const bool done = eventually(
+      [&] {
+        std::lock_guard lock(mutex);
+        return releasedAfter.size() >= static_cast<size_t>(waiting);
+      },
+      std::chrono::minutes(10));
+  const double releaseCpu = cpuSeconds(leaderPid) - cpu0;
+  const auto requests1 = apiRequests();
+  CHECK(done);
+  say("waiting pods released");
+
+  double lastRelease = 0;
+  {
+    std::lock_guard lock(mutex);
+    for (double at : releasedAfter) {
+      lastRelease = std::max(lastRelease, at);
+    }
+  }
+  const double n = waiting;
+  const double writes = delta(requests0, requests1, "PATCH pods") +
+                        delta(requests0, requests1, "POST events") +
+                        delta(requests0, requests1, "PATCH events");
+  const double perSecond = releasedAfter.size() / std::max(lastRelease, 1e-3);
+  text += format(
+      "| room for all → last of %d pods released | %.1f s (%.0f pods/s: %.0f%% of the %d "
+      "requests/s of --kube-api-qps at 2 writes per pod)%s |\n",
+      waiting, lastRelease, perSecond, 100 * perSecond / (qps / 2.0), qps,
+      done ? "" : " **not all released within 10 minutes**");
+  text +=
+      format("| API writes per released pod (pod PATCH + Event POST/PATCH) | %.2f |\n", writes / n);
+  text += format("| leader CPU per 1,000 pods released | %.2f s |\n", releaseCpu * 1000 / n);
+  text += format("| admission p50 / p99 at %d reviews/s during the release | %s |\n", rate,
+                 latency(releaseLoad).c_str());
+  text += format(
+      "| admitting replica's resident memory: idle (%d nodes cached) / %d pods cached / and %d "
+      "waiting / highest | %.1f / %.1f / %.1f / %.1f MiB |\n",
+      nodes + newBackends, pods, waiting, idleRss / 1048576, cachedRss / 1048576,
+      waitingRss / 1048576, admittingPeak.highest() / 1048576);
+  text += format("| leader's resident memory: %d waiting / highest | %.1f / %.1f MiB |\n", waiting,
+                 leaderWaitingRss / 1048576, leaderPeak.highest() / 1048576);
+  text += format(
+      "| memory per cached GVirtuS pod: a new replica (%.1f MiB) less an idle one, over %d pods "
+      "| %.2f KiB |\n",
+      thirdRss / 1048576, pods, (thirdRss - idleRss) / 1024 / pods);
+  const std::string page = format(
+      "%d kwok nodes, %d GVirtuS pods running on %d frontends across %d backends, then %d "
+      "pods waiting until %d new backends bring room. Two webhook replicas with leader "
+      "election (--kube-api-qps %d); the API server sends reviews to one of them.\n\n"
+      "| | |\n|---|---|\n%s",
+      nodes + newBackends, pods, frontends, gpuNodes, waiting, newBackends, qps, text.c_str());
+  std::printf("\nwebhook at scale\n%s\n", page.c_str());
+  append("scale.md", page);
+  summaryRow(format("memory per cached GVirtuS pod (%d cached)", pods),
+             format("%.2f KiB", (thirdRss - idleRss) / 1024 / pods), section);
+  summaryRow(format("%d waiting pods released at scale", waiting),
+             format("%.1f s, %.0f%% of what --kube-api-qps allows", lastRelease,
+                    100 * perSecond / (qps / 2.0)),
+             section);
+  watch.stop();
+}
