@@ -61,11 +61,29 @@ std::optional<Backend> backendFromPod(const json& pod, const json* node, int por
   return backend;
 }
 
+json nodeFields(json node) {
+  json kept = {{"metadata", json::object()}};
+  json& metadata = kept["metadata"];
+  for (const char* key : {"name", "resourceVersion", "deletionTimestamp"}) {
+    if (const json* value = memberAt(node, {"metadata", key})) {
+      metadata[key] = *value;
+    }
+  }
+  if (const json* zone = memberAt(node, {"metadata", "labels", kZoneLabel})) {
+    metadata["labels"][kZoneLabel] = *zone;
+  }
+  if (const json* draining =
+          memberAt(node, {"metadata", "annotations", kBackendDrainingAnnotation})) {
+    metadata["annotations"][kBackendDrainingAnnotation] = *draining;
+  }
+  return kept;
+}
+
 namespace {
 
-ResourceCacheOptions frontendCacheOptions() {
+ResourceCacheOptions withTransform(std::function<json(json)> transform) {
   ResourceCacheOptions options;
-  options.transform = frontendFields;
+  options.transform = std::move(transform);
   return options;
 }
 
@@ -76,12 +94,13 @@ ClusterBackendSource::ClusterBackendSource(KubeClient& client, std::string ns,
                                            Duration assignmentWindow)
     : port_(port),
       assignmentWindow_(assignmentWindow),
-      nodes_(std::make_unique<ResourceCache>(client, resources::kNodes)),
+      nodes_(std::make_unique<ResourceCache>(client, resources::kNodes, "", "", "",
+                                             withTransform(nodeFields))),
       pods_(std::make_unique<ResourceCache>(client, resources::kPods, std::move(ns),
                                             std::move(labelSelector))),
       frontends_(std::make_unique<ResourceCache>(client, resources::kPods, "",
                                                  std::string(kEnabledLabel) + "=true", "",
-                                                 frontendCacheOptions())) {}
+                                                 withTransform(frontendFields))) {}
 
 ClusterBackendSource::~ClusterBackendSource() {
   stop();

@@ -22,6 +22,11 @@ namespace gvirtus::webhook {
 std::optional<Backend> backendFromPod(const nlohmann::json& pod, const nlohmann::json* node,
                                       int port);
 
+// What the node cache keeps of a Node: its name, resourceVersion, zone label and
+// gvirtus.io/backend-draining annotation, all that backendFromPod() reads. A real Node is
+// kilobytes (its images, conditions, managedFields) and there is one per machine.
+nlohmann::json nodeFields(nlohmann::json node);
+
 // The backend a GVirtuS pod was given ("IP:PORT", when it was created, by which webhook
 // instance, and its namespace/name): it has gvirtus.io/backend and a creation time and has
 // not finished. nullopt otherwise.
@@ -51,6 +56,13 @@ class ClusterBackendSource : public BackendSource {
   // before start(): the backend pods, and the GVirtuS pods as frontendFields() keeps them.
   ObjectCache& backendPods() { return *pods_; }
   ObjectCache& frontendPods() { return *frontends_; }
+  // Objects each cache holds now (the webhook's memory follows them; its metrics show them).
+  struct CacheSizes {
+    size_t nodes = 0;
+    size_t backendPods = 0;
+    size_t gvirtusPods = 0;
+  };
+  CacheSizes cacheSizes() const { return {nodes_->size(), pods_->size(), frontends_->size()}; }
   int port() const { return port_; }
 
  private:

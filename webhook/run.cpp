@@ -139,6 +139,18 @@ int run(const Options& options) {
         const auto end = https != nullptr ? https->certificateNotAfter() : std::nullopt;
         return end ? std::chrono::duration<double>(end->time_since_epoch()).count() : 0.0;
       });
+  if (clusterSource != nullptr) {
+    registry.gaugeFunction(
+        "gvirtus_webhook_cached_nodes", "Nodes in the webhook's cache",
+        [clusterSource] { return static_cast<double>(clusterSource->cacheSizes().nodes); });
+    registry.gaugeFunction(
+        "gvirtus_webhook_cached_backend_pods", "Backend pods in the webhook's cache",
+        [clusterSource] { return static_cast<double>(clusterSource->cacheSizes().backendPods); });
+    registry.gaugeFunction(
+        "gvirtus_webhook_cached_gvirtus_pods",
+        "GVirtuS pods (every namespace) in the webhook's cache, as the fields it reads",
+        [clusterSource] { return static_cast<double>(clusterSource->cacheSizes().gvirtusPods); });
+  }
   ChooserOptions chooserOptions;
   chooserOptions.policy = options.policy;
   if (!options.staticBackends.empty()) {

@@ -201,6 +201,8 @@ TEST_CASE("webhook at cluster scale: 50,000 cached pods, 10,000 released", "[ben
         return probe.has_value() && gvirtus::webhook::testing::gated(*probe);
       },
       120s));
+  REQUIRE(eventually(
+      [&] { return admitting.metric("gvirtus_webhook_cached_gvirtus_pods") == pods; }, 120s));
   const double cachedRss = residentMemory(admittingPid).now;
 
   // 3) One more replica, started with every pod to list.
@@ -209,6 +211,8 @@ TEST_CASE("webhook at cluster scale: 50,000 cached pods, 10,000 released", "[ben
   REQUIRE(
       eventually([&] { return httpGet(third->healthPort(), "/readyz").starts_with("ok"); }, 300s));
   const double readySeconds = seconds(bench::Clock::now() - start);
+  CHECK(third->metric("gvirtus_webhook_cached_gvirtus_pods") == pods);
+  CHECK(third->metric("gvirtus_webhook_cached_nodes") == nodes + newBackends);
   const double thirdRss = residentMemory(third->child().pid()).now;
   third.reset();
   text += format("| a new replica started → ready, with %d GVirtuS pods to list | %.1f s |\n", pods,

@@ -48,6 +48,35 @@ TEST_CASE("a Ready backend pod with an IP is a backend", "[cluster-backends]") {
   CHECK(noNode->port == 7000);
 }
 
+TEST_CASE("the node cache keeps of a Node what gives a backend its zone and drain mark",
+          "[cluster-backends]") {
+  json node = {
+      {"metadata",
+       {{"name", "gpu-1"},
+        {"resourceVersion", "42"},
+        {"labels", {{"topology.kubernetes.io/zone", "zone-a"}, {"kubernetes.io/os", "linux"}}},
+        {"annotations", {{"gvirtus.io/backend.draining", "true"}, {"note", "x"}}},
+        {"managedFields", json::array({{{"manager", "kubelet"}}})}}},
+      {"status",
+       {{"images", json::array({{{"names", {"registry/image:1"}}, {"sizeBytes", 1}}})},
+        {"capacity", {{"cpu", "64"}}}}}};
+  const json kept = nodeFields(node);
+  CHECK(kept == json{{"metadata",
+                      {{"name", "gpu-1"},
+                       {"resourceVersion", "42"},
+                       {"labels", {{"topology.kubernetes.io/zone", "zone-a"}}},
+                       {"annotations", {{"gvirtus.io/backend.draining", "true"}}}}}});
+  auto full = backendFromPod(backendPod(), &node, 9999);
+  auto fromKept = backendFromPod(backendPod(), &kept, 9999);
+  REQUIRE(full.has_value());
+  REQUIRE(fromKept.has_value());
+  CHECK(fromKept->zone == full->zone);
+  CHECK(fromKept->draining == full->draining);
+  CHECK(fromKept->draining);
+  CHECK(nodeFields(json{{"metadata", {{"name", "plain"}}}}) ==
+        json{{"metadata", {{"name", "plain"}}}});
+}
+
 TEST_CASE("pods that cannot take frontends are not backends", "[cluster-backends]") {
   CHECK_FALSE(backendFromPod(backendPod(false), &kNode, 9999).has_value());
   json noIp = backendPod();
