@@ -1,5 +1,7 @@
 #include "webhook/cluster_backend_source.h"
 
+#include <algorithm>
+
 #include "common/gpu_share.h"
 #include "common/json_access.h"
 #include "common/log.h"
@@ -141,7 +143,20 @@ bool ClusterBackendSource::updateFrontend(
     std::optional<std::pair<std::string, AssignedPod>> assigned) {
   std::lock_guard lock(mutex_);
   const bool shareChanged = replaceEntry(shares_, pod, std::move(share));
-  if (replaceEntry(assigned_, pod, std::move(assigned)) || shareChanged) {
+  const auto was = assigned_.find(pod);
+  const auto oldCreated =
+      was == assigned_.end() ? std::nullopt : std::optional(was->second.second.created);
+  const auto newCreated = assigned ? std::optional(assigned->second.created) : std::nullopt;
+  const bool assignedChanged = replaceEntry(assigned_, pod, std::move(assigned));
+  if (assignedChanged) {
+    if (oldCreated) {
+      recentAssigned_.erase({*oldCreated, pod});
+    }
+    if (newCreated) {
+      recentAssigned_.emplace(*newCreated, pod);
+    }
+  }
+  if (assignedChanged || shareChanged) {
     ++generation_;
     built_.reset();
   }
@@ -253,9 +268,17 @@ std::vector<Backend> ClusterBackendSource::buildBackends() const {
       it->second->shares.push_back(held.second);
     }
   }
-  for (const auto& [pod, given] : assigned_) {
+  // Only those created within the window, from the index by creation time (a pod's
+  // creation time never changes): a build costs the recent assignments, not every GVirtuS
+  // pod of the cluster, and what left the window leaves the index for good.
+  recentAssigned_.erase(recentAssigned_.begin(),
+                        std::ranges::find_if(recentAssigned_, [&](const auto& entry) {
+                          return entry.first > since;
+                        }));
+  for (const auto& recent : recentAssigned_) {
+    const auto& given = assigned_.at(recent.second);
     auto it = byEndpoint.find(given.first);
-    if (it == byEndpoint.end() || given.second.created <= since) {
+    if (it == byEndpoint.end()) {
       continue;
     }
     Backend& backend = *it->second;

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -89,6 +90,9 @@ class ClusterBackendSource : public BackendSource {
   std::map<std::string, std::pair<std::string, GpuShare>> shares_;
   // By pod: the backend it was given, when and by whom.
   std::map<std::string, std::pair<std::string, AssignedPod>> assigned_;
+  // The pods of assigned_ created within the assignment window as of the last build, by
+  // creation time.
+  mutable std::set<std::pair<std::chrono::system_clock::time_point, std::string>> recentAssigned_;
 };
 
 }  // namespace gvirtus::webhook

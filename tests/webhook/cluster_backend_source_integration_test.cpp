@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "common/time_text.h"
+
 #include "webhook/cluster_backend_source.h"
 #include "webhook/cluster_fixtures.h"
 
@@ -22,10 +24,11 @@ struct OneBackend {
   const std::string node;
   ClusterBackendSource source;
 
-  OneBackend(const std::string& name, const json& nodeLabels)
+  OneBackend(const std::string& name, const json& nodeLabels,
+             gvirtus::Duration assignmentWindow = std::chrono::minutes(1))
       : ns(*client, name),
         node(name + "-gpu-" + run),
-        source(*client, ns.name(), "gvirtus.io/test-run=" + run, 9999) {
+        source(*client, ns.name(), "gvirtus.io/test-run=" + run, 9999, assignmentWindow) {
     ns.waitForDefaultServiceAccount();
     ensureNode(*client, node, nodeLabels);
     REQUIRE(client->create(resources::kPods, ns.name(),
@@ -106,4 +109,56 @@ TEST_CASE("backends carry the GPU shares of the pods given them until those fini
   INFO((done ? "" : done.error().message));
   REQUIRE(done.has_value());
   CHECK(eventually([&] { return only() && only()->shares.empty(); }));
+}
+
+TEST_CASE("backends carry the pods given them within the assignment window only",
+          "[cluster-backends]") {
+  const auto window = std::chrono::seconds(8);
+  OneBackend fixture("cbs-recent-it", json::object(), window);
+  auto& client = fixture.client;
+  const std::string ns = fixture.ns.name();
+  auto only = [&] { return fixture.only(); };
+  REQUIRE(eventually([&] { return only().has_value(); }));
+  const std::string endpoint = only()->endpoint();
+  auto assignedPods = [&] {
+    std::vector<std::string> pods;
+    if (auto backend = only()) {
+      for (const auto& assigned : backend->assigned) {
+        pods.push_back(assigned.pod);
+      }
+    }
+    return pods;
+  };
+  // A GVirtuS pod as the webhook leaves it; gated, so that nothing else touches it.
+  auto given = [&](const std::string& name) {
+    const json pod = {
+        {"apiVersion", "v1"},
+        {"kind", "Pod"},
+        {"metadata",
+         {{"name", name},
+          {"namespace", ns},
+          {"labels", {{"gvirtus.io/enabled", "true"}}},
+          {"annotations", {{"gvirtus.io/backend", endpoint}, {"gvirtus.io/assigned-by", "a"}}}}},
+        {"spec",
+         {{"schedulingGates", json::array({{{"name", "gvirtus.io/test"}}})},
+          {"containers", json::array({{{"name", "app"}, {"image", "app:1"}}})}}}};
+    auto created = client->create(resources::kPods, ns, pod);
+    REQUIRE(created.has_value());
+    return gvirtus::parseRfc3339((*created)["metadata"]["creationTimestamp"].get<std::string>());
+  };
+  const auto firstCreated = given("first");
+  REQUIRE(firstCreated.has_value());
+  REQUIRE(eventually([&] { return assignedPods() == std::vector<std::string>{ns + "/first"}; }));
+
+  // Once the first is older than the window, the next build leaves it out.
+  REQUIRE(eventually([&] { return std::chrono::system_clock::now() - *firstCreated > window + 1s; },
+                     15s));
+  REQUIRE(given("second").has_value());
+  REQUIRE(eventually([&] { return assignedPods() == std::vector<std::string>{ns + "/second"}; }));
+  // A change to the old pod's assignment does not bring it back.
+  REQUIRE(client->patch(resources::kPods, ns, "first", PatchType::Merge,
+                        R"({"metadata":{"annotations":{"gvirtus.io/assigned-by":"b"}}})"));
+  REQUIRE(given("third").has_value());
+  REQUIRE(eventually([&] { return assignedPods().size() == 2; }));
+  CHECK(assignedPods() == std::vector<std::string>{ns + "/second", ns + "/third"});
 }
