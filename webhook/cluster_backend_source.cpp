@@ -147,16 +147,16 @@ bool ClusterBackendSource::updateFrontend(
   const auto oldCreated =
       was == assigned_.end() ? std::nullopt : std::optional(was->second.second.created);
   const auto newCreated = assigned ? std::optional(assigned->second.created) : std::nullopt;
-  const bool assignedChanged = replaceEntry(assigned_, pod, std::move(assigned));
-  if (assignedChanged) {
+  if (replaceEntry(assigned_, pod, std::move(assigned))) {
     if (oldCreated) {
       recentAssigned_.erase({*oldCreated, pod});
     }
     if (newCreated) {
       recentAssigned_.emplace(*newCreated, pod);
     }
+    ++assignmentChanges_;
   }
-  if (assignedChanged || shareChanged) {
+  if (shareChanged) {
     ++generation_;
     built_.reset();
   }
@@ -183,7 +183,14 @@ void ClusterBackendSource::start() {
                         warnBadLoad(pod);
                         changed();
                       },
-                      [=](const json&, const json& pod) {
+                      [=, this](const json& old, const json& pod) {
+                        // What the list holds of a backend pod changed (its readiness, address,
+                        // load report): not the peer publisher's gvirtus.io/peers, written for
+                        // each new frontend of the backend.
+                        if (backendFromPod(old, nullptr, port_) ==
+                            backendFromPod(pod, nullptr, port_)) {
+                          return;
+                        }
                         warnBadLoad(pod);
                         changed();
                       },
@@ -232,17 +239,27 @@ bool ClusterBackendSource::ready() const {
 
 BackendSnapshot ClusterBackendSource::backends() const {
   uint64_t generation = 0;
+  uint64_t assignmentChanges = 0;
+  const auto now = std::chrono::steady_clock::now();
   {
     std::lock_guard lock(mutex_);
-    if (built_) {
+    // Only assignments are newer than the list: it serves until it is kAssignmentRefresh
+    // old, and while another caller builds the next one.
+    if (built_ && (builtAssignmentChanges_ == assignmentChanges_ ||
+                   now - builtAt_ < kAssignmentRefresh || building_)) {
       return built_;
     }
     generation = generation_;
+    assignmentChanges = assignmentChanges_;
+    building_ = true;
   }
   auto out = std::make_shared<const std::vector<Backend>>(buildBackends());
   std::lock_guard lock(mutex_);
+  building_ = false;
   if (generation == generation_) {
     built_ = out;
+    builtAt_ = now;
+    builtAssignmentChanges_ = assignmentChanges;
   }
   return out;
 }

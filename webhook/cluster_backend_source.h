@@ -49,9 +49,12 @@ class ClusterBackendSource : public BackendSource {
   void stop() override;
   bool ready() const override;
   // Built from the caches once per change of a backend pod, of a node's zone or draining
-  // mark, of a GPU share or of an assignment, not once per admission (a Node is kilobytes; every
-  // review would copy all of them).
+  // mark or of a GPU share, not once per admission. A new assignment (another replica's
+  // pod, or one of this one's that now exists) reaches the list within
+  // kAssignmentRefresh: during a burst every admission creates one, and a list rebuilt for
+  // each would cost every admission all the assignments of the window.
   BackendSnapshot backends() const override;
+  static constexpr auto kAssignmentRefresh = std::chrono::milliseconds(100);
 
   // The caches the peer publisher reads (webhook/peer_publisher.h), which adds its handlers
   // before start(): the backend pods, and the GVirtuS pods as frontendFields() keeps them.
@@ -86,6 +89,11 @@ class ClusterBackendSource : public BackendSource {
   // not kept, so a build that read the caches before a change never hides it.
   uint64_t generation_ = 0;
   mutable BackendSnapshot built_;
+  mutable std::chrono::steady_clock::time_point builtAt_;
+  // Raised by every change of assigned_, and its value that built_ includes.
+  uint64_t assignmentChanges_ = 0;
+  mutable uint64_t builtAssignmentChanges_ = 0;
+  mutable bool building_ = false;  // a caller builds the next list
   // By pod ("namespace/name"): the backend it was given and the share it holds there.
   std::map<std::string, std::pair<std::string, GpuShare>> shares_;
   // By pod: the backend it was given, when and by whom.

@@ -99,7 +99,7 @@ void WaitingPodController::backendsChanged() {
   std::lock_guard lock(mutex_);
   std::map<std::string, Offer> next;
   for (const auto& backend : *backends) {
-    Backend seen = backend;
+    Backend seen = backend.withoutPods();
     if (seen.load) {
       seen.load->updated.reset();
     }

@@ -114,8 +114,8 @@ class WaitingPodController {
 
   std::mutex mutex_;
   std::shared_ptr<Controller> controller_;  // while run() runs
-  // Per backend (IP:PORT): the backend as last seen, its load's `updated` left out (a
-  // heartbeat changes nothing), and since when it has been so.
+  // Per backend (IP:PORT): the backend as last seen, its load's `updated` and its pods left
+  // out (a heartbeat or another pod given it changes nothing), and since when it has been so.
   struct Offer {
     Backend backend;
     std::chrono::system_clock::time_point since;
