@@ -66,7 +66,7 @@ std::optional<Backend> backendFromPod(const json& pod, const json* node, int por
 json nodeFields(json node) {
   json kept = {{"metadata", json::object()}};
   json& metadata = kept["metadata"];
-  for (const char* key : {"name", "resourceVersion", "deletionTimestamp"}) {
+  for (const char* key : {"name", "resourceVersion"}) {
     if (const json* value = memberAt(node, {"metadata", key})) {
       metadata[key] = *value;
     }
