@@ -32,6 +32,7 @@ struct BackendRequirements {
   std::string pod;
 
   bool operator==(const BackendRequirements&) const = default;
+  auto operator<=>(const BackendRequirements&) const = default;  // a map key
 };
 
 // The free memory one GPU of `totalMiB` must have for the pod: the largest of

@@ -83,4 +83,18 @@ json frontendFields(json pod) {
   return kept;
 }
 
+json waitingFields(json pod) {
+  if (!pod.is_object()) {
+    return pod;
+  }
+  if (auto metadata = pod.find("metadata"); metadata != pod.end() && metadata->is_object()) {
+    metadata->erase("managedFields");
+  }
+  if (auto status = pod.find("status"); status != pod.end()) {
+    const std::string phase = stringAt(pod, {"status", "phase"});
+    *status = phase.empty() ? json::object() : json{{"phase", phase}};
+  }
+  return pod;
+}
+
 }  // namespace gvirtus::webhook

@@ -14,4 +14,11 @@ namespace gvirtus::webhook {
 // and no more: the cache holds every GVirtuS pod of the cluster.
 nlohmann::json frontendFields(nlohmann::json pod);
 
+// What the waiting-pod controller's cache keeps of a waiting pod: all of it but
+// metadata.managedFields and its status beyond the phase. A release patch is computed
+// against the whole metadata and spec (JsonPatch::between writes a changed map or array
+// whole, so what it does not hold would be erased), but never against those: managedFields
+// alone is often half of a pod, and 10,000 waiting pods were held whole before.
+nlohmann::json waitingFields(nlohmann::json pod);
+
 }  // namespace gvirtus::webhook

@@ -37,7 +37,7 @@ using nlohmann::json;
 
 // One unit of a pass: a pod alone, or the waiting members of a gang.
 struct ReleaseUnit {
-  std::vector<const json*> pods;
+  std::vector<ObjectSnapshot> pods;
   std::optional<Gang> gang;
   // Members of the gang no longer wait: it is completed, not released whole.
   bool completing() const { return gang && gang->others > 0; }
@@ -45,11 +45,11 @@ struct ReleaseUnit {
 
 // The pass's units: gangs being completed first, then the others, each in the order of its
 // oldest pod (`waiting` is oldest first).
-std::vector<ReleaseUnit> releaseUnits(const std::vector<const json*>& waiting,
+std::vector<ReleaseUnit> releaseUnits(const std::vector<ObjectSnapshot>& waiting,
                                       const GangLookup& gangOf) {
   std::vector<ReleaseUnit> units;
   std::map<std::string, size_t> unitOfGang;
-  for (const json* pod : waiting) {
+  for (const ObjectSnapshot& pod : waiting) {
     std::optional<Gang> gang = gangOf ? gangOf(*pod) : std::nullopt;
     if (!gang || (gang->minMember <= 1 && !gang->unseen)) {
       units.push_back({{pod}, std::nullopt});
@@ -67,18 +67,18 @@ std::vector<ReleaseUnit> releaseUnits(const std::vector<const json*>& waiting,
 }
 
 // A pod that waits, and why.
-PodOutcome waits(const json& pod, std::string reason, bool forCapacity) {
+PodOutcome waits(ObjectSnapshot pod, std::string reason, bool forCapacity) {
   PodOutcome outcome;
-  outcome.pod = pod;
+  outcome.pod = std::move(pod);
   outcome.reason = std::move(reason);
   outcome.forCapacity = forCapacity;
   return outcome;
 }
 
-PodOutcome refused(const json& pod) {
+PodOutcome refused(ObjectSnapshot pod) {
   PodOutcome outcome;
   outcome.kind = PodOutcome::Kind::Refused;
-  outcome.pod = pod;
+  outcome.pod = std::move(pod);
   outcome.reason = "it carries the scheduling gate " + std::string(kSchedulingGate) +
                    " but was not wired by the GVirtuS webhook at creation (no " +
                    std::string(kEnabledLabel) +
@@ -109,15 +109,15 @@ class ReleasePass {
         write_(write),
         parallel_(std::max<size_t>(parallelWrites, 1)) {}
 
-  std::vector<PodOutcome> run(const std::vector<json>& waiting, std::stop_token stop,
+  std::vector<PodOutcome> run(const std::vector<ObjectSnapshot>& waiting, std::stop_token stop,
                               const GangLookup& gangOf) {
     // Only pods the webhook wired and gated: a pod created with the gate but without the
     // label, and labelled later, was never wired, and would reach a backend without the
     // webhook's checks.
-    std::vector<const json*> wired;
+    std::vector<ObjectSnapshot> wired;
     for (const auto& pod : waiting) {
-      if (gatedByWebhook(pod)) {
-        wired.push_back(&pod);
+      if (gatedByWebhook(*pod)) {
+        wired.push_back(pod);
       } else {
         outcomes_.push_back(refused(pod));
       }
@@ -157,14 +157,13 @@ class ReleasePass {
       // A pod whose properties.json cannot be rendered waits too (logged by the controller
       // with its reason): a gang is not half released for it.
       AssignResult assigned =
-          requirements ? assigner_.assign(backends_, *requirements,
-                                          {.pinned = std::nullopt, .podExists = true})
+          requirements ? assign(*requirements)
                        : std::unexpected(NotAssigned{.reason = requirements.error().message});
       if (assigned) {
         choices[i] = std::move(*assigned);
         ++chosen;
       } else if (unit.completing()) {
-        left[i] = waits(*unit.pods[i],
+        left[i] = waits(unit.pods[i],
                         "gang " + unit.gang->name + " is being completed (" +
                             std::to_string(unit.gang->others) +
                             " of its pods released before): " + assigned.error().reason,
@@ -183,9 +182,9 @@ class ReleasePass {
     if (!reason.empty()) {
       for (size_t i = 0; i < unit.pods.size(); ++i) {
         if (choices[i]) {
-          assigner_.cancel(*choices[i]);
+          giveBack(choices[i]->choice);
         }
-        outcomes_.push_back(waits(*unit.pods[i], reason, forCapacity));
+        outcomes_.push_back(waits(unit.pods[i], reason, forCapacity));
       }
       return;
     }
@@ -202,20 +201,42 @@ class ReleasePass {
                                             : Role::Follower;
       first = false;
       PodOutcome outcome;
-      outcome.pod = *unit.pods[i];
+      outcome.pod = unit.pods[i];
       outcome.kind = PodOutcome::Kind::Failed;  // until its write succeeds
       outcome.choice = std::move(choices[i]->choice);
       pending_.push_back(
-          {outcomes_.size(), releasePatch(outcome.pod, choices[i]->assignment), number, role});
+          {outcomes_.size(), releasePatch(*outcome.pod, choices[i]->assignment), number, role});
       outcomes_.push_back(std::move(outcome));
     }
+  }
+
+  // The chooser's answer for one pod, or the one a pod asking the same got earlier in this
+  // pass when no backend could take it (noRoom_).
+  AssignResult assign(const BackendRequirements& pod) {
+    BackendRequirements asked = pod;
+    asked.pod.clear();  // who asks does not change whether a backend has room
+    if (auto known = noRoom_.find(asked); known != noRoom_.end()) {
+      return std::unexpected(known->second);
+    }
+    AssignResult assigned =
+        assigner_.assign(backends_, pod, {.pinned = std::nullopt, .podExists = true});
+    if (!assigned && assigned.error().kind == NotAssigned::Kind::Waits) {
+      noRoom_.emplace(std::move(asked), assigned.error());
+    }
+    return assigned;
+  }
+
+  // Gives a chosen backend back to the pass: there may be room again for what found none.
+  void giveBack(const Choice& choice) {
+    chooser_.cancelAssignment(choice);
+    noRoom_.clear();
   }
 
   // Writes the listed pending releases, parallel_ at a time.
   void writeSome(const std::vector<size_t>& which, std::vector<std::optional<Result<void>>>& out) {
     forEachParallel(which.size(), parallel_, [&](size_t k) {
       const PendingRelease& release = pending_[which[k]];
-      out[which[k]] = write_(outcomes_[release.index].pod, release.patch);
+      out[which[k]] = write_(*outcomes_[release.index].pod, release.patch);
     });
   }
 
@@ -268,8 +289,8 @@ class ReleasePass {
         const size_t lead = refusedLead.at(pending_[i].unit);
         outcome.error = written[lead]->error().context(
             "not written, so that the gang stays whole: its first member " +
-            cacheKey(outcomes_[pending_[lead].index].pod) + " was not released");
-        chooser_.cancelAssignment(*outcome.choice);
+            cacheKey(*outcomes_[pending_[lead].index].pod) + " was not released");
+        giveBack(*outcome.choice);
       } else if (*written[i]) {
         outcome.kind = PodOutcome::Kind::Released;
         outcome.at = at;
@@ -278,7 +299,7 @@ class ReleasePass {
         if (pending_[i].role != Role::Alone && partly.contains(pending_[i].unit)) {
           held_.push_back(*outcome.choice);
         } else {
-          chooser_.cancelAssignment(*outcome.choice);
+          giveBack(*outcome.choice);
         }
       }
     }
@@ -295,6 +316,12 @@ class ReleasePass {
   // Backends of the members of partly released gangs whose writes failed: kept from the
   // rest of the pass, given back when it ends.
   std::vector<Choice> held_;
+  // What pods asked (less their names) that no backend could take in this pass. Room only
+  // shrinks while a pass gives backends out, so a later pod asking the same waits for the
+  // same reason without asking the chooser again: with 10,000 pods waiting for 200 full
+  // backends, each pass asked it 10,000 times over every backend. A reservation that
+  // expires during the pass counts from the next one.
+  std::map<BackendRequirements, NotAssigned> noRoom_;
 };
 
 }  // namespace
@@ -343,7 +370,7 @@ bool isReleaseConflict(const Error& error) {
          (error.httpStatus == 422 && error.message.find("test") != std::string::npos);
 }
 
-std::vector<PodOutcome> releaseWaitingPods(const std::vector<json>& waiting,
+std::vector<PodOutcome> releaseWaitingPods(const std::vector<ObjectSnapshot>& waiting,
                                            const std::vector<Backend>& backends,
                                            BackendChooser& chooser,
                                            const std::vector<std::string>& plugins,

@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "common/json_patch.h"
+#include "common/object_cache.h"
 #include "webhook/backend.h"
 #include "webhook/backend_chooser.h"
 #include "webhook/pod_wiring.h"
@@ -44,7 +45,7 @@ struct PodOutcome {
   // Refused: gated, but not by the webhook (gatedByWebhook() is false); never released.
   enum class Kind { Released, Waiting, Failed, Refused };
   Kind kind = Kind::Waiting;
-  nlohmann::json pod;                        // as the pass read it
+  ObjectSnapshot pod;                        // as the pass read it (never null)
   std::optional<Choice> choice;              // Released: the backend given
   std::string reason;                        // Waiting, Refused: why it is not released
   bool forCapacity = false;                  // Waiting: because no backend has room for it
@@ -94,8 +95,11 @@ using GangLookup = std::function<std::optional<Gang>(const nlohmann::json& pod)>
 // backends of failed ones are given back before the next pods are chosen. With 1, each
 // pod is written before the next is chosen. `write` must then be safe to call from several
 // threads.
+//
+// The pods are the cache's own snapshots, shared and never copied: at 10,000 waiting pods a
+// pass that copied each (and again into its outcome) held gigabytes for its duration.
 std::vector<PodOutcome> releaseWaitingPods(
-    const std::vector<nlohmann::json>& waiting, const std::vector<Backend>& backends,
+    const std::vector<ObjectSnapshot>& waiting, const std::vector<Backend>& backends,
     BackendChooser& chooser, const std::vector<std::string>& plugins, const ReleaseWriter& write,
     std::stop_token stop = {}, const GangLookup& gangOf = {}, size_t parallelWrites = 1);
 

@@ -22,7 +22,8 @@ ReleaseReporter::ReleaseReporter(EventRecorder& events, WebhookMetrics* metrics,
                                  OfferedSince offeredSince)
     : events_(events), metrics_(metrics), offeredSince_(std::move(offeredSince)) {}
 
-void ReleaseReporter::waiting(const std::vector<json>& pods, const std::set<std::string>& uids) {
+void ReleaseReporter::waiting(const std::vector<ObjectSnapshot>& pods,
+                              const std::set<std::string>& uids) {
   std::erase_if(told_, [&](const auto& entry) { return !uids.contains(entry.first); });
   if (metrics_ == nullptr) {
     return;
@@ -33,8 +34,8 @@ void ReleaseReporter::waiting(const std::vector<json>& pods, const std::set<std:
   const json* front = nullptr;
   double count = 0;
   for (const auto& pod : pods) {
-    if (gatedByWebhook(pod)) {
-      front = front != nullptr ? front : &pod;
+    if (gatedByWebhook(*pod)) {
+      front = front != nullptr ? front : pod.get();
       ++count;
     }
   }
@@ -49,7 +50,7 @@ void ReleaseReporter::waiting(const std::vector<json>& pods, const std::set<std:
 }
 
 void ReleaseReporter::report(const PodOutcome& outcome) {
-  const json& pod = outcome.pod;
+  const json& pod = *outcome.pod;
   const ObjectReference ref = referenceTo(pod, "v1", "Pod");
   const std::string key = cacheKey(pod);
   switch (outcome.kind) {

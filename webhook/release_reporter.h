@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/event_recorder.h"
+#include "common/object_cache.h"
 #include "webhook/release_pass.h"
 
 // What the waiting-pod controller's passes tell: the pods' Events, the log lines and the
@@ -37,7 +38,7 @@ class ReleaseReporter {
 
   // The waiting pods of a pass, oldest first: the gauges, and the pods told before that no
   // longer wait are forgotten (if one waits again, it is told again).
-  void waiting(const std::vector<nlohmann::json>& pods, const std::set<std::string>& uids);
+  void waiting(const std::vector<ObjectSnapshot>& pods, const std::set<std::string>& uids);
   // One pod's outcome: WaitingForBackend when its reason changed (back to an earlier one
   // too: `kubectl gvirtus why` shows the latest Event, which must be the current reason),
   // BackendAssigned with the release latency, NotWiredByWebhook once per reason.

@@ -55,20 +55,20 @@ bool isWaiting(const json& pod) {
          backendGateIndex(pod).has_value();
 }
 
-std::vector<json> waitingPods(const std::vector<ObjectSnapshot>& pods) {
-  std::vector<std::tuple<SystemTime, std::string, const json*>> ranked;
+std::vector<ObjectSnapshot> waitingPods(const std::vector<ObjectSnapshot>& pods) {
+  std::vector<std::tuple<SystemTime, std::string, ObjectSnapshot>> ranked;
   for (const auto& pod : pods) {
     if (isWaiting(*pod)) {
-      ranked.emplace_back(createdAt(*pod), cacheKey(*pod), pod.get());
+      ranked.emplace_back(createdAt(*pod), cacheKey(*pod), pod);
     }
   }
   std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
     return std::tie(std::get<0>(a), std::get<1>(a)) < std::tie(std::get<0>(b), std::get<1>(b));
   });
-  std::vector<json> out;
+  std::vector<ObjectSnapshot> out;
   out.reserve(ranked.size());
-  for (const auto& entry : ranked) {
-    out.push_back(*std::get<2>(entry));
+  for (auto& entry : ranked) {
+    out.push_back(std::move(std::get<2>(entry)));
   }
   return out;
 }
@@ -139,7 +139,7 @@ void WaitingPodController::run(std::stop_token stop) {
     fieldSelector += ",metadata.namespace!=" + options_.ownNamespace;
   }
   ResourceCache pods(client_, resources::kPods, "", std::string(kEnabledLabel) + "=true",
-                     fieldSelector);
+                     fieldSelector, ResourceCacheOptions{.transform = waitingFields});
   // A PodGroup's minMember may come after its pods: a change asks for a pass. Without
   // KAI's CRD the cache is empty and every pod goes alone.
   ResourceCache podGroups(
@@ -215,15 +215,15 @@ bool WaitingPodController::pass(std::stop_token stop, const std::vector<ObjectSn
                                 RunState& state) {
   // One snapshot for the whole pass: the autoscaler is told the backends its outcomes saw.
   BackendSnapshot backends = backends_.backends();
-  std::vector<json> waiting;
+  std::vector<ObjectSnapshot> waiting;
   std::set<std::string> present;
   for (auto& pod : waitingPods(pods)) {
-    const std::string uid = podUid(pod);
+    const std::string uid = podUid(*pod);
     present.insert(uid);
     // Released by us, and the cache has not caught up yet: the patch's test would fail.
     auto released = state.releasedFrom.find(uid);
     if (released != state.releasedFrom.end() &&
-        released->second == stringAt(pod, {"metadata", "resourceVersion"})) {
+        released->second == stringAt(*pod, {"metadata", "resourceVersion"})) {
       continue;
     }
     waiting.push_back(std::move(pod));
@@ -253,8 +253,8 @@ bool WaitingPodController::pass(std::stop_token stop, const std::vector<ObjectSn
                                            stop, lookup, options_.parallelReleases);
   for (const auto& outcome : outcomes) {
     if (outcome.kind == PodOutcome::Kind::Released) {
-      state.releasedFrom[podUid(outcome.pod)] =
-          stringAt(outcome.pod, {"metadata", "resourceVersion"});
+      state.releasedFrom[podUid(*outcome.pod)] =
+          stringAt(*outcome.pod, {"metadata", "resourceVersion"});
     }
     if (outcome.kind == PodOutcome::Kind::Failed && !isReleaseConflict(*outcome.error) &&
         !outcome.error->isNotFound()) {
@@ -276,10 +276,10 @@ void WaitingPodController::tellPassDone(const std::vector<PodOutcome>& outcomes,
     if (outcome.kind != PodOutcome::Kind::Waiting || !outcome.forCapacity) {
       continue;
     }
-    auto requirements = requirementsFromPod(outcome.pod);
-    const auto created = createdAt(outcome.pod);
+    auto requirements = requirementsFromPod(*outcome.pod);
+    const auto created = createdAt(*outcome.pod);
     if (requirements && created != std::chrono::system_clock::time_point::max()) {
-      demand.push_back({referenceTo(outcome.pod, "v1", "Pod"), *requirements, created});
+      demand.push_back({referenceTo(*outcome.pod, "v1", "Pod"), *requirements, created});
     }
   }
   options_.onPassDone(std::move(demand), std::move(backends));

@@ -36,9 +36,8 @@ class WebhookMetrics;
 // A pod waits while it carries the gate gvirtus.io/backend and is not being deleted.
 bool isWaiting(const nlohmann::json& pod);
 
-// Copies of the waiting pods among `pods` (the others are not copied), oldest first: by
-// creationTimestamp, then namespace/name.
-std::vector<nlohmann::json> waitingPods(const std::vector<ObjectSnapshot>& pods);
+// The waiting pods among `pods`, oldest first: by creationTimestamp, then namespace/name.
+std::vector<ObjectSnapshot> waitingPods(const std::vector<ObjectSnapshot>& pods);
 
 struct WaitingPodControllerOptions {
   // The webhook's own namespace: its pods are never gated, never touched.

@@ -546,7 +546,8 @@ TEST_CASE("forged reviews hold backends only seconds: real pods get them after t
     stored = *result;
     return {};
   };
-  const auto outcomes = releaseWaitingPods({waiting}, *source.backends(), chooser, {}, write);
+  const auto outcomes = releaseWaitingPods({std::make_shared<const json>(waiting)},
+                                           *source.backends(), chooser, {}, write);
   REQUIRE(outcomes.size() == 1);
   CHECK(outcomes[0].kind == PodOutcome::Kind::Released);
   CHECK(annotations(stored).contains("gvirtus.io/backend"));

@@ -32,6 +32,15 @@ inline std::vector<gvirtus::ObjectSnapshot> snapshotsOf(const std::vector<json>&
   return out;
 }
 
+// Copies of what a cache handed out.
+inline std::vector<json> copiesOf(const std::vector<gvirtus::ObjectSnapshot>& pods) {
+  std::vector<json> out;
+  for (const auto& pod : pods) {
+    out.push_back(*pod);
+  }
+  return out;
+}
+
 // A GVirtuS pod as the admission left it when no backend could take it: wired, and gated.
 inline json waitingPod(const std::string& name, const std::string& created,
                        json annotations = json::object(), const std::string& ns = "team-a") {
@@ -55,7 +64,7 @@ inline std::vector<json> fivePods() {
     pods.push_back(
         waitingPod("pod-" + std::to_string(i), "2026-11-22T10:00:0" + std::to_string(i) + "Z"));
   }
-  return waitingPods(snapshotsOf(pods));
+  return copiesOf(waitingPods(snapshotsOf(pods)));
 }
 
 inline std::string nameOf(const json& pod) {
@@ -109,7 +118,7 @@ inline std::vector<std::string> released(const std::vector<PodOutcome>& outcomes
   std::vector<std::string> out;
   for (const auto& o : outcomes) {
     if (o.kind == PodOutcome::Kind::Released) {
-      out.push_back(nameOf(o.pod));
+      out.push_back(nameOf(*o.pod));
     }
   }
   return out;
@@ -119,7 +128,7 @@ inline std::map<std::string, std::string> waitingReasons(const std::vector<PodOu
   std::map<std::string, std::string> out;
   for (const auto& o : outcomes) {
     if (o.kind == PodOutcome::Kind::Waiting) {
-      out[nameOf(o.pod)] = o.reason;
+      out[nameOf(*o.pod)] = o.reason;
     }
   }
   return out;
@@ -135,7 +144,7 @@ inline std::vector<json> gangAndLoner(int members) {
                               "2026-11-22T10:00:0" + std::to_string(i) + "Z",
                               {{std::string(kPodGroupAnnotation), "trainers"}}));
   }
-  return waitingPods(snapshotsOf(pods));
+  return copiesOf(waitingPods(snapshotsOf(pods)));
 }
 
 // The lookup the controller makes from the PodGroup: minMember, and members released before.

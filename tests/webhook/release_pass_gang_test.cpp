@@ -56,8 +56,8 @@ TEST_CASE("members of a PodGroup the cache does not show yet wait for it, never 
     return Gang{.name = "team-a/trainers", .unseen = true};
   };
   // Room for all: only the loner goes.
-  auto outcomes =
-      releaseWaitingPods(pods, {backend("10.0.0.1", 0, 16)}, chooser, {}, api.writer(), {}, unseen);
+  auto outcomes = releaseWaitingPods(snapshotsOf(pods), {backend("10.0.0.1", 0, 16)}, chooser, {},
+                                     api.writer(), {}, unseen);
   CHECK(released(outcomes) == Names{"loner"});
   const auto reasons = waitingReasons(outcomes);
   REQUIRE(reasons.size() == 3);
@@ -70,8 +70,8 @@ TEST_CASE("a gang with fewer free sessions than members is not released at all",
   const auto pods = gangAndLoner(3);
   FakeApi api(pods);
   // Three sessions: the loner (oldest) takes one, the gang of three needs three.
-  auto outcomes = releaseWaitingPods(pods, {backend("10.0.0.1", 0, 3)}, chooser, {}, api.writer(),
-                                     {}, gangOfTrainers(3));
+  auto outcomes = releaseWaitingPods(snapshotsOf(pods), {backend("10.0.0.1", 0, 3)}, chooser, {},
+                                     api.writer(), {}, gangOfTrainers(3));
   CHECK(released(outcomes) == Names{"loner"});
   const auto reasons = waitingReasons(outcomes);
   REQUIRE(reasons.size() == 3);
@@ -89,12 +89,13 @@ TEST_CASE("a gang is released whole, in one pass, when the last session appears"
   BackendChooser chooser;
   const auto pods = gangAndLoner(3);
   FakeApi api(pods);
-  auto outcomes = releaseWaitingPods(pods, {backend("10.0.0.1", 0, 2)}, chooser, {}, api.writer(),
-                                     {}, gangOfTrainers(3));
+  auto outcomes = releaseWaitingPods(snapshotsOf(pods), {backend("10.0.0.1", 0, 2)}, chooser, {},
+                                     api.writer(), {}, gangOfTrainers(3));
   CHECK(released(outcomes) == Names{"loner"});
   std::vector<json> rest = {api.pods.at("gang-1"), api.pods.at("gang-2"), api.pods.at("gang-3")};
-  outcomes = releaseWaitingPods(rest, {backend("10.0.0.1", 0, 2), backend("10.0.0.2", 0, 2)},
-                                chooser, {}, api.writer(), {}, gangOfTrainers(3));
+  outcomes =
+      releaseWaitingPods(snapshotsOf(rest), {backend("10.0.0.1", 0, 2), backend("10.0.0.2", 0, 2)},
+                         chooser, {}, api.writer(), {}, gangOfTrainers(3));
   CHECK(released(outcomes) == Names{"gang-1", "gang-2", "gang-3"});
   CHECK(api.written.size() == 4);
 }
@@ -104,13 +105,13 @@ TEST_CASE("a gang waits for its missing members, counting those released before"
   BackendChooser chooser;
   const auto pods = gangAndLoner(2);
   FakeApi api(pods);
-  auto outcomes = releaseWaitingPods(pods, {backend("10.0.0.1", 0, 16)}, chooser, {}, api.writer(),
-                                     {}, gangOfTrainers(3));
+  auto outcomes = releaseWaitingPods(snapshotsOf(pods), {backend("10.0.0.1", 0, 16)}, chooser, {},
+                                     api.writer(), {}, gangOfTrainers(3));
   CHECK(released(outcomes) == Names{"loner"});
   CHECK(waitingReasons(outcomes).at("gang-2") == "gang team-a/trainers has 2 of its 3 pods");
   CHECK(chooser.recentAssignments("10.0.0.1:9999") == 1);
   // One member was released earlier (a late pod joining a running gang): the two go.
-  outcomes = releaseWaitingPods({api.pods.at("gang-1"), api.pods.at("gang-2")},
+  outcomes = releaseWaitingPods(snapshotsOf({api.pods.at("gang-1"), api.pods.at("gang-2")}),
                                 {backend("10.0.0.1", 0, 16)}, chooser, {}, api.writer(), {},
                                 gangOfTrainers(3, 1));
   CHECK(released(outcomes) == Names{"gang-1", "gang-2"});
@@ -122,8 +123,8 @@ TEST_CASE("a gang whose second write is refused is completed first by the next p
   const auto pods = gangAndLoner(2);
   FakeApi api(pods);
   api.refusals["gang-2"] = {2, kDenied};  // the write, and the one made again at once
-  auto outcomes = releaseWaitingPods(pods, {backend("10.0.0.1", 0, 3)}, chooser, {}, api.writer(),
-                                     {}, gangOfTrainers(2));
+  auto outcomes = releaseWaitingPods(snapshotsOf(pods), {backend("10.0.0.1", 0, 3)}, chooser, {},
+                                     api.writer(), {}, gangOfTrainers(2));
   CHECK(released(outcomes) == Names{"loner", "gang-1"});
   CHECK(api.tried == Names{"loner", "gang-1", "gang-2", "gang-2"});
   REQUIRE(outcomes.back().kind == PodOutcome::Kind::Failed);
@@ -137,8 +138,8 @@ TEST_CASE("a gang whose second write is refused is completed first by the next p
   api.pods["older"] = older;
   BackendChooser leader;
   std::vector<json> next = {older, api.pods.at("gang-2")};
-  outcomes = releaseWaitingPods(next, {backend("10.0.0.1", 2, 3)}, leader, {}, api.writer(), {},
-                                gangOfTrainers(2, 1));
+  outcomes = releaseWaitingPods(snapshotsOf(next), {backend("10.0.0.1", 2, 3)}, leader, {},
+                                api.writer(), {}, gangOfTrainers(2, 1));
   CHECK(released(outcomes) == Names{"gang-2"});
   CHECK(waitingReasons(outcomes).at("older") ==
         "none of 1 backend can take the pod: 1 at maxSessions");
@@ -150,8 +151,8 @@ TEST_CASE("a member whose write fails once is written again in the same pass", "
   const auto pods = gangAndLoner(3);
   FakeApi api(pods);
   api.refusals["gang-2"] = {1, Error{"etcdserver: request timed out", 500, ""}};
-  auto outcomes = releaseWaitingPods(pods, {backend("10.0.0.1", 0, 16)}, chooser, {}, api.writer(),
-                                     {}, gangOfTrainers(3), 8);
+  auto outcomes = releaseWaitingPods(snapshotsOf(pods), {backend("10.0.0.1", 0, 16)}, chooser, {},
+                                     api.writer(), {}, gangOfTrainers(3), 8);
   CHECK(released(outcomes) == Names{"loner", "gang-1", "gang-2", "gang-3"});
   // The first member before the others (each group written together), gang-2 once more
   // after them.
@@ -168,8 +169,8 @@ TEST_CASE("a refused first member leaves the whole gang gated", "[waiting][gang]
   const auto pods = gangAndLoner(2);
   FakeApi api(pods);
   api.refusals["gang-1"] = {1, kDenied};
-  auto outcomes = releaseWaitingPods(pods, {backend("10.0.0.1", 0, 16)}, chooser, {}, api.writer(),
-                                     {}, gangOfTrainers(2), 8);
+  auto outcomes = releaseWaitingPods(snapshotsOf(pods), {backend("10.0.0.1", 0, 16)}, chooser, {},
+                                     api.writer(), {}, gangOfTrainers(2), 8);
   CHECK(released(outcomes) == Names{"loner"});
   CHECK((sorted(api.tried) == Names{"gang-1", "loner"}));
   REQUIRE(outcomes[2].kind == PodOutcome::Kind::Failed);
@@ -180,8 +181,9 @@ TEST_CASE("a refused first member leaves the whole gang gated", "[waiting][gang]
   CHECK(chooser.recentAssignments("10.0.0.1:9999") == 1);
   CHECK(stillGated(api, {"gang-1", "gang-2"}).size() == 2);
   // The next pass releases it whole.
-  outcomes = releaseWaitingPods(stillGated(api, {"gang-1", "gang-2"}), {backend("10.0.0.1", 0, 16)},
-                                chooser, {}, api.writer(), {}, gangOfTrainers(2));
+  outcomes = releaseWaitingPods(snapshotsOf(stillGated(api, {"gang-1", "gang-2"})),
+                                {backend("10.0.0.1", 0, 16)}, chooser, {}, api.writer(), {},
+                                gangOfTrainers(2));
   CHECK(released(outcomes) == Names{"gang-1", "gang-2"});
 }
 
@@ -191,16 +193,17 @@ TEST_CASE("a gang being completed takes each session as it appears", "[waiting][
   FakeApi api(pods);
   // gang-1 was released by an earlier pass; one session is left for gang-2 and gang-3.
   const std::vector<json> rest = {pods[2], pods[3]};
-  auto outcomes = releaseWaitingPods(rest, {backend("10.0.0.1", 2, 3)}, chooser, {}, api.writer(),
-                                     {}, gangOfTrainers(3, 1));
+  auto outcomes = releaseWaitingPods(snapshotsOf(rest), {backend("10.0.0.1", 2, 3)}, chooser, {},
+                                     api.writer(), {}, gangOfTrainers(3, 1));
   CHECK(released(outcomes) == Names{"gang-2"});
   REQUIRE(outcomes.size() == 2);
   CHECK(outcomes[1].forCapacity);
   CHECK(outcomes[1].reason ==
         "gang team-a/trainers is being completed (1 of its pods released before): none of 1 "
         "backend can take the pod: 1 at maxSessions");
-  outcomes = releaseWaitingPods(stillGated(api, {"gang-3"}), {backend("10.0.0.1", 2, 4)}, chooser,
-                                {}, api.writer(), {}, gangOfTrainers(3, 2));
+  outcomes =
+      releaseWaitingPods(snapshotsOf(stillGated(api, {"gang-3"})), {backend("10.0.0.1", 2, 4)},
+                         chooser, {}, api.writer(), {}, gangOfTrainers(3, 2));
   CHECK(released(outcomes) == Names{"gang-3"});
 }
 
@@ -212,11 +215,51 @@ TEST_CASE("a pass asked to stop during a gang's first write still writes the res
   std::stop_source stop;
   auto writer = api.writer();
   auto outcomes = releaseWaitingPods(
-      {pods[1], pods[2]}, {backend("10.0.0.1", 0, 16)}, chooser, {},
+      snapshotsOf({pods[1], pods[2]}), {backend("10.0.0.1", 0, 16)}, chooser, {},
       [&](const json& pod, const JsonPatch& patch) {
         stop.request_stop();  // leadership lost during the first write
         return writer(pod, patch);
       },
       stop.get_token(), gangOfTrainers(2));
   CHECK(released(outcomes) == Names{"gang-1", "gang-2"});
+}
+
+TEST_CASE("a gang that does not fit gives its backend back to the pods after it",
+          "[waiting][gang]") {
+  // One session. gang-1 takes it, gang-2 finds none, so the gang gives it back. A pass
+  // remembers what found no room (the same requirements are not asked again), but a
+  // session given back ends that: the later pod, asking the same, gets it.
+  std::vector<json> pods = {waitingPod("gang-1", "2026-11-22T10:00:01Z",
+                                       {{std::string(kPodGroupAnnotation), "trainers"}}),
+                            waitingPod("gang-2", "2026-11-22T10:00:02Z",
+                                       {{std::string(kPodGroupAnnotation), "trainers"}}),
+                            waitingPod("late", "2026-11-22T10:00:03Z")};
+  BackendChooser chooser;
+  FakeApi api(pods);
+  auto outcomes = releaseWaitingPods(snapshotsOf(pods), {backend("10.0.0.1", 0, 1)}, chooser, {},
+                                     api.writer(), {}, gangOfTrainers(2));
+  CHECK(released(outcomes) == Names{"late"});
+  CHECK_THAT(waitingReasons(outcomes).at("gang-1"),
+             Catch::StartsWith("gang team-a/trainers is released whole and only 1 of its 2"));
+}
+
+TEST_CASE("pods asking what found no room wait for the same reason; one asking less goes",
+          "[waiting]") {
+  std::vector<json> pods;
+  for (int i = 1; i <= 5; ++i) {
+    pods.push_back(waitingPod("pod-" + std::to_string(i),
+                              "2026-11-22T10:00:0" + std::to_string(i) + "Z",
+                              {{"gvirtus.io/gpu-memory", i == 5 ? "8Gi" : "1Ti"}}));
+  }
+  BackendChooser chooser;
+  FakeApi api(pods);
+  auto outcomes = releaseWaitingPods(snapshotsOf(pods), {backend("10.0.0.1", 0, 16)}, chooser, {},
+                                     api.writer());
+  // A pod asking for less than the others is still asked for: it goes.
+  CHECK(released(outcomes) == Names{"pod-5"});
+  const auto reasons = waitingReasons(outcomes);
+  REQUIRE(reasons.size() == 4);
+  for (const auto& [name, reason] : reasons) {
+    CHECK(reason == "none of 1 backend can take the pod: 1 without a GPU with 1048576 MiB free");
+  }
 }

@@ -11,6 +11,7 @@
 
 #include "webhook/fixtures.h"
 #include "webhook/names.h"
+#include "webhook/pod_fields.h"
 #include "webhook/release_fixtures.h"
 
 using namespace gvirtus::webhook;
@@ -43,7 +44,7 @@ TEST_CASE("waiting pods are the gated ones and the oldest come first", "[waiting
   CHECK(isWaiting(both));
   Names order;
   for (const auto& pod : waitingPods(snapshotsOf(pods))) {
-    order.push_back(nameOf(pod));
+    order.push_back(nameOf(*pod));
   }
   // Same second: by namespace/name (team-a/b, team-a/both-gates, team-b/a).
   CHECK(order == Names{"first", "b", "both-gates", "a", "late"});
@@ -96,7 +97,7 @@ TEST_CASE("a backend with room for three releases the three oldest and a second 
   FakeApi api(pods);
   const Backend first = backend("10.0.0.1", 0, 3, "backend-a");
 
-  auto outcomes = releaseWaitingPods(pods, {first}, chooser, {}, api.writer());
+  auto outcomes = releaseWaitingPods(snapshotsOf(pods), {first}, chooser, {}, api.writer());
   CHECK(released(outcomes) == Names{"pod-1", "pod-2", "pod-3"});
   const auto reasons = waitingReasons(outcomes);
   REQUIRE(reasons.size() == 2);
@@ -115,10 +116,10 @@ TEST_CASE("a backend with room for three releases the three oldest and a second 
   // The next pass, with the released pods gone from the waiting list: the first backend is
   // still full (its own assignments count), the second takes the rest.
   std::vector<json> rest = {api.pods.at("pod-4"), api.pods.at("pod-5")};
-  outcomes = releaseWaitingPods(rest, {first}, chooser, {}, api.writer());
+  outcomes = releaseWaitingPods(snapshotsOf(rest), {first}, chooser, {}, api.writer());
   CHECK(released(outcomes).empty());
   const Backend second = backend("10.0.0.2", 0, 3, "backend-b");
-  outcomes = releaseWaitingPods(rest, {first, second}, chooser, {}, api.writer());
+  outcomes = releaseWaitingPods(snapshotsOf(rest), {first, second}, chooser, {}, api.writer());
   CHECK(released(outcomes) == Names{"pod-4", "pod-5"});
   CHECK(api.pods.at("pod-5")["metadata"]["annotations"]["gvirtus.io/backend"] == "10.0.0.2:9999");
   CHECK(api.written.size() == 5);
@@ -128,8 +129,9 @@ TEST_CASE("least-connections spreads a pass over backends with room", "[waiting]
   BackendChooser chooser;
   const auto pods = fivePods();
   FakeApi api(pods);
-  auto outcomes = releaseWaitingPods(pods, {backend("10.0.0.1", 1, 3), backend("10.0.0.2", 0, 3)},
-                                     chooser, {}, api.writer());
+  auto outcomes =
+      releaseWaitingPods(snapshotsOf(pods), {backend("10.0.0.1", 1, 3), backend("10.0.0.2", 0, 3)},
+                         chooser, {}, api.writer());
   CHECK(released(outcomes).size() == 5);
   std::map<std::string, int> landed;
   for (const auto& [name, pod] : api.pods) {
@@ -146,7 +148,8 @@ TEST_CASE("a failed release gives the backend back to the next pod", "[waiting]"
   api.refuse = {"pod-1"};
   // Another replica released pod-2 meanwhile: our copy is stale, its test fails.
   api.pods["pod-2"]["metadata"]["resourceVersion"] = "105";
-  auto outcomes = releaseWaitingPods(pods, {backend("10.0.0.1", 0, 2)}, chooser, {}, api.writer());
+  auto outcomes =
+      releaseWaitingPods(snapshotsOf(pods), {backend("10.0.0.1", 0, 2)}, chooser, {}, api.writer());
   CHECK(released(outcomes) == Names{"pod-3", "pod-4"});
   REQUIRE(outcomes[0].kind == PodOutcome::Kind::Failed);
   CHECK(outcomes[0].error->httpStatus == 500);
@@ -167,7 +170,7 @@ TEST_CASE("writes go several at a time, and a failed one's backend goes to a lat
   int mostInFlight = 0;
   auto writer = api.writer();
   auto outcomes = releaseWaitingPods(
-      pods, {backend("10.0.0.1", 0, 2)}, chooser, {},
+      snapshotsOf(pods), {backend("10.0.0.1", 0, 2)}, chooser, {},
       [&](const json& pod, const JsonPatch& patch) {
         {
           std::lock_guard lock(mutex);
@@ -183,7 +186,7 @@ TEST_CASE("writes go several at a time, and a failed one's backend goes to a lat
   CHECK(mostInFlight == 2);
   CHECK(released(outcomes) == Names{"pod-2", "pod-3"});
   REQUIRE(outcomes.size() == 5);
-  CHECK(nameOf(outcomes[0].pod) == "pod-1");
+  CHECK(nameOf(*outcomes[0].pod) == "pod-1");
   CHECK(outcomes[0].kind == PodOutcome::Kind::Failed);
   CHECK(waitingReasons(outcomes).size() == 2);
   CHECK(chooser.recentAssignments("10.0.0.1:9999") == 2);
@@ -209,7 +212,7 @@ TEST_CASE("a pod no backend can take waits with the reason while younger pods go
 
   outcomes = releaseWaitingPods({}, {}, chooser, {}, api.writer());
   CHECK(outcomes.empty());
-  outcomes = releaseWaitingPods({pods[0]}, {}, chooser, {}, api.writer());
+  outcomes = releaseWaitingPods(snapshotsOf({pods[0]}), {}, chooser, {}, api.writer());
   CHECK(waitingReasons(outcomes).at("huge") == "no GVirtuS backend is ready");
 }
 
@@ -222,7 +225,7 @@ TEST_CASE("KAI gpu-fraction and gpu-memory count against the backend's GPU", "[w
                             waitingPod("mib", "2026-11-22T10:00:02Z", {{"gpu-memory", "30000"}}),
                             waitingPod("mib-2", "2026-11-22T10:00:03Z", {{"gpu-memory", "30000"}})};
   FakeApi api(pods);
-  auto outcomes = releaseWaitingPods(pods, {gpu}, chooser, {}, api.writer());
+  auto outcomes = releaseWaitingPods(snapshotsOf(pods), {gpu}, chooser, {}, api.writer());
   // 80896 - 40960 = 39936 left: the second half does not fit, 30000 MiB does, once.
   CHECK(released(outcomes) == Names{"half-1", "mib"});
   const auto reasons = waitingReasons(outcomes);
@@ -242,7 +245,7 @@ TEST_CASE("a pass stops between pods when asked to", "[waiting]") {
   std::stop_source stop;
   auto writer = api.writer();
   auto outcomes = releaseWaitingPods(
-      pods, {backend("10.0.0.1", 0, 16)}, chooser, {},
+      snapshotsOf(pods), {backend("10.0.0.1", 0, 16)}, chooser, {},
       [&](const json& pod, const JsonPatch& patch) {
         stop.request_stop();  // leadership lost during the first write
         return writer(pod, patch);
@@ -265,20 +268,20 @@ TEST_CASE("a gated pod the webhook never wired is refused, not released", "[wait
   unwired["spec"]["schedulingGates"] = json::array({{{"name", "gvirtus.io/backend"}}});
   REQUIRE(isWaiting(unwired));
   const json admitted = waitingPod("admitted", "2026-11-22T10:00:01Z");
-  const auto pods = waitingPods(snapshotsOf({admitted, unwired}));
+  const auto pods = copiesOf(waitingPods(snapshotsOf({admitted, unwired})));
   REQUIRE(pods.size() == 2);
 
   BackendChooser chooser;
   FakeApi api(pods);
-  const auto outcomes =
-      releaseWaitingPods(pods, {backend("10.0.0.1", 0, 16)}, chooser, {}, api.writer());
+  const auto outcomes = releaseWaitingPods(snapshotsOf(pods), {backend("10.0.0.1", 0, 16)}, chooser,
+                                           {}, api.writer());
   // The admitted pod is released; the other one is given nothing and keeps its gate.
   CHECK(released(outcomes) == Names{"admitted"});
   CHECK(api.written == Names{"admitted"});
   CHECK(chooser.recentAssignments("10.0.0.1:9999") == 1);
   const PodOutcome* refused = nullptr;
   for (const auto& outcome : outcomes) {
-    if (nameOf(outcome.pod) == "sneaky") {
+    if (nameOf(*outcome.pod) == "sneaky") {
       refused = &outcome;
     }
   }
@@ -288,4 +291,50 @@ TEST_CASE("a gated pod the webhook never wired is refused, not released", "[wait
   CHECK_THAT(refused->reason, Catch::Contains("not wired by the GVirtuS webhook"));
   CHECK(api.pods.at("sneaky") == unwired);
   CHECK(std::string(kNotWiredReason) == "NotWiredByWebhook");
+}
+
+TEST_CASE("the waiting pods' cache drops managedFields and status; a release patch is the same",
+          "[waiting]") {
+  json pod = waitingPod("kept", "2026-11-22T10:00:00Z", {{"team.example/owner", "ana"}});
+  pod["metadata"]["managedFields"] =
+      json::array({{{"manager", "kubectl-create"},
+                    {"operation", "Update"},
+                    {"fieldsType", "FieldsV1"},
+                    {"fieldsV1", {{"f:spec", {{"f:containers", json::object()}}}}}}});
+  pod["spec"]["affinity"] = {
+      {"nodeAffinity",
+       {{"preferredDuringSchedulingIgnoredDuringExecution",
+         json::array({{{"weight", 1},
+                       {"preference",
+                        {{"matchExpressions", json::array({{{"key", "disk"},
+                                                            {"operator", "In"},
+                                                            {"values", {"ssd"}}}})}}}}})}}}};
+  pod["status"] = {
+      {"phase", "Pending"},
+      {"conditions",
+       json::array(
+           {{{"type", "PodScheduled"}, {"status", "False"}, {"reason", "SchedulingGated"}}})}};
+
+  const json kept = waitingFields(pod);
+  CHECK_FALSE(kept["metadata"].contains("managedFields"));
+  CHECK(kept["status"] == json{{"phase", "Pending"}});
+  CHECK(kept["metadata"]["annotations"] == pod["metadata"]["annotations"]);
+  CHECK(kept["spec"] == pod["spec"]);
+  CHECK(isWaiting(kept));
+
+  // Applied to the pod as the API server holds it, the patch made from what the cache
+  // keeps does what the patch made from the whole pod does: nothing of the pod is lost.
+  const Assignment assignment{.endpoint = "10.0.0.1:9999",
+                              .backendPod = "gvirtus-system/be-1",
+                              .properties = "{}",
+                              .preferredZone = "zone-a",
+                              .gpuIndex = 0,
+                              .assignedBy = "webhook-1"};
+  auto fromKept = gvirtus::applyJsonPatch(pod, releasePatch(kept, assignment).toJson());
+  auto fromWhole = gvirtus::applyJsonPatch(pod, releasePatch(pod, assignment).toJson());
+  REQUIRE(fromKept.has_value());
+  REQUIRE(fromWhole.has_value());
+  CHECK(*fromKept == *fromWhole);
+  CHECK((*fromKept)["metadata"]["annotations"]["team.example/owner"] == "ana");
+  CHECK((*fromKept)["metadata"]["managedFields"] == pod["metadata"]["managedFields"]);
 }
