@@ -16,8 +16,8 @@ Controller::~Controller() {
   queue_.shutDown();
 }
 
-void Controller::enqueue(const std::string& key) {
-  queue_.add(key);
+void Controller::enqueue(const std::string& key, Duration after) {
+  queue_.addAfter(key, after);
 }
 
 ResourceEventHandlers Controller::onEveryChange(

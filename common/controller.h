@@ -46,8 +46,9 @@ class Controller {
   Controller(const Controller&) = delete;
   Controller& operator=(const Controller&) = delete;
 
-  // Thread-safe; keys added before run() wait for it.
-  void enqueue(const std::string& key);
+  // Thread-safe; keys added before run() wait for it. With `after`, the key waits that long
+  // first, and changes meanwhile add nothing: a burst of them is one sync.
+  void enqueue(const std::string& key, Duration after = Duration::zero());
 
   // Handlers that enqueue the changed object's cacheKey() on add, update and delete.
   ResourceEventHandlers enqueueObjects();

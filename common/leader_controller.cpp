@@ -5,10 +5,10 @@ namespace gvirtus {
 LeaderController::LeaderController(ControllerOptions options, SyncFunction sync)
     : options_(std::move(options)), sync_(std::move(sync)) {}
 
-void LeaderController::enqueue(const std::string& key) {
+void LeaderController::enqueue(const std::string& key, Duration after) {
   std::lock_guard lock(mutex_);
   if (current_) {
-    current_->enqueue(key);
+    current_->enqueue(key, after);
   }
 }
 

@@ -26,8 +26,8 @@ class LeaderController {
 
   LeaderController(ControllerOptions options, SyncFunction sync);
 
-  // Thread-safe; does nothing between terms.
-  void enqueue(const std::string& key);
+  // Thread-safe; does nothing between terms. `after` as Controller::enqueue().
+  void enqueue(const std::string& key, Duration after = Duration::zero());
 
   // One term: runs until `stop`. May run again after it returned.
   void run(std::stop_token stop, const Term& term);

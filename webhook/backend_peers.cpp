@@ -53,20 +53,12 @@ bool claimsBackend(const PeerClaim& claim, std::string_view backendPod, std::str
   return !endpoint.empty() && claim.backendPod == backendPod && claim.endpoint == endpoint;
 }
 
-std::vector<std::string> backendPeers(const json& backendPod,
-                                      const std::vector<ObjectSnapshot>& pods, int port) {
-  const std::string endpoint = backendEndpoint(backendPod, port);
-  if (endpoint.empty()) {
-    return {};
-  }
-  const std::string ref = cacheKey(backendPod);
+std::vector<std::string> backendPeers(std::string_view backendPod, std::string_view endpoint,
+                                      const std::vector<PeerClaim>& claims) {
   std::vector<std::pair<uint32_t, std::string>> found;
-  for (const auto& pod : pods) {
-    if (pod == nullptr) {
-      continue;
-    }
-    if (auto claim = peerClaim(*pod); claim && claimsBackend(*claim, ref, endpoint)) {
-      found.emplace_back(addressOrder(claim->ip), std::move(claim->ip));
+  for (const auto& claim : claims) {
+    if (claimsBackend(claim, backendPod, endpoint)) {
+      found.emplace_back(addressOrder(claim.ip), claim.ip);
     }
   }
   std::sort(found.begin(), found.end());

@@ -7,8 +7,6 @@
 #include <string_view>
 #include <vector>
 
-#include "common/object_cache.h"
-
 // Which pods may open sessions on a backend pod (issue 40 item 3): the decision behind the
 // annotation gvirtus.io/peers, which the backend shim enforces on every connection. GVirtuS
 // has no authentication of its own: a source address the list leaves out is refused.
@@ -49,10 +47,10 @@ std::string backendEndpoint(const nlohmann::json& backendPod, int port);
 // whose name a new pod's annotation happens to carry, gets none of the other's pods.
 bool claimsBackend(const PeerClaim& claim, std::string_view backendPod, std::string_view endpoint);
 
-// The IPv4 addresses of those of `pods` that count for `backendPod` (served on `port`):
-// in address order, each once.
-std::vector<std::string> backendPeers(const nlohmann::json& backendPod,
-                                      const std::vector<ObjectSnapshot>& pods, int port);
+// The addresses of those of `claims` that count for the backend pod "namespace/name" now at
+// `endpoint` (claimsBackend()): in address order, each once. None without an endpoint.
+std::vector<std::string> backendPeers(std::string_view backendPod, std::string_view endpoint,
+                                      const std::vector<PeerClaim>& claims);
 
 // The annotation's value: the first `max` of `peers` joined by commas; "" for none.
 std::string peersValue(const std::vector<std::string>& peers, size_t max = kMaxPeers);

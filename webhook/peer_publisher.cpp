@@ -96,19 +96,19 @@ void PeerPublisher::frontendChanged(const json* old, const json* now) {
       }
     }
     if (after) {
-      claims_[after->backendPod].insert(pod);
+      claims_[after->backendPod].insert_or_assign(pod, *after);
     }
   }
   if (before) {
-    enqueue(before->backendPod);
+    enqueue(before->backendPod, options_.coalesce);
   }
   if (after && (!before || after->backendPod != before->backendPod)) {
-    enqueue(after->backendPod);
+    enqueue(after->backendPod, options_.coalesce);
   }
 }
 
-void PeerPublisher::enqueue(const std::string& backendPod) {
-  leader_.enqueue(backendPod);
+void PeerPublisher::enqueue(const std::string& backendPod, Duration after) {
+  leader_.enqueue(backendPod, after);
 }
 
 void PeerPublisher::enqueueAll() {
@@ -131,21 +131,18 @@ Result<bool> PeerPublisher::sync(const std::string& backendPod) {
   if (podIpv4(*pod).empty()) {
     return false;
   }
-  std::vector<std::string> claiming;
+  std::vector<PeerClaim> claims;
   {
     std::lock_guard lock(mutex_);
     if (auto it = claims_.find(backendPod); it != claims_.end()) {
-      claiming.assign(it->second.begin(), it->second.end());
+      claims.reserve(it->second.size());
+      for (const auto& entry : it->second) {
+        claims.push_back(entry.second);
+      }
     }
   }
-  // Each read as the cache holds it now: backendPeers() decides on the pod itself.
-  std::vector<ObjectSnapshot> frontends;
-  frontends.reserve(claiming.size());
-  for (const auto& key : claiming) {
-    const auto [podNs, podName] = splitCacheKey(key);
-    frontends.push_back(frontendPods_.get(podNs, podName));
-  }
-  const std::vector<std::string> peers = backendPeers(*pod, frontends, options_.port);
+  const std::vector<std::string> peers =
+      backendPeers(backendPod, backendEndpoint(*pod, options_.port), claims);
   if (peers.size() > options_.maxPeers && !warnedCap_.exchange(true)) {
     log::warn(
         "a backend pod has more peers than one list holds; the highest addresses are left "

@@ -6,7 +6,6 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <stop_token>
 #include <string>
 
@@ -32,6 +31,10 @@ PeerWriter peerWriter(KubeClient& client);
 struct PeerPublisherOptions {
   int port = 9999;  // the backends' port, as gvirtus.io/backend names them
   size_t maxPeers = kMaxPeers;
+  // A GVirtuS pod's change is published this long after it, with every other change to the
+  // same list meanwhile: one write, not one per pod, when many pods of a backend start
+  // together. The shim waits --peer-wait (3 s) for a connecting address to be listed.
+  Duration coalesce = std::chrono::milliseconds(500);
   // A failed write comes back after these, per backend pod (as the waiting-pod controller).
   Duration backoffInitial = std::chrono::milliseconds(500);
   Duration backoffMax = std::chrono::seconds(30);
@@ -39,7 +42,7 @@ struct PeerPublisherOptions {
 
 // On the shared controller loop (common/controller.h), one key per backend pod
 // ("namespace/name"): a change of a GVirtuS pod's claim (peerClaim()) queues the backend
-// pods it named before and after; a change of a backend pod's address or of its
+// pods it named before and after, `coalesce` later; a change of a backend pod's address or of its
 // gvirtus.io/peers queues that pod; gaining leadership (run(), once the caches have synced)
 // queues every backend pod. sync(key) writes at most one merge patch of that one annotation,
 // once the pod has an address, and only when the value differs from what the pod carries
@@ -48,8 +51,8 @@ struct PeerPublisherOptions {
 // seconds for the list to name it.
 //
 // The claims are indexed by backend pod as the GVirtuS pods' cache changes, on every
-// replica (the handlers run whether or not this one leads): a sync reads the pods that
-// claim its backend, not every GVirtuS pod of the cluster.
+// replica (the handlers run whether or not this one leads): a sync reads the claims on its
+// backend, as the cache's last event of each pod left them, and no pod.
 class PeerPublisher {
  public:
   // Adds its handlers to both caches, which must not have started: `backendPods` (the
@@ -68,7 +71,7 @@ class PeerPublisher {
 
  private:
   void frontendChanged(const nlohmann::json* old, const nlohmann::json* now);
-  void enqueue(const std::string& backendPod);
+  void enqueue(const std::string& backendPod, Duration after = Duration::zero());
   void enqueueAll();
 
   ObjectCache& backendPods_;
@@ -80,8 +83,8 @@ class PeerPublisher {
   std::atomic<bool> warnedCap_ = false;
 
   std::mutex mutex_;
-  // By backend pod: the GVirtuS pods ("namespace/name") whose claim names it.
-  std::map<std::string, std::set<std::string>> claims_;
+  // By backend pod, then by GVirtuS pod ("namespace/name"): the claims that name it.
+  std::map<std::string, std::map<std::string, PeerClaim>> claims_;
   // By backend pod: what was last written, and the resourceVersion it was written over.
   // While the cache still holds that version, the write stands in for it: a sync before
   // the watch brings the patched pod does not write the same value again.

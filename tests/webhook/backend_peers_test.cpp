@@ -5,10 +5,10 @@
 
 #include <catch2/catch.hpp>
 
+#include "common/object_cache.h"
 #include "webhook/pod_fields.h"
 
 using namespace gvirtus::webhook;
-using gvirtus::ObjectSnapshot;
 using nlohmann::json;
 
 namespace {
@@ -55,18 +55,16 @@ json frontend(const std::string& name, const std::string& ip,
   return pod;
 }
 
-std::vector<ObjectSnapshot> snapshots(const std::vector<json>& pods) {
-  std::vector<ObjectSnapshot> out;
-  for (const auto& pod : pods) {
-    out.push_back(std::make_shared<const json>(pod));
-  }
-  return out;
-}
-
 const json kBe1 = backendPod("be-1", "10.0.0.1");
 
 std::vector<std::string> peersOf(const json& backend, const std::vector<json>& pods) {
-  return backendPeers(backend, snapshots(pods), 9999);
+  std::vector<PeerClaim> claims;
+  for (const auto& pod : pods) {
+    if (auto claim = peerClaim(pod)) {
+      claims.push_back(*claim);
+    }
+  }
+  return backendPeers(gvirtus::cacheKey(backend), backendEndpoint(backend, 9999), claims);
 }
 
 }  // namespace

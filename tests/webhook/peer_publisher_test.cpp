@@ -366,3 +366,25 @@ TEST_CASE("a new leader waits for synced caches before it publishes", "[peer-pub
   REQUIRE(eventually([&] { return carried(backends, "be-1") == "10.1.0.5"; }));
   CHECK(api.count() == 1);
 }
+
+TEST_CASE("pods of one backend that start together are published in one write",
+          "[peer-publisher]") {
+  FakeObjectCache backends, frontends;
+  FakeApi api(backends);
+  // Long enough that the five puts below always fall within it.
+  PeerPublisher publisher(backends, frontends, api.writer(), nullptr,
+                          {.coalesce = std::chrono::seconds(2)});
+  backends.start();
+  frontends.start();
+  backends.put(backendPod("be-1", "10.0.0.1"));
+  std::jthread leader([&publisher](std::stop_token stop) { publisher.run(stop); });
+  REQUIRE(eventually([&] { return carried(backends, "be-1") == ""; }));
+  const size_t before = api.count();
+
+  for (int i = 1; i <= 5; ++i) {
+    frontends.put(frontend("pod-" + std::to_string(i), "10.1.0." + std::to_string(i)));
+  }
+  REQUIRE(eventually(
+      [&] { return carried(backends, "be-1") == "10.1.0.1,10.1.0.2,10.1.0.3,10.1.0.4,10.1.0.5"; }));
+  CHECK(api.count() == before + 1);
+}
