@@ -84,17 +84,35 @@ json frontendFields(json pod) {
 }
 
 json waitingFields(json pod) {
-  if (!pod.is_object()) {
-    return pod;
-  }
-  if (auto metadata = pod.find("metadata"); metadata != pod.end() && metadata->is_object()) {
+  json kept = json::object();
+  if (auto metadata = pod.is_object() ? pod.find("metadata") : pod.end();
+      metadata != pod.end() && metadata->is_object()) {
     metadata->erase("managedFields");
+    kept["metadata"] = std::move(*metadata);
   }
-  if (auto status = pod.find("status"); status != pod.end()) {
-    const std::string phase = stringAt(pod, {"status", "phase"});
-    *status = phase.empty() ? json::object() : json{{"phase", phase}};
+  json spec = json::object();
+  // Whole, each of them: the release writes the gates and the affinity, and a changed
+  // array or a map that lost a key is written whole (JsonPatch::between).
+  for (const char* key : {"nodeSelector", "affinity", "schedulingGates"}) {
+    if (const json* value = memberAt(pod, {"spec", key})) {
+      spec[key] = *value;
+    }
   }
-  return pod;
+  // Of the volumes only the webhook's own, which tells a pod it wired (gatedByWebhook()).
+  if (const json* volumes = memberAt(pod, {"spec", "volumes"});
+      volumes != nullptr && volumes->is_array()) {
+    for (const auto& volume : *volumes) {
+      if (stringAt(volume, {"name"}) == kConfigVolume) {
+        spec["volumes"] = json::array({volume});
+        break;
+      }
+    }
+  }
+  kept["spec"] = std::move(spec);
+  if (const std::string phase = stringAt(pod, {"status", "phase"}); !phase.empty()) {
+    kept["status"] = {{"phase", phase}};
+  }
+  return kept;
 }
 
 }  // namespace gvirtus::webhook

@@ -14,11 +14,11 @@ namespace gvirtus::webhook {
 // and no more: the cache holds every GVirtuS pod of the cluster.
 nlohmann::json frontendFields(nlohmann::json pod);
 
-// What the waiting-pod controller's cache keeps of a waiting pod: all of it but
-// metadata.managedFields and its status beyond the phase. A release patch is computed
-// against the whole metadata and spec (JsonPatch::between writes a changed map or array
-// whole, so what it does not hold would be erased), but never against those: managedFields
-// alone is often half of a pod, and 10,000 waiting pods were held whole before.
+// What the waiting-pod controller's cache keeps of a waiting pod: what a release pass reads
+// (requirementsFromPod(), gatedByWebhook(), the gang, the reporter) and what its patch
+// writes (releasePatch()): the metadata but managedFields, and of the spec the node
+// selector, the affinity, the scheduling gates and the webhook's own volume. A patch made
+// from this is the one made from the whole pod. 10,000 waiting pods were held whole.
 nlohmann::json waitingFields(nlohmann::json pod);
 
 }  // namespace gvirtus::webhook

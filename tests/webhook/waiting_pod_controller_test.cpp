@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/backend_requirements.h"
 #include "webhook/fixtures.h"
 #include "webhook/names.h"
 #include "webhook/pod_fields.h"
@@ -293,7 +294,7 @@ TEST_CASE("a gated pod the webhook never wired is refused, not released", "[wait
   CHECK(std::string(kNotWiredReason) == "NotWiredByWebhook");
 }
 
-TEST_CASE("the waiting pods' cache drops managedFields and status; a release patch is the same",
+TEST_CASE("the waiting pods' cache keeps what a release reads and writes; its patch is the same",
           "[waiting]") {
   json pod = waitingPod("kept", "2026-11-22T10:00:00Z", {{"team.example/owner", "ana"}});
   pod["metadata"]["managedFields"] =
@@ -315,12 +316,21 @@ TEST_CASE("the waiting pods' cache drops managedFields and status; a release pat
        json::array(
            {{{"type", "PodScheduled"}, {"status", "False"}, {"reason", "SchedulingGated"}}})}};
 
+  pod["spec"]["nodeSelector"] = {{"topology.kubernetes.io/zone", "zone-b"}};
+  pod["spec"]["volumes"].push_back({{"name", "kube-api-access"}, {"projected", json::object()}});
+
   const json kept = waitingFields(pod);
   CHECK_FALSE(kept["metadata"].contains("managedFields"));
   CHECK(kept["status"] == json{{"phase", "Pending"}});
   CHECK(kept["metadata"]["annotations"] == pod["metadata"]["annotations"]);
-  CHECK(kept["spec"] == pod["spec"]);
+  CHECK_FALSE(kept["spec"].contains("containers"));
+  CHECK(kept["spec"]["volumes"].size() == 1);
   CHECK(isWaiting(kept));
+  CHECK(gatedByWebhook(kept));
+  const auto asked = gvirtus::requirementsFromPod(kept);
+  REQUIRE(asked.has_value());
+  CHECK(asked->zone == "zone-b");
+  CHECK(*asked == *gvirtus::requirementsFromPod(pod));
 
   // Applied to the pod as the API server holds it, the patch made from what the cache
   // keeps does what the patch made from the whole pod does: nothing of the pod is lost.
