@@ -83,6 +83,22 @@ BackendFollower::BackendFollower(ObjectCache& backendPods, ObjectCache& frontend
                             .onDelete = [this](const json& pod) { backendChanged(pod); }});
 }
 
+bool BackendFollower::massNotReady() const {
+  if (options_.massNotReady == 0) {
+    return false;
+  }
+  size_t all = 0, notReady = 0;
+  for (const auto& pod : backendPods_.list()) {
+    ++all;
+    notReady += podReady(*pod) ? 0 : 1;
+  }
+  const bool mass = notReady >= options_.massNotReady && 2 * notReady > all;
+  if (!mass) {
+    warnedMass_.store(false);  // warned again the next time
+  }
+  return mass;
+}
+
 TimePoint BackendFollower::now() const {
   return options_.now ? options_.now() : std::chrono::system_clock::now();
 }
@@ -189,8 +205,18 @@ Result<SyncResult> BackendFollower::sync(const std::string& key) {
       const Duration left = std::chrono::duration_cast<Duration>(*loss.recheckAt - at);
       return SyncResult{std::max<Duration>(left, std::chrono::seconds(1))};
     }
-    case BackendLoss::Kind::kGone:
     case BackendLoss::Kind::kNotReady:
+      if (massNotReady()) {
+        if (!warnedMass_.exchange(true)) {
+          log::warn(
+              "most backend pods are not ready at once: no frontend is moved for that until "
+              "fewer are (the control plane or the network is likelier at fault)",
+              {{"pod", key}, {"why", loss.why}});
+        }
+        return SyncResult{options_.grace};
+      }
+      break;
+    case BackendLoss::Kind::kGone:
       break;
   }
   {

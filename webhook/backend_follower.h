@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -62,6 +63,13 @@ struct BackendFollowerOptions {
   // pods are moved: a backend restarted in its pod is back within seconds, and its startup
   // probe allows a minute; a node's brief NotReady (a kubelet restart) is no loss either.
   Duration grace = std::chrono::seconds(90);
+  // When at least this many backend pods, and more than half of them, are not ready at
+  // once, no pod is moved for a backend that is only not ready: the control plane (node
+  // heartbeats that do not arrive) or the network is then far likelier at fault than the
+  // backends, and moving every frontend would turn a hiccup into an outage. The node
+  // lifecycle controller stops evicting in a zone in full disruption for the same reason.
+  // A backend pod gone, or with a new address, is acted on all the same. 0: never hold.
+  size_t massNotReady = 10;
   Duration backoffInitial = std::chrono::seconds(1);
   Duration backoffMax = std::chrono::seconds(60);
   std::function<TimePoint()> now;  // default: the system clock
@@ -100,6 +108,8 @@ class BackendFollower {
   Result<void> setCondition(const nlohmann::json& pod, bool lost, const std::string& reason,
                             const std::string& message);
   TimePoint now() const;
+  // The backend pods are mostly not ready at once (options_.massNotReady).
+  bool massNotReady() const;
 
   ObjectCache& backendPods_;
   ObjectCache& frontendPods_;
@@ -115,6 +125,7 @@ class BackendFollower {
   // The UIDs of the pods deleted or marked: until the watch brings the change, a sync does
   // not act on one again. Forgotten when the pod is.
   std::set<std::string> acted_;
+  mutable std::atomic<bool> warnedMass_ = false;
 };
 
 }  // namespace gvirtus::webhook

@@ -62,9 +62,9 @@ PeerPublisher::PeerPublisher(ObjectCache& backendPods, ObjectCache& frontendPods
                 return SyncResult{};
               }) {
   frontendPods_.addHandlers(
-      {.onAdd = [this](const json& pod) { frontendChanged(nullptr, &pod); },
-       .onUpdate = [this](const json& old, const json& now) { frontendChanged(&old, &now); },
-       .onDelete = [this](const json& pod) { frontendChanged(&pod, nullptr); }});
+      {.onAdd = [this](const json& pod) { frontendChanged(pod, false); },
+       .onUpdate = [this](const json&, const json& now) { frontendChanged(now, false); },
+       .onDelete = [this](const json& pod) { frontendChanged(pod, true); }});
   // A backend pod's load report changes every few seconds and alters no list: only a new
   // address, or a list that is not what was written (an edit, a lost write), needs a look.
   backendPods_.addHandlers({.onAdd = [this](const json& pod) { enqueue(cacheKey(pod)); },
@@ -78,33 +78,54 @@ PeerPublisher::PeerPublisher(ObjectCache& backendPods, ObjectCache& frontendPods
                             .onDelete = [this](const json& pod) { enqueue(cacheKey(pod)); }});
 }
 
-void PeerPublisher::frontendChanged(const json* old, const json* now) {
-  auto before = old != nullptr ? peerClaim(*old) : std::nullopt;
-  auto after = now != nullptr ? peerClaim(*now) : std::nullopt;
-  if (before == after) {
-    return;  // a status update, a new condition: the lists stay as they are
-  }
-  const std::string pod = cacheKey(now != nullptr ? *now : *old);
+void PeerPublisher::frontendChanged(const json& pod, bool gone) {
+  const std::string key = cacheKey(pod);
+  // What the pod claimed before is what this index holds, not what the event's old object
+  // says: a pod deleted at once (no grace, or lost with its node) or stripped of its label
+  // leaves with an object that claims nothing, and its address must leave the list too.
+  std::optional<PeerClaim> after = gone ? std::nullopt : peerClaim(pod);
+  std::optional<PeerClaim> before;
+  std::vector<std::pair<std::string, Duration>> due;
   {
     std::lock_guard lock(mutex_);
+    auto stored = claimOf_.find(key);
+    if (stored != claimOf_.end()) {
+      before = stored->second;
+    }
+    if (before == after) {
+      return;  // a status update, a new condition: the lists stay as they are
+    }
     if (before) {
       if (auto it = claims_.find(before->backendPod); it != claims_.end()) {
-        it->second.erase(pod);
+        it->second.erase(key);
         if (it->second.empty()) {
           claims_.erase(it);
         }
       }
+      claimOf_.erase(stored);
+      due.emplace_back(before->backendPod, delayLocked(before->backendPod));
     }
     if (after) {
-      claims_[after->backendPod].insert_or_assign(pod, *after);
+      claims_[after->backendPod].insert(key);
+      claimOf_.emplace(key, *after);
+      if (!before || after->backendPod != before->backendPod) {
+        due.emplace_back(after->backendPod, delayLocked(after->backendPod));
+      }
     }
   }
-  if (before) {
-    enqueue(before->backendPod, options_.coalesce);
+  for (const auto& [backendPod, delay] : due) {
+    enqueue(backendPod, delay);
   }
-  if (after && (!before || after->backendPod != before->backendPod)) {
-    enqueue(after->backendPod, options_.coalesce);
+}
+
+Duration PeerPublisher::delayLocked(const std::string& backendPod) const {
+  auto last = lastSync_.find(backendPod);
+  if (last == lastSync_.end()) {
+    return Duration::zero();
   }
+  const auto next = last->second + options_.coalesce;
+  const auto now = std::chrono::steady_clock::now();
+  return next > now ? std::chrono::ceil<Duration>(next - now) : Duration::zero();
 }
 
 void PeerPublisher::enqueue(const std::string& backendPod, Duration after) {
@@ -123,6 +144,7 @@ Result<bool> PeerPublisher::sync(const std::string& backendPod) {
   if (!pod) {
     std::lock_guard lock(mutex_);
     written_.erase(backendPod);
+    lastSync_.erase(backendPod);
     return false;
   }
   // Without an address it takes no connection, and its list waits for the address (an
@@ -134,10 +156,11 @@ Result<bool> PeerPublisher::sync(const std::string& backendPod) {
   std::vector<PeerClaim> claims;
   {
     std::lock_guard lock(mutex_);
+    lastSync_[backendPod] = std::chrono::steady_clock::now();
     if (auto it = claims_.find(backendPod); it != claims_.end()) {
       claims.reserve(it->second.size());
-      for (const auto& entry : it->second) {
-        claims.push_back(entry.second);
+      for (const auto& key : it->second) {
+        claims.push_back(claimOf_.at(key));
       }
     }
   }

@@ -1,11 +1,13 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <stop_token>
 #include <string>
 
@@ -31,9 +33,10 @@ PeerWriter peerWriter(KubeClient& client);
 struct PeerPublisherOptions {
   int port = 9999;  // the backends' port, as gvirtus.io/backend names them
   size_t maxPeers = kMaxPeers;
-  // A GVirtuS pod's change is published this long after it, with every other change to the
-  // same list meanwhile: one write, not one per pod, when many pods of a backend start
-  // together. The shim waits --peer-wait (3 s) for a connecting address to be listed.
+  // A backend pod's list is written at most once in this long: a GVirtuS pod's change after
+  // a quiet spell is published at once, and the changes that follow it within this time
+  // together at its end. One write, not one per pod, when many pods of a backend start
+  // together; the shim waits --peer-wait (3 s) for a connecting address to be listed.
   Duration coalesce = std::chrono::milliseconds(500);
   // A failed write comes back after these, per backend pod (as the waiting-pod controller).
   Duration backoffInitial = std::chrono::milliseconds(500);
@@ -42,13 +45,13 @@ struct PeerPublisherOptions {
 
 // On the shared controller loop (common/controller.h), one key per backend pod
 // ("namespace/name"): a change of a GVirtuS pod's claim (peerClaim()) queues the backend
-// pods it named before and after, `coalesce` later; a change of a backend pod's address or of its
-// gvirtus.io/peers queues that pod; gaining leadership (run(), once the caches have synced)
-// queues every backend pod. sync(key) writes at most one merge patch of that one annotation,
-// once the pod has an address, and only when the value differs from what the pod carries
-// (an empty list too: "" tells the shim there is none). Event-driven: a new frontend
-// pod connects within a second or two of getting its address, and the shim waits only a few
-// seconds for the list to name it.
+// pods it named before and after (at most one sync per `coalesce`); a change of a backend pod's
+// address or of its gvirtus.io/peers queues that pod; gaining leadership (run(), once the caches
+// have synced) queues every backend pod. sync(key) writes at most one merge patch of that one
+// annotation, once the pod has an address, and only when the value differs from what the pod
+// carries (an empty list too: "" tells the shim there is none). Event-driven: a new frontend pod
+// connects within a second or two of getting its address, and the shim waits only a few seconds for
+// the list to name it.
 //
 // The claims are indexed by backend pod as the GVirtuS pods' cache changes, on every
 // replica (the handlers run whether or not this one leads): a sync reads the claims on its
@@ -70,7 +73,10 @@ class PeerPublisher {
   Result<bool> sync(const std::string& backendPod);
 
  private:
-  void frontendChanged(const nlohmann::json* old, const nlohmann::json* now);
+  // A GVirtuS pod added or changed, or gone.
+  void frontendChanged(const nlohmann::json& pod, bool gone);
+  // How long a change to this backend pod's list waits: until `coalesce` after its last sync.
+  Duration delayLocked(const std::string& backendPod) const;
   void enqueue(const std::string& backendPod, Duration after = Duration::zero());
   void enqueueAll();
 
@@ -83,8 +89,12 @@ class PeerPublisher {
   std::atomic<bool> warnedCap_ = false;
 
   std::mutex mutex_;
-  // By backend pod, then by GVirtuS pod ("namespace/name"): the claims that name it.
-  std::map<std::string, std::map<std::string, PeerClaim>> claims_;
+  // By GVirtuS pod ("namespace/name"): its claim, as its cache's last event left it.
+  std::map<std::string, PeerClaim> claimOf_;
+  // By backend pod: the GVirtuS pods whose claim names it.
+  std::map<std::string, std::set<std::string>> claims_;
+  // By backend pod: when its last sync began (the coalescing of changes).
+  std::map<std::string, std::chrono::steady_clock::time_point> lastSync_;
   // By backend pod: what was last written, and the resourceVersion it was written over.
   // While the cache still holds that version, the write stands in for it: a sync before
   // the watch brings the patched pod does not write the same value again.

@@ -319,8 +319,9 @@ class ReleasePass {
   // What pods asked (less their names) that no backend could take in this pass. Room only
   // shrinks while a pass gives backends out, so a later pod asking the same waits for the
   // same reason without asking the chooser again: with 10,000 pods waiting for 200 full
-  // backends, each pass asked it 10,000 times over every backend. A reservation that
-  // expires during the pass counts from the next one.
+  // backends, each pass asked it 10,000 times over every backend. Room that appears
+  // otherwise during a pass (a reservation expires, an admission gives one back) is seen by
+  // the next pass, at most the controller's resync later.
   std::map<BackendRequirements, NotAssigned> noRoom_;
 };
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/json_access.h"
 #include "common/object_cache.h"
 
 namespace gvirtus::testing {
@@ -71,7 +72,18 @@ class FakeObjectCache final : public ObjectCache {
     }
   }
 
-  void remove(const std::string& ns, const std::string& name) {
+  void remove(const std::string& ns, const std::string& name) { removeAs(ns, name, nullptr); }
+
+  // Removes the object; the handlers are told of `last` as the API server's DELETED event
+  // carries it (a pod deleted at once, with its deletionTimestamp; one that left a label
+  // selector, without the label), not of the object held.
+  void removeAs(const nlohmann::json& last) {
+    removeAs(stringAt(last, {"metadata", "namespace"}), stringAt(last, {"metadata", "name"}),
+             &last);
+  }
+
+ private:
+  void removeAs(const std::string& ns, const std::string& name, const nlohmann::json* last) {
     ObjectSnapshot old;
     std::vector<ResourceEventHandlers> handlers;
     {
@@ -86,12 +98,11 @@ class FakeObjectCache final : public ObjectCache {
     }
     for (const auto& h : handlers) {
       if (h.onDelete) {
-        h.onDelete(*old);
+        h.onDelete(last != nullptr ? *last : *old);
       }
     }
   }
 
- private:
   mutable std::mutex mutex_;
   std::map<std::string, ObjectSnapshot> objects_;
   std::vector<ResourceEventHandlers> handlers_;

@@ -288,3 +288,37 @@ TEST_CASE("a pod naming a backend pod outside the backend namespace is left alon
   REQUIRE(f.follower.sync("team-a/web-a"));
   CHECK(f.api.deleteCount() == 0);
 }
+
+TEST_CASE("most backend pods not ready at once move no pod; a backend pod gone still does",
+          "[backend-follower]") {
+  Fixture f;
+  f.frontends.put(frontend("web-a", true));
+  // Twelve backend pods not ready since 11:00:00 (node heartbeats lost, say), well past the
+  // grace: the follower holds, and looks again a grace later.
+  for (int i = 1; i <= 12; ++i) {
+    f.backends.put(backendPod("be-" + std::to_string(i), "10.0.0." + std::to_string(i), "False"));
+  }
+  f.now += std::chrono::seconds(60);
+  auto synced = f.follower.sync("team-a/web-a");
+  REQUIRE(synced);
+  REQUIRE(synced->requeueAfter);
+  CHECK(*synced->requeueAfter == std::chrono::seconds(30));
+  CHECK(f.api.deleteCount() == 0);
+
+  // Six ready again: half of them are not, no longer most; be-1 is still not ready.
+  for (int i = 7; i <= 12; ++i) {
+    f.backends.put(backendPod("be-" + std::to_string(i), "10.0.0." + std::to_string(i), "True"));
+  }
+  REQUIRE(f.follower.sync("team-a/web-a"));
+  CHECK(f.api.deleteCount() == 1);
+
+  // Most not ready again, and a pod whose backend pod is gone: moved all the same.
+  for (int i = 7; i <= 12; ++i) {
+    f.backends.put(backendPod("be-" + std::to_string(i), "10.0.0." + std::to_string(i), "False"));
+  }
+  json other = frontend("web-b", true);
+  other["metadata"]["annotations"]["gvirtus.io/backend-pod"] = "gvirtus-system/be-gone";
+  f.frontends.put(other);
+  REQUIRE(f.follower.sync("team-a/web-b"));
+  CHECK(f.api.deleteCount() == 2);
+}

@@ -388,3 +388,32 @@ TEST_CASE("pods of one backend that start together are published in one write",
       [&] { return carried(backends, "be-1") == "10.1.0.1,10.1.0.2,10.1.0.3,10.1.0.4,10.1.0.5"; }));
   CHECK(api.count() == before + 1);
 }
+
+TEST_CASE("a pod deleted at once or stripped of its label leaves its backend's list",
+          "[peer-publisher]") {
+  FakeObjectCache backends, frontends;
+  FakeApi api(backends);
+  PeerPublisher publisher(backends, frontends, api.writer(), nullptr);
+  backends.start();
+  frontends.start();
+  backends.put(backendPod("be-1", "10.0.0.1"));
+  frontends.put(frontend("a", "10.1.0.5"));
+  frontends.put(frontend("b", "10.1.0.6"));
+  frontends.put(frontend("c", "10.1.0.7"));
+  std::jthread leader([&publisher](std::stop_token stop) { publisher.run(stop); });
+  REQUIRE(eventually([&] { return carried(backends, "be-1") == "10.1.0.5,10.1.0.6,10.1.0.7"; }));
+
+  // The DELETED event of a pod deleted with no grace carries its deletionTimestamp, and
+  // that of a pod that lost its label carries no label: neither object claims anything.
+  json forced = frontend("a", "10.1.0.5");
+  forced["metadata"]["deletionTimestamp"] = "2026-11-25T10:05:00Z";
+  frontends.removeAs(forced);
+  REQUIRE(eventually([&] { return carried(backends, "be-1") == "10.1.0.6,10.1.0.7"; }));
+  json unlabelled = frontend("b", "10.1.0.6");
+  unlabelled["metadata"]["labels"] = json::object();
+  frontends.removeAs(unlabelled);
+  REQUIRE(eventually([&] { return carried(backends, "be-1") == "10.1.0.7"; }));
+  // A pod given a new address by the same backend pod: the old one leaves.
+  frontends.put(frontend("c", "10.1.0.9"));
+  CHECK(eventually([&] { return carried(backends, "be-1") == "10.1.0.9"; }));
+}

@@ -243,7 +243,7 @@ TEST_CASE("a gang that does not fit gives its backend back to the pods after it"
              Catch::StartsWith("gang team-a/trainers is released whole and only 1 of its 2"));
 }
 
-TEST_CASE("pods asking what found no room wait for the same reason; one asking less goes",
+TEST_CASE("pods asking what found no room wait for the same reason, the chooser asked once",
           "[waiting]") {
   std::vector<json> pods;
   for (int i = 1; i <= 5; ++i) {
@@ -251,10 +251,18 @@ TEST_CASE("pods asking what found no room wait for the same reason; one asking l
                               "2026-11-22T10:00:0" + std::to_string(i) + "Z",
                               {{"gvirtus.io/gpu-memory", i == 5 ? "8Gi" : "1Ti"}}));
   }
-  BackendChooser chooser;
+  // The chooser reads its clock once per choice.
+  int asked = 0;
+  ChooserOptions options;
+  options.now = [&asked] {
+    ++asked;
+    return std::chrono::system_clock::now();
+  };
+  BackendChooser chooser(options);
   FakeApi api(pods);
   auto outcomes = releaseWaitingPods(snapshotsOf(pods), {backend("10.0.0.1", 0, 16)}, chooser, {},
                                      api.writer());
+  CHECK(asked == 2);  // pod-1 (no room), pod-5 (room); not pod-2 to pod-4
   // A pod asking for less than the others is still asked for: it goes.
   CHECK(released(outcomes) == Names{"pod-5"});
   const auto reasons = waitingReasons(outcomes);

@@ -342,6 +342,14 @@ TEST_CASE("the waiting pods' cache keeps what a release reads and writes; its pa
                               .assignedBy = "webhook-1"};
   auto fromKept = gvirtus::applyJsonPatch(pod, releasePatch(kept, assignment).toJson());
   auto fromWhole = gvirtus::applyJsonPatch(pod, releasePatch(pod, assignment).toJson());
+  // What the patch may touch: waitingFields() keeps each of these whole. A release that
+  // wrote anything else would write it from the kept part only, and erase the rest.
+  for (const auto& op : releasePatch(kept, assignment).toJson()) {
+    const std::string path = op["path"];
+    const bool allowed = path.starts_with("/metadata/") || path.starts_with("/spec/affinity") ||
+                         path.starts_with("/spec/schedulingGates");
+    CHECK(allowed);
+  }
   REQUIRE(fromKept.has_value());
   REQUIRE(fromWhole.has_value());
   CHECK(*fromKept == *fromWhole);
