@@ -289,7 +289,7 @@ TEST_CASE("a pod naming a backend pod outside the backend namespace is left alon
   CHECK(f.api.deleteCount() == 0);
 }
 
-TEST_CASE("most backend pods not ready at once move no pod; a backend pod gone still does",
+TEST_CASE("most backend pods not ready at once move no pod, but a backend pod gone still does",
           "[backend-follower]") {
   Fixture f;
   f.frontends.put(frontend("web-a", true));

@@ -294,8 +294,9 @@ TEST_CASE("a gated pod the webhook never wired is refused, not released", "[wait
   CHECK(std::string(kNotWiredReason) == "NotWiredByWebhook");
 }
 
-TEST_CASE("the waiting pods' cache keeps what a release reads and writes; its patch is the same",
-          "[waiting]") {
+TEST_CASE(
+    "the waiting pods' cache keeps what a release reads and writes, and its patch is the same",
+    "[waiting]") {
   json pod = waitingPod("kept", "2026-11-22T10:00:00Z", {{"team.example/owner", "ana"}});
   pod["metadata"]["managedFields"] =
       json::array({{{"manager", "kubectl-create"},
