@@ -86,6 +86,10 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
   flags.addInt("max-request-bytes", &options.maxRequestBytes,
                "larger AdmissionReview bodies are refused with 400", 4096, 64 * 1024 * 1024);
   addKubeApiFlags(flags, options.kubeApi, "releases of waiting pods");
+  flags.addBool("dra", &options.dra,
+                "publish each backend's GPUs as ResourceSlices of the DRA driver gpu.gvirtus.io, "
+                "for pods that ask with a ResourceClaim (Kubernetes 1.34 and later; the leader "
+                "writes them)");
   flags.addString("autoscale-candidates", &options.autoscale.candidates,
                   "label selector of GPU nodes the leader may opt in as backends when pods "
                   "wait (e.g. gvirtus.io/backend.candidate=true); empty: no autoscaling");
@@ -142,6 +146,9 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
   }
   if (options.plugins.empty()) {
     return bad("--plugins: must name at least one plugin");
+  }
+  if (options.dra && !options.staticBackends.empty()) {
+    return bad("--dra: not with --static-backends (no pod says what GPUs they have)");
   }
   if (options.autoscale.enabled()) {
     if (!options.staticBackends.empty()) {

@@ -50,6 +50,9 @@ struct Options {
   // takes 200 patches a second.
   KubeApiLimits kubeApi{.qps = 200, .burst = 400};
   AutoscaleOptions autoscale;
+  // Publish the backends' GPUs as ResourceSlices of the DRA driver gpu.gvirtus.io
+  // (docs/dra.md): needs resource.k8s.io/v1 (Kubernetes 1.34 and later).
+  bool dra = false;
 
   // TLS from files (else the webhook runs its own CA, which needs the API server).
   bool tlsFromFiles() const { return !tlsCertFile.empty(); }

@@ -18,15 +18,18 @@
 #include "common/leader_election.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/resource_cache.h"
 #include "common/signals.h"
 #include "webhook/autoscale_controller.h"
 #include "webhook/backend_chooser.h"
 #include "webhook/backend_follower.h"
 #include "webhook/cluster_backend_source.h"
+#include "webhook/dra_slice.h"
 #include "webhook/metrics.h"
 #include "webhook/mutate_handler.h"
 #include "webhook/options.h"
 #include "webhook/peer_publisher.h"
+#include "webhook/slice_publisher.h"
 #include "webhook/static_backend_source.h"
 #include "webhook/tls_bootstrap.h"
 #include "webhook/waiting_pod_controller.h"
@@ -61,6 +64,7 @@ struct LeaderWork {
   AutoscaleController* autoscaler = nullptr;
   PeerPublisher* peers = nullptr;
   BackendFollower* follower = nullptr;
+  SlicePublisher* slices = nullptr;
 };
 
 // Runs the leader's controllers until `stop`, each on its own thread but the waiting-pod
@@ -75,6 +79,9 @@ void runControllers(std::stop_token stop, const LeaderWork& work) {
   }
   if (work.follower != nullptr) {
     others.emplace_back([&work](std::stop_token own) { work.follower->run(own); });
+  }
+  if (work.slices != nullptr) {
+    others.emplace_back([&work](std::stop_token own) { work.slices->run(own); });
   }
   std::stop_callback endOthers(stop, [&others] {
     for (auto& thread : others) {
@@ -179,6 +186,9 @@ int run(const Options& options) {
   // Pods whose backend pod went away are recreated or marked (static backends: none).
   std::unique_ptr<KubeClient> followerClient;
   std::unique_ptr<BackendFollower> follower;
+  // ResourceSlices of the backends' GPUs for DRA claims (with --dra).
+  std::unique_ptr<ResourceCache> sliceCache;
+  std::unique_ptr<SlicePublisher> slices;
   std::unique_ptr<KubeClient> electionClient;
   std::unique_ptr<LeaderElector> elector;
   LeaderWork leaderWork;
@@ -210,7 +220,17 @@ int run(const Options& options) {
     }
     controller = std::make_unique<WaitingPodController>(*client, *source, chooser, *events,
                                                         &metrics, controllerOptions);
-    source->setOnChange([&controller] { controller->backendsChanged(); });
+    if (clusterSource != nullptr && options.dra) {
+      sliceCache =
+          std::make_unique<ResourceCache>(*client, kResourceSlices, "", "", sliceFieldSelector());
+      slices = std::make_unique<SlicePublisher>(*source, *sliceCache, sliceApi(*client));
+    }
+    source->setOnChange([&controller, &slices] {
+      controller->backendsChanged();
+      if (slices) {
+        slices->backendsChanged();
+      }
+    });
     if (clusterSource != nullptr) {
       peers = std::make_unique<PeerPublisher>(
           clusterSource->backendPods(), clusterSource->frontendPods(), peerWriter(*client),
@@ -232,7 +252,7 @@ int run(const Options& options) {
             followerApi(*followerClient), events.get(), &metrics, followerOptions);
       }
     }
-    leaderWork = {controller.get(), autoscaler.get(), peers.get(), follower.get()};
+    leaderWork = {controller.get(), autoscaler.get(), peers.get(), follower.get(), slices.get()};
     if (options.leaderElect) {
       // A renewal must end well within the renew deadline (see LeaderElector).
       made = connectKubeClient(kProgram, options.common.kubeconfig,
@@ -313,8 +333,17 @@ int run(const Options& options) {
   // On every way out, the source stops before the controller it calls back goes away.
   struct SourceStopper {
     BackendSource& source;
-    ~SourceStopper() { source.stop(); }
-  } stopSource{*source};
+    ResourceCache* slices;
+    ~SourceStopper() {
+      source.stop();
+      if (slices != nullptr) {
+        slices->stop();
+      }
+    }
+  } stopSource{*source, sliceCache.get()};
+  if (sliceCache) {
+    sliceCache->start();
+  }
   if (tls) {
     tls->start();
   }
@@ -349,6 +378,7 @@ int run(const Options& options) {
        {"tls", options.tlsFromFiles() ? "files" : "own CA in Secret " + options.tlsSecretName},
        {"waitingPodController", controllerMode},
        {"peerPublisher", peers ? controllerMode : "off (static backends)"},
+       {"draSlices", slices ? controllerMode + ", driver " + kDraDriver : "off"},
        {"backendFollower",
         follower ? controllerMode + ", grace " + formatDuration(options.backendLostGrace) : "off"},
        {"autoscale", options.autoscale.enabled()
@@ -375,6 +405,9 @@ int run(const Options& options) {
     tls->stop();
   }
   source->stop();
+  if (sliceCache) {
+    sliceCache->stop();
+  }
   (*health)->stop();
   return kExitOk;
 }

@@ -82,6 +82,23 @@ else
   bad "apply -k overlays/autoscale:"; echo "$out" >&2
 fi
 
+say "overlays/dra (everything, with the DRA slice publisher)"
+if out=$(k apply --dry-run=server -k "$repo/overlays/dra" 2>&1); then
+  ok "apply -k overlays/dra ($(grep -c 'server dry run' <<<"$out") objects)"
+  for object in deviceclass.resource.k8s.io/gpu.gvirtus.io clusterrole.rbac.authorization.k8s.io/gvirtus-webhook-dra \
+    validatingadmissionpolicy.admissionregistration.k8s.io/gvirtus-webhook-slices; do
+    grep -q "^$object " <<<"$out" && ok "adds $object" || bad "no $object: $out"
+  done
+else
+  bad "apply -k overlays/dra:"; echo "$out" >&2
+fi
+# The claim templates and the pod of the examples, CEL included, as the API server takes them.
+if out=$(k apply --dry-run=server -n default -f "$repo/overlays/dra/examples" 2>&1); then
+  ok "overlays/dra/examples: $(grep -c 'server dry run' <<<"$out") objects accepted"
+else
+  bad "overlays/dra/examples:"; echo "$out" >&2
+fi
+
 say "nothing was created by the dry runs"
 left=$(k get all,serviceaccounts,roles,rolebindings,networkpolicies,poddisruptionbudgets -n "$ns" \
   -o name 2>/dev/null | grep -v '^serviceaccount/default$' || true)

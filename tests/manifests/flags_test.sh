@@ -38,19 +38,22 @@ for entry in labeler/daemonset.yaml=gvirtus-labeler device-plugin/daemonset.yaml
   fi
 done
 
-# overlays/autoscale: the webhook's arguments with the autoscaler's flags added. One line
-# per object: its kind and the first container's arguments as a JSON array (a jsonpath
-# range would stop at the first object without containers).
+# Each overlay: the webhook's arguments with its flags added. One line per object: its kind
+# and the first container's arguments as a JSON array (a jsonpath range would stop at the
+# first object without containers).
 if [ -x "$bin_dir/gvirtus-webhook" ]; then
-  line=$(k kustomize "$repo/overlays/autoscale" | k create --dry-run=client --validate=false -f - \
-    -o jsonpath='{.kind}{" "}{.spec.template.spec.containers[0].args}{"\n"}' | grep '^Deployment ' || true)
-  mapfile -t args < <(sed 's/^Deployment \["//; s/"\]$//; s/","/\n/g' <<<"$line")
-  if [[ " ${args[*]} " != *" --autoscale-candidates="* ]]; then
-    bad "overlays/autoscale: the webhook has no --autoscale-candidates (${args[*]})"
-  elif out=$("$bin_dir/gvirtus-webhook" "${args[@]}" --help 2>&1 >/dev/null); then
-    ok "gvirtus-webhook (overlays/autoscale) accepts ${args[*]}"
-  else
-    bad "gvirtus-webhook rejects overlays/autoscale's arguments: $out"
-  fi
+  for overlay in autoscale:--autoscale-candidates= dra:--dra; do
+    name=${overlay%%:*} flag=${overlay#*:}
+    line=$(k kustomize "$repo/overlays/$name" | k create --dry-run=client --validate=false -f - \
+      -o jsonpath='{.kind}{" "}{.spec.template.spec.containers[0].args}{"\n"}' | grep '^Deployment ' || true)
+    mapfile -t args < <(sed 's/^Deployment \["//; s/"\]$//; s/","/\n/g' <<<"$line")
+    if [[ " ${args[*]} " != *" $flag"* ]]; then
+      bad "overlays/$name: the webhook has no $flag (${args[*]})"
+    elif out=$("$bin_dir/gvirtus-webhook" "${args[@]}" --help 2>&1 >/dev/null); then
+      ok "gvirtus-webhook (overlays/$name) accepts ${args[*]}"
+    else
+      bad "gvirtus-webhook rejects overlays/$name's arguments: $out"
+    fi
+  done
 fi
 finish

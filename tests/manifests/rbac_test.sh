@@ -5,8 +5,13 @@
 # checked with real requests by tenant_policy_test.sh.
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
-trap delete_manifests EXIT
-delete_manifests
+dra_objects=(-f "$repo/overlays/dra/deviceclass.yaml" -f "$repo/overlays/dra/rbac.yaml" -f "$repo/overlays/dra/policy.yaml")
+cleanup() {
+  k delete "${dra_objects[@]}" --ignore-not-found >/dev/null 2>&1 || true
+  delete_manifests
+}
+trap cleanup EXIT
+cleanup
 
 say "kubectl apply -k manifests/"
 k apply -k "$manifests" >/dev/null 2>&1 || { k apply -k "$manifests"; bad "apply -k failed"; finish; }
@@ -96,6 +101,7 @@ expect no gvirtus-webhook delete mutatingwebhookconfigurations.admissionregistra
 expect no gvirtus-webhook create mutatingwebhookconfigurations.admissionregistration.k8s.io
 expect no gvirtus-webhook patch validatingwebhookconfigurations.admissionregistration.k8s.io/gvirtus-webhook
 expect no gvirtus-webhook get configmaps "$ns"
+expect no gvirtus-webhook create resourceslices.resource.k8s.io
 
 say "gvirtus-backend: patch pods in $ns (its own pod: policy gvirtus-backend-pods), read them (its pod's gvirtus.io/peers); nothing else"
 for verb in get list watch patch; do expect yes gvirtus-backend "$verb" pods "$ns"; done
@@ -133,7 +139,7 @@ server=$(k config view --minify --raw -o jsonpath='{.clusters[0].cluster.server}
 ca_file=$(k config view --minify --raw -o jsonpath='{.clusters[0].cluster.certificate-authority}')
 ca_data=$(k config view --minify --raw -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
 scratch=$(mktemp -d)
-trap 'rm -rf "$scratch"; delete_manifests' EXIT
+trap 'rm -rf "$scratch"; cleanup' EXIT
 if [ -z "$ca_file" ]; then ca_file=$scratch/ca.crt; base64 -d <<<"$ca_data" >"$ca_file"; fi
 token=$(k create token gvirtus-webhook -n "$ns" --duration=10m)
 as_webhook() {
@@ -160,6 +166,33 @@ as_webhook patch mutatingwebhookconfiguration gvirtus-webhook --type=json \
   -p '[{"op":"test","path":"/metadata/name","value":"gvirtus-webhook"}]' >/dev/null 2>&1 &&
   ok "patch its MutatingWebhookConfiguration" || bad "cannot patch its MutatingWebhookConfiguration"
 if as_webhook get secrets -n "$ns" >/dev/null 2>&1; then bad "lists Secrets"; else ok "cannot list Secrets"; fi
+
+say "overlays/dra: gvirtus-webhook writes ResourceSlices, of the driver gpu.gvirtus.io only"
+k apply -k "$repo/overlays/dra" >/dev/null 2>&1 || { k apply -k "$repo/overlays/dra"; bad "apply -k overlays/dra failed"; }
+for verb in list watch create update delete; do expect yes gvirtus-webhook "$verb" resourceslices.resource.k8s.io; done
+for verb in get patch deletecollection; do expect no gvirtus-webhook "$verb" resourceslices.resource.k8s.io; done
+expect no gvirtus-webhook create resourceclaims.resource.k8s.io default
+expect no gvirtus-webhook update deviceclasses.resource.k8s.io/gpu.gvirtus.io
+slice() {
+  printf '{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":{"name":"%s"},' "$1"
+  printf '"spec":{"driver":"%s","pool":{"name":"p","generation":1,"resourceSliceCount":1},"allNodes":true}}' "$2"
+}
+# A new policy is in force within a few seconds: until the refusal names it, try again.
+refused=""
+for _ in $(seq 1 60); do
+  out=$(slice gvirtus-rbac-other other.example.com | as_webhook create -f - 2>&1 || true)
+  if grep -q "ValidatingAdmissionPolicy 'gvirtus-webhook-slices'" <<<"$out"; then refused=yes; break; fi
+  k delete resourceslice gvirtus-rbac-other --ignore-not-found >/dev/null 2>&1 || true
+  sleep 0.5
+done
+[ -n "$refused" ] && ok "a slice of another driver is refused: $(tail -1 <<<"$out")" ||
+  bad "a slice of another driver was not refused by the policy: $out"
+if out=$(slice gvirtus-rbac-own gpu.gvirtus.io | as_webhook create -f - 2>&1); then
+  ok "a slice of gpu.gvirtus.io is created"
+  as_webhook delete resourceslice gvirtus-rbac-own >/dev/null 2>&1 && ok "and deleted" || bad "cannot delete its own slice"
+else
+  bad "cannot create a slice of gpu.gvirtus.io: $out"
+fi
 
 say "every component runs as its own ServiceAccount"
 for pair in daemonset/gvirtus-labeler=gvirtus-labeler daemonset/gvirtus-device-plugin=gvirtus-device-plugin \

@@ -1,0 +1,107 @@
+// What a backend publishes for DRA: its GPUs as shared devices of gpu.gvirtus.io.
+#include "webhook/dra_slice.h"
+
+#include <catch2/catch.hpp>
+
+#include "webhook/fixtures.h"
+
+using namespace gvirtus::webhook;
+using gvirtus::GpuLoad;
+using gvirtus::webhook::testing::backend;
+using nlohmann::json;
+
+TEST_CASE("a backend's GPUs become shared devices reachable from frontend nodes", "[dra-slice]") {
+  Backend b = backend("10.0.0.7", 3, 16, "be-1", "zone-a");
+  b.load->gpus = {GpuLoad{0, 81920, 4096, 50}, GpuLoad{1, 0, 0, 0}, GpuLoad{2, 40960, 0, 0}};
+  auto slice = resourceSliceFor(b, 4);
+  REQUIRE(slice.has_value());
+  CHECK((*slice)["apiVersion"] == "resource.k8s.io/v1");
+  CHECK((*slice)["metadata"]["name"] == "gvirtus-gvirtus-system-be-1");
+  const json& spec = (*slice)["spec"];
+  CHECK(spec["driver"] == "gpu.gvirtus.io");
+  CHECK(spec["pool"] ==
+        json{{"name", "gvirtus-system/be-1"}, {"generation", 4}, {"resourceSliceCount", 1}});
+  CHECK_FALSE(spec.contains("nodeName"));
+  CHECK(spec["nodeSelector"]["nodeSelectorTerms"][0]["matchExpressions"][0] ==
+        json{{"key", "gvirtus.io/frontend.allowed"},
+             {"operator", "In"},
+             {"values", json::array({"true"})}});
+
+  // A GPU that reports no memory is nothing a claim could be counted against.
+  REQUIRE(spec["devices"].size() == 2);
+  const json& gpu0 = spec["devices"][0];
+  CHECK(gpu0["name"] == "gpu-0");
+  CHECK(spec["devices"][1]["name"] == "gpu-2");
+  CHECK(gpu0["allowMultipleAllocations"] == true);
+  CHECK(gpu0["attributes"]["endpoint"] == json{{"string", "10.0.0.7:9999"}});
+  CHECK(gpu0["attributes"]["ip"] == json{{"string", "10.0.0.7"}});
+  CHECK(gpu0["attributes"]["port"] == json{{"int", 9999}});
+  CHECK(gpu0["attributes"]["index"] == json{{"int", 0}});
+  CHECK(gpu0["attributes"]["backendPod"] == json{{"string", "be-1"}});
+  CHECK(gpu0["attributes"]["backendNamespace"] == json{{"string", "gvirtus-system"}});
+  CHECK(gpu0["attributes"]["node"] == json{{"string", "gpu-be-1"}});
+  CHECK(gpu0["attributes"]["zone"] == json{{"string", "zone-a"}});
+  CHECK(gpu0["capacity"]["memory"]["value"] == "81920Mi");
+  // The backend's 16 sessions are for both GPUs together: 8 each, never 32 in all.
+  CHECK(gpu0["capacity"]["sessions"]["value"] == "8");
+  CHECK(gpu0["capacity"]["sessions"]["requestPolicy"] ==
+        json{{"default", "1"}, {"validValues", json::array({"1"})}});
+}
+
+TEST_CASE("a backend without a session limit offers the documented number", "[dra-slice]") {
+  auto slice = resourceSliceFor(backend("10.0.0.7", 0, 0, "be-1"));
+  REQUIRE(slice.has_value());
+  CHECK((*slice)["spec"]["devices"][0]["capacity"]["sessions"]["value"] ==
+        std::to_string(kUnlimitedSessions));
+  // An odd limit over two GPUs is rounded down, at least one each.
+  Backend b = backend("10.0.0.7", 0, 3, "be-1");
+  b.load->gpus = {GpuLoad{0, 1024, 0, 0}, GpuLoad{1, 1024, 0, 0}};
+  CHECK((*resourceSliceFor(b))["spec"]["devices"][1]["capacity"]["sessions"]["value"] == "1");
+}
+
+TEST_CASE("a backend with nothing to offer publishes no slice", "[dra-slice]") {
+  Backend draining = backend("10.0.0.7", 0, 16, "be-1");
+  draining.draining = true;
+  CHECK_FALSE(resourceSliceFor(draining).has_value());
+
+  Backend unreported = backend("10.0.0.7", 0, 16, "be-1");
+  unreported.load.reset();
+  CHECK_FALSE(resourceSliceFor(unreported).has_value());
+
+  Backend noMemory = backend("10.0.0.7", 0, 16, "be-1");
+  noMemory.load->gpus = {GpuLoad{0, 0, 0, 0}};
+  CHECK_FALSE(resourceSliceFor(noMemory).has_value());
+}
+
+TEST_CASE("the devices digest follows what is offered, not the load of the moment", "[dra-slice]") {
+  Backend b = backend("10.0.0.7", 1, 16, "be-1");
+  const std::string first = devicesDigest(*resourceSliceFor(b, 1));
+  CHECK(first.size() == 16);
+  CHECK(devicesDigest(*resourceSliceFor(b, 7)) == first);
+
+  b.load->connections = 9;
+  b.load->gpus[0].memoryUsedMiB = 60000;
+  b.load->gpus[0].utilization = 99;
+  CHECK(devicesDigest(*resourceSliceFor(b)) == first);
+
+  b.load->gpus[0].memoryTotalMiB = 40960;
+  CHECK(devicesDigest(*resourceSliceFor(b)) != first);
+  b = backend("10.0.0.8", 1, 16, "be-1");
+  CHECK(devicesDigest(*resourceSliceFor(b)) != first);
+  CHECK(devicesDigest(json::object()).empty());
+}
+
+TEST_CASE("long names stay within the API's limits", "[dra-slice]") {
+  const std::string longName(240, 'a');
+  Backend one = backend("10.0.0.7", 0, 16, longName + "-1");
+  Backend two = backend("10.0.0.8", 0, 16, longName + "-2");
+  const std::string nameOne = sliceName(one);
+  CHECK(nameOne.size() == 253);
+  CHECK(nameOne != sliceName(two));
+  CHECK(nameOne == sliceName(one));
+  // A value longer than 64 characters is no attribute: left out, not cut.
+  auto slice = resourceSliceFor(one);
+  REQUIRE(slice.has_value());
+  CHECK_FALSE((*slice)["spec"]["devices"][0]["attributes"].contains("backendPod"));
+  CHECK((*slice)["metadata"]["name"] == nameOne);
+}

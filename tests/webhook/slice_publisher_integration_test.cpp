@@ -1,0 +1,209 @@
+// The DRA slice publisher on the real control plane, with the run's own kube-scheduler
+// allocating claims from what it publishes: the backend GPUs are shared devices, the
+// scheduler keeps their memory and sessions within capacity, a claim too big for every
+// backend waits for a bigger one, and a draining backend is withdrawn. kwok plays the
+// nodes: nothing prepares a claim here (the kubelet plugin is on real nodes, in e2e).
+
+#include <catch2/catch.hpp>
+#include <thread>
+
+#include "common/json_access.h"
+#include "common/resource_cache.h"
+#include "webhook/cluster_backend_source.h"
+#include "webhook/cluster_fixtures.h"
+#include "webhook/dra_slice.h"
+#include "webhook/slice_publisher.h"
+
+using namespace gvirtus::webhook;
+using namespace gvirtus::webhook::testing;
+using gvirtus::KubeResource;
+using gvirtus::PatchType;
+using gvirtus::ResourceCache;
+using gvirtus::stringAt;
+namespace resources = gvirtus::resources;
+
+namespace {
+
+const KubeResource kDeviceClasses{"resource.k8s.io", "v1", "deviceclasses", false};
+const KubeResource kResourceClaims{"resource.k8s.io", "v1", "resourceclaims", true};
+constexpr auto kScheduled = std::chrono::seconds(60);
+
+// A backend pod whose one GPU has `memoryMiB` and which takes `maxSessions` sessions.
+json gpuBackend(const std::string& ns, const std::string& name, const std::string& node,
+                const std::string& run, int64_t memoryMiB, int maxSessions) {
+  json pod = backendPod(ns, name, node, run, 0, maxSessions);
+  const json load = {{"connections", 0},
+                     {"maxSessions", maxSessions},
+                     {"gpus", json::array({{{"index", 0},
+                                            {"memoryTotalMiB", memoryMiB},
+                                            {"memoryUsedMiB", 0},
+                                            {"utilization", 0}}})},
+                     {"updated", utcNow()}};
+  pod["metadata"]["annotations"]["gvirtus.io/load"] = load.dump();
+  return pod;
+}
+
+json claim(const std::string& ns, const std::string& name, const std::string& memory) {
+  return {{"apiVersion", "resource.k8s.io/v1"},
+          {"kind", "ResourceClaim"},
+          {"metadata", {{"name", name}, {"namespace", ns}}},
+          {"spec",
+           {{"devices",
+             {{"requests",
+               json::array({{{"name", "gpu"},
+                             {"exactly",
+                              {{"deviceClassName", kDraDriver},
+                               {"capacity", {{"requests", {{"memory", memory}}}}}}}}})}}}}}};
+}
+
+// A pod on the frontend node that uses the claim of the same name.
+json claimingPod(const std::string& ns, const std::string& name, const std::string& node) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", {{"name", name}, {"namespace", ns}}},
+          {"spec",
+           {{"nodeSelector", {{"kubernetes.io/hostname", node}}},
+            {"resourceClaims", json::array({{{"name", "gpu"}, {"resourceClaimName", name}}})},
+            {"containers",
+             json::array({{{"name", "app"},
+                           {"image", "app:1"},
+                           {"resources", {{"claims", json::array({{{"name", "gpu"}}})}}}}})}}}};
+}
+
+struct DraCluster {
+  std::unique_ptr<gvirtus::KubeClient> client = gvirtus::testing::adminClient();
+  gvirtus::integration::TestNamespace ns{*client, "dra-it"};
+  const std::string run = randomSuffix();
+  const std::string gpuNode = "dra-gpu-" + run;
+  const std::string bigGpuNode = "dra-gpu-big-" + run;
+  const std::string frontendNode = "dra-fe-" + run;
+  ClusterBackendSource source{*client, ns.name(), "gvirtus.io/test-run=" + run, 9999};
+  ResourceCache slices{*client, kResourceSlices, "", "", sliceFieldSelector()};
+  SlicePublisher publisher{source, slices, sliceApi(*client)};
+  std::jthread leader;
+
+  DraCluster() {
+    ns.waitForDefaultServiceAccount();
+    ensureNode(*client, gpuNode, json::object());
+    ensureNode(*client, bigGpuNode, json::object());
+    ensureNode(*client, frontendNode, {{"gvirtus.io/frontend.allowed", "true"}});
+    // The class the manifests install (manifests/dra/deviceclass.yaml).
+    const json deviceClass = {
+        {"apiVersion", "resource.k8s.io/v1"},
+        {"kind", "DeviceClass"},
+        {"metadata", {{"name", kDraDriver}}},
+        {"spec",
+         {{"selectors",
+           json::array({{{"cel", {{"expression", "device.driver == \"gpu.gvirtus.io\""}}}}})}}}};
+    if (auto made = client->create(kDeviceClasses, "", deviceClass); !made) {
+      INFO(made.error().message);
+      REQUIRE(made.error().isConflict());
+    }
+    source.setOnChange([this] { publisher.backendsChanged(); });
+    source.start();
+    slices.start();
+    leader = std::jthread([this](std::stop_token stop) { publisher.run(stop); });
+  }
+  ~DraCluster() {
+    leader.request_stop();
+    leader.join();
+    slices.stop();
+    source.stop();
+    for (const auto& slice : slices.list()) {
+      if (stringAt(*slice, {"spec", "pool", "name"}).starts_with(ns.name() + "/")) {
+        (void)client->remove(kResourceSlices, "", stringAt(*slice, {"metadata", "name"}));
+      }
+    }
+    (void)client->remove(resources::kNodes, "", gpuNode);
+    (void)client->remove(resources::kNodes, "", bigGpuNode);
+    (void)client->remove(resources::kNodes, "", frontendNode);
+  }
+
+  json slice(const std::string& backend) {
+    auto got = client->get(kResourceSlices, "", "gvirtus-" + ns.name() + "-" + backend);
+    return got ? *got : json();
+  }
+  void claimAndRun(const std::string& name, const std::string& memory) {
+    auto made = client->create(kResourceClaims, ns.name(), claim(ns.name(), name, memory));
+    INFO((made ? "" : made.error().message));
+    REQUIRE(made.has_value());
+    made = client->create(resources::kPods, ns.name(), claimingPod(ns.name(), name, frontendNode));
+    INFO((made ? "" : made.error().message));
+    REQUIRE(made.has_value());
+  }
+  bool scheduled(const std::string& pod) {
+    auto got = client->get(resources::kPods, ns.name(), pod);
+    return got && !stringAt(*got, {"spec", "nodeName"}).empty();
+  }
+  // The pod's PodScheduled condition says the scheduler tried and could not place it.
+  bool unschedulable(const std::string& pod) {
+    for (const auto& condition : podStatus(*client, ns.name(), pod).value("conditions", json())) {
+      if (condition.value("type", "") == "PodScheduled" &&
+          condition.value("reason", "") == "Unschedulable") {
+        return true;
+      }
+    }
+    return false;
+  }
+  // "POOL/DEVICE" the claim was given; empty while it has none.
+  std::string allocated(const std::string& name) {
+    auto got = client->get(kResourceClaims, ns.name(), name);
+    if (!got) {
+      return "";
+    }
+    const json* results = gvirtus::memberAt(*got, {"status", "allocation", "devices", "results"});
+    if (results == nullptr || !results->is_array() || results->empty()) {
+      return "";
+    }
+    return stringAt((*results)[0], {"pool"}) + "/" + stringAt((*results)[0], {"device"});
+  }
+};
+
+}  // namespace
+
+TEST_CASE("kube-scheduler shares a published backend GPU within its memory and sessions",
+          "[dra][slice-publisher]") {
+  DraCluster cluster;
+  auto& client = *cluster.client;
+  const std::string ns = cluster.ns.name();
+  REQUIRE(client.create(resources::kPods, ns,
+                        gpuBackend(ns, "be-small", cluster.gpuNode, cluster.run, 16384, 2)));
+  REQUIRE(eventually([&] { return cluster.slice("be-small").is_object(); }, kScheduled));
+  const json published = cluster.slice("be-small");
+  INFO(published.dump());
+  CHECK(stringAt(published, {"spec", "driver"}) == "gpu.gvirtus.io");
+  // The API server kept the shared device: consumable capacity is on (beta from 1.36).
+  CHECK(gvirtus::memberAt(published, {"spec", "devices"})
+            ->at(0)
+            .value("allowMultipleAllocations", false));
+
+  // 12Gi fits the 16Gi GPU; a second 12Gi does not, 2Gi does; then both sessions are taken.
+  cluster.claimAndRun("first", "12Gi");
+  REQUIRE(eventually([&] { return cluster.scheduled("first"); }, kScheduled));
+  CHECK(cluster.allocated("first") == ns + "/be-small/gpu-0");
+  cluster.claimAndRun("too-big", "12Gi");
+  cluster.claimAndRun("second", "2Gi");
+  REQUIRE(eventually([&] { return cluster.scheduled("second"); }, kScheduled));
+  CHECK(cluster.allocated("second") == ns + "/be-small/gpu-0");
+  cluster.claimAndRun("no-session", "1Gi");
+  CHECK(eventually([&] { return cluster.unschedulable("too-big"); }, kScheduled));
+  CHECK(eventually([&] { return cluster.unschedulable("no-session"); }, kScheduled));
+  CHECK_FALSE(cluster.scheduled("too-big"));
+  CHECK(cluster.allocated("too-big").empty());
+
+  // A bigger backend appears: the claim that waited runs on it, not on the full one.
+  REQUIRE(client.create(resources::kPods, ns,
+                        gpuBackend(ns, "be-big", cluster.bigGpuNode, cluster.run, 40960, 8)));
+  REQUIRE(eventually([&] { return cluster.scheduled("too-big"); }, kScheduled));
+  CHECK(cluster.allocated("too-big") == ns + "/be-big/gpu-0");
+
+  // Its node drains: its slice is withdrawn, the small one stays until its pod is gone.
+  auto patched = client.patch(
+      resources::kNodes, "", cluster.bigGpuNode, PatchType::Merge,
+      json{{"metadata", {{"annotations", {{"gvirtus.io/backend.draining", utcNow()}}}}}}.dump());
+  REQUIRE(patched.has_value());
+  CHECK(eventually([&] { return cluster.slice("be-big").is_null(); }, kScheduled));
+  CHECK(cluster.slice("be-small").is_object());
+  REQUIRE(client.remove(resources::kPods, ns, "be-small").has_value());
+  CHECK(eventually([&] { return cluster.slice("be-small").is_null(); }, kScheduled));
+}

@@ -1,0 +1,134 @@
+// The DRA slice publisher without an API server: the backends come from a FakeBackendSource,
+// the slices from a FakeObjectCache, and the writes go to a recorder that, like the API
+// server and the watch after it, stores what was written with a new resourceVersion. On
+// the real control plane: slice_publisher_integration_test.cpp.
+#include "webhook/slice_publisher.h"
+
+#include <catch2/catch.hpp>
+#include <mutex>
+
+#include "common/json_access.h"
+#include "support/fake_object_cache.h"
+#include "webhook/dra_slice.h"
+#include "webhook/fixtures.h"
+
+using namespace gvirtus::webhook;
+using gvirtus::fail;
+using gvirtus::GpuLoad;
+using gvirtus::Result;
+using gvirtus::stringAt;
+using gvirtus::testing::FakeObjectCache;
+using gvirtus::webhook::testing::backend;
+using gvirtus::webhook::testing::FakeBackendSource;
+using nlohmann::json;
+
+namespace {
+
+struct Recorder {
+  explicit Recorder(FakeObjectCache& cache) : slices(cache) {}
+  FakeObjectCache& slices;
+  std::vector<std::string> writes;  // "create NAME", "update NAME", "delete NAME"
+  int64_t version = 100;
+  bool refuse = false;
+
+  Result<void> store(const std::string& verb, json slice) {
+    const std::string name = stringAt(slice, {"metadata", "name"});
+    writes.push_back(verb + " " + name);
+    if (refuse) {
+      return fail("refused");
+    }
+    slice["metadata"]["uid"] = "uid-" + name;
+    slice["metadata"]["resourceVersion"] = std::to_string(++version);
+    slices.put(std::move(slice));
+    return {};
+  }
+  SliceApi api() {
+    return {.create = [this](const json& slice) { return store("create", slice); },
+            .update = [this](const json& slice) { return store("update", slice); },
+            .remove = [this](const std::string& name, const std::string&) -> Result<void> {
+              writes.push_back("delete " + name);
+              slices.remove("", name);
+              return {};
+            }};
+  }
+};
+
+struct Fixture {
+  FakeBackendSource backends{{backend("10.0.0.1", 0, 16, "be-1")}};
+  FakeObjectCache slices;
+  Recorder recorder{slices};
+  SlicePublisher publisher{backends, slices, recorder.api()};
+  const std::string name = "gvirtus-gvirtus-system-be-1";
+};
+
+}  // namespace
+
+TEST_CASE("a slice is written once per change of what a backend offers", "[slice-publisher]") {
+  Fixture f;
+  f.slices.start();
+  REQUIRE(f.publisher.sync(f.name).value());
+  CHECK(f.recorder.writes == std::vector<std::string>{"create " + f.name});
+  // The load of the moment changes, the offer does not: nothing written.
+  Backend busy = backend("10.0.0.1", 5, 16, "be-1");
+  busy.load->gpus[0].memoryUsedMiB = 70000;
+  f.backends.set({busy});
+  CHECK_FALSE(f.publisher.sync(f.name).value());
+  CHECK(f.recorder.writes.size() == 1);
+
+  // More memory: an update over the version held, the pool's next generation.
+  Backend bigger = busy;
+  bigger.load->gpus.push_back(GpuLoad{1, 81920, 0, 0});
+  f.backends.set({bigger});
+  REQUIRE(f.publisher.sync(f.name).value());
+  CHECK(f.recorder.writes.back() == "update " + f.name);
+  auto held = f.slices.get("", f.name);
+  REQUIRE(held);
+  CHECK((*held)["spec"]["pool"]["generation"] == 2);
+  CHECK((*held)["spec"]["devices"].size() == 2);
+  CHECK_FALSE(f.publisher.sync(f.name).value());
+}
+
+TEST_CASE("a backend that is draining or gone is withdrawn, and a stray slice too",
+          "[slice-publisher]") {
+  Fixture f;
+  f.slices.start();
+  REQUIRE(f.publisher.sync(f.name).value());
+  Backend draining = backend("10.0.0.1", 0, 16, "be-1");
+  draining.draining = true;
+  f.backends.set({draining});
+  REQUIRE(f.publisher.sync(f.name).value());
+  CHECK(f.recorder.writes.back() == "delete " + f.name);
+  CHECK_FALSE(f.slices.get("", f.name));
+
+  // A slice of this driver no backend stands behind (a backend deleted while no replica
+  // led): withdrawn too.
+  f.slices.put({{"metadata", {{"name", "gvirtus-old-be"}, {"uid", "u"}, {"resourceVersion", "1"}}},
+                {"spec", {{"driver", kDraDriver}}}});
+  REQUIRE(f.publisher.sync("gvirtus-old-be").value());
+  CHECK(f.recorder.writes.back() == "delete gvirtus-old-be");
+  CHECK_FALSE(f.publisher.sync("gvirtus-old-be").value());
+}
+
+TEST_CASE("a slice edited by someone else is written back", "[slice-publisher]") {
+  Fixture f;
+  f.slices.start();
+  REQUIRE(f.publisher.sync(f.name).value());
+  json edited = *f.slices.get("", f.name);
+  edited["metadata"]["annotations"][kDevicesDigestAnnotation] = "0000000000000000";
+  edited["spec"]["devices"][0]["capacity"]["memory"]["value"] = "999Gi";
+  f.slices.put(edited);
+  REQUIRE(f.publisher.sync(f.name).value());
+  auto held = f.slices.get("", f.name);
+  CHECK((*held)["spec"]["devices"][0]["capacity"]["memory"]["value"] == "81920Mi");
+}
+
+TEST_CASE("a failed write is an error, retried by the controller", "[slice-publisher]") {
+  Fixture f;
+  f.slices.start();
+  f.recorder.refuse = true;
+  auto wrote = f.publisher.sync(f.name);
+  REQUIRE_FALSE(wrote.has_value());
+  CHECK(wrote.error().message.find("publish ResourceSlice " + f.name) != std::string::npos);
+  f.recorder.refuse = false;
+  CHECK(f.publisher.sync(f.name).value());
+}

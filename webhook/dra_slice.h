@@ -1,0 +1,47 @@
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "common/kube_resource.h"
+#include "webhook/backend.h"
+
+// The DRA view of a backend (docs/dra.md): each GPU of a Ready backend pod is one device of
+// the driver gpu.gvirtus.io, published in a ResourceSlice of its own pool. The device is
+// not on any node: the slice's node selector names the nodes frontends may run on, and
+// kube-scheduler shares it among claims through consumable capacity (memory, sessions).
+namespace gvirtus::webhook {
+
+inline constexpr const char* kDraDriver = "gpu.gvirtus.io";
+// A backend without a session limit (maxSessions 0) offers this many per device: DRA has
+// no unlimited capacity, and a shared device needs a sessions figure to be counted.
+inline constexpr int64_t kUnlimitedSessions = 1024;
+// The API's limit of devices in one ResourceSlice.
+inline constexpr size_t kMaxSliceDevices = 128;
+// On each slice: a digest of its spec as written, less the pool generation.
+inline constexpr const char* kDevicesDigestAnnotation = "gvirtus.io/devices-digest";
+
+inline const KubeResource kResourceSlices{"resource.k8s.io", "v1", "resourceslices", false};
+
+// The ResourceSlice's name for a backend pod: "gvirtus-NAMESPACE-POD", shortened with a hash
+// of the whole where that would be longer than a name may be. Stable: every replica, and
+// the next leader, finds the slice it wrote.
+std::string sliceName(const Backend& backend);
+
+// The ResourceSlice that publishes `backend`'s GPUs (apiVersion resource.k8s.io/v1), with
+// pool generation `generation`; nullopt when it has none to offer: no load report, no GPU
+// with memory, or its node is draining (a withdrawn backend takes no new claims).
+//
+// Its sessions are maxSessions shared evenly among its GPUs (a backend's limit is one for
+// all its GPUs, and one device's capacity cannot be counted against another's: rounded down,
+// so that together they never offer more).
+std::optional<nlohmann::json> resourceSliceFor(const Backend& backend, int64_t generation = 1);
+
+// What resourceSliceFor() published, as the slice carries it (empty when it does not): the
+// API server writes quantities back in its own form ("80Gi" for "81920Mi"), so a slice is
+// compared with the one it should be by this digest of what was written, not field by field.
+std::string devicesDigest(const nlohmann::json& slice);
+
+}  // namespace gvirtus::webhook
