@@ -26,7 +26,9 @@ BackendLoad backendLoad(const Load& load,
     out.gpus.push_back(GpuLoad{.index = gpu.index,
                                .memoryTotalMiB = static_cast<int64_t>(gpu.memoryTotalBytes / kMiB),
                                .memoryUsedMiB = static_cast<int64_t>(gpu.memoryUsedBytes / kMiB),
-                               .utilization = gpu.utilizationPercent});
+                               .utilization = gpu.utilizationPercent,
+                               .uuid = gpu.uuid,
+                               .model = gpu.model});
   }
   return out;
 }

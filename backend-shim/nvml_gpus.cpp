@@ -33,6 +33,9 @@ using HandleFn = NvmlReturn (*)(unsigned int, NvmlDevice*);
 using MemoryFn = NvmlReturn (*)(NvmlDevice, NvmlMemory*);
 using UtilizationFn = NvmlReturn (*)(NvmlDevice, NvmlUtilization*);
 using ErrorStringFn = const char* (*)(NvmlReturn);
+using TextFn = NvmlReturn (*)(NvmlDevice, char*, unsigned int);
+// NVML_DEVICE_NAME_V2_BUFFER_SIZE and NVML_DEVICE_UUID_V2_BUFFER_SIZE.
+constexpr unsigned int kTextBuffer = 96;
 
 template <typename Fn>
 bool lookUp(void* library, const char* name, Fn& fn) {
@@ -57,6 +60,17 @@ struct NvmlGpus::Api {
   MemoryFn memory = nullptr;
   UtilizationFn utilization = nullptr;
   ErrorStringFn errorString = nullptr;
+  TextFn name = nullptr;  // optional, as uuid: what lacks them reports none
+  TextFn uuid = nullptr;
+
+  // The text `fn` writes for `device`; empty when it is missing or fails.
+  static std::string text(TextFn fn, NvmlDevice device) {
+    char buffer[kTextBuffer] = {};
+    if (fn == nullptr || fn(device, buffer, kTextBuffer) != kNvmlSuccess) {
+      return "";
+    }
+    return std::string(buffer, ::strnlen(buffer, kTextBuffer));
+  }
 
   std::string describe(NvmlReturn rc) const {
     const char* text = errorString != nullptr ? errorString(rc) : nullptr;
@@ -86,6 +100,8 @@ std::unique_ptr<NvmlGpus> NvmlGpus::open(const std::string& library) {
     return std::make_unique<NvmlGpus>(nullptr);
   }
   lookUp(api->library, "nvmlErrorString", api->errorString);
+  lookUp(api->library, "nvmlDeviceGetName", api->name);
+  lookUp(api->library, "nvmlDeviceGetUUID", api->uuid);
   const bool complete = lookUp(api->library, "nvmlInit_v2", api->init) &&
                         lookUp(api->library, "nvmlShutdown", api->shutdown) &&
                         lookUp(api->library, "nvmlDeviceGetCount_v2", api->count) &&
@@ -137,7 +153,12 @@ Result<std::vector<GpuInfo>> NvmlGpus::read() const {
       return fail("nvmlDeviceGetUtilizationRates(" + std::to_string(i) +
                   "): " + api_->describe(rc));
     }
-    gpus.push_back(GpuInfo{i, memory.total, memory.used, utilization.gpu});
+    gpus.push_back(GpuInfo{.index = i,
+                           .memoryTotalBytes = memory.total,
+                           .memoryUsedBytes = memory.used,
+                           .utilizationPercent = utilization.gpu,
+                           .uuid = Api::text(api_->uuid, device),
+                           .model = Api::text(api_->name, device)});
   }
   return gpus;
 }

@@ -17,6 +17,9 @@ struct GpuInfo {
   uint64_t memoryTotalBytes = 0;
   uint64_t memoryUsedBytes = 0;
   unsigned utilizationPercent = 0;  // GPU busy time over NVML's last sample period
+  // Empty when NVML does not say (an older driver).
+  std::string uuid;
+  std::string model;
 
   bool operator==(const GpuInfo&) const = default;
 };
@@ -36,8 +39,8 @@ class NvmlGpus {
   explicit NvmlGpus(std::unique_ptr<Api> api);
 
   bool available() const;
-  // Every GPU's memory and utilization; no GPUs when unavailable. A GPU that fails to
-  // answer is an error (the caller keeps its previous numbers).
+  // Every GPU's memory, utilization, UUID and model name; no GPUs when unavailable. A GPU that
+  // fails to answer is an error (the caller keeps its previous numbers).
   Result<std::vector<GpuInfo>> read() const;
 
  private:

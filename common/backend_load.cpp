@@ -12,6 +12,9 @@ namespace {
 
 using nlohmann::json;
 
+// NVML's own buffers for a name or UUID hold 96 bytes.
+constexpr size_t kMaxGpuName = 96;
+
 Result<int64_t> countField(const json& object, const char* name) {
   auto it = object.find(name);
   if (it == object.end() || it->is_null()) {
@@ -64,6 +67,16 @@ Result<BackendLoad> parseBackendLoad(std::string_view annotation) {
         }
         *target = *value;
       }
+      for (auto [name, target] : {std::pair{"uuid", &gpu.uuid}, std::pair{"model", &gpu.model}}) {
+        if (auto value = item.find(name); value != item.end() && !value->is_null()) {
+          if (!value->is_string() || value->get_ref<const std::string&>().size() > kMaxGpuName) {
+            return fail(std::string("gvirtus.io/load GPU: \"") + name +
+                        "\" is not a string of at most " + std::to_string(kMaxGpuName) +
+                        " characters");
+          }
+          *target = value->get<std::string>();
+        }
+      }
       load.gpus.push_back(gpu);
     }
   }
@@ -83,10 +96,17 @@ Result<BackendLoad> parseBackendLoad(std::string_view annotation) {
 std::string renderBackendLoad(const BackendLoad& load) {
   nlohmann::ordered_json gpus = nlohmann::ordered_json::array();
   for (const auto& gpu : load.gpus) {
-    gpus.push_back({{"index", gpu.index},
-                    {"memoryTotalMiB", gpu.memoryTotalMiB},
-                    {"memoryUsedMiB", gpu.memoryUsedMiB},
-                    {"utilization", gpu.utilization}});
+    nlohmann::ordered_json item = {{"index", gpu.index},
+                                   {"memoryTotalMiB", gpu.memoryTotalMiB},
+                                   {"memoryUsedMiB", gpu.memoryUsedMiB},
+                                   {"utilization", gpu.utilization}};
+    if (!gpu.uuid.empty()) {
+      item["uuid"] = gpu.uuid;
+    }
+    if (!gpu.model.empty()) {
+      item["model"] = gpu.model;
+    }
+    gpus.push_back(std::move(item));
   }
   nlohmann::ordered_json out = {
       {"connections", load.connections}, {"maxSessions", load.maxSessions}, {"gpus", gpus}};

@@ -19,6 +19,9 @@ struct GpuLoad {
   int64_t memoryTotalMiB = 0;
   int64_t memoryUsedMiB = 0;
   int64_t utilization = 0;  // percent
+  // As NVML names them; empty when not known (an older shim, a driver without them).
+  std::string uuid;
+  std::string model;
 
   int64_t memoryFreeMiB() const { return memoryTotalMiB - memoryUsedMiB; }
   bool operator==(const GpuLoad&) const = default;
@@ -41,8 +44,9 @@ Result<BackendLoad> parseBackendLoad(std::string_view annotation);
 
 // The annotation's value, one line, keys in this order:
 // {"connections":3,"maxSessions":16,"gpus":[{"index":0,"memoryTotalMiB":81920,
-//  "memoryUsedMiB":1024,"utilization":12}],"updated":"2026-11-22T10:00:00Z"}
-// without "updated" when the load has none.
+//  "memoryUsedMiB":1024,"utilization":12,"uuid":"GPU-...","model":"NVIDIA H100"}],
+//  "updated":"2026-11-22T10:00:00Z"}
+// without "updated" when the load has none, and without a GPU's "uuid" or "model" when empty.
 std::string renderBackendLoad(const BackendLoad& load);
 
 }  // namespace gvirtus

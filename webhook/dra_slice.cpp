@@ -50,6 +50,8 @@ json device(const Backend& backend, const GpuLoad& gpu, int64_t sessions) {
   optional("backendPod", backend.podName);
   optional("node", backend.node);
   optional("zone", backend.zone);
+  optional("uuid", gpu.uuid);
+  optional("model", gpu.model);
   return {{"name", "gpu-" + std::to_string(gpu.index)},
           {"attributes", std::move(attributes)},
           {"allowMultipleAllocations", true},

@@ -1,5 +1,5 @@
 // A stand-in for libnvidia-ml.so.1 for the shim's tests: two GPUs with fixed numbers, the
-// seven functions the shim looks up, with NVML's C signatures.
+// nine functions the shim looks up, with NVML's C signatures.
 #include <cstring>
 
 namespace {
@@ -7,8 +7,21 @@ struct FakeDevice {
   unsigned long long total;
   unsigned long long used;
   unsigned int utilization;
+  const char* name;
+  const char* uuid;
 };
-FakeDevice gDevices[2] = {{80ull << 30, 1ull << 30, 12}, {40ull << 30, 0, 0}};
+FakeDevice gDevices[2] = {
+    {80ull << 30, 1ull << 30, 12, "Fake GPU 80GB", "GPU-00000000-0000-0000-0000-000000000000"},
+    {40ull << 30, 0, 0, "Fake GPU 40GB", "GPU-11111111-1111-1111-1111-111111111111"}};
+
+// NVML's copy into a caller's buffer: NVML_ERROR_INSUFFICIENT_SIZE (7) when it does not fit.
+int copyOut(const char* text, char* out, unsigned int length) {
+  if (std::strlen(text) + 1 > length) {
+    return 7;
+  }
+  std::strcpy(out, text);
+  return 0;
+}
 int gInitialized = 0;
 }  // namespace
 
@@ -61,5 +74,11 @@ int nvmlDeviceGetUtilizationRates(void* device, nvmlUtilization_t* utilization) 
   utilization->gpu = d->utilization;
   utilization->memory = 0;
   return 0;
+}
+int nvmlDeviceGetName(void* device, char* name, unsigned int length) {
+  return copyOut(static_cast<FakeDevice*>(device)->name, name, length);
+}
+int nvmlDeviceGetUUID(void* device, char* uuid, unsigned int length) {
+  return copyOut(static_cast<FakeDevice*>(device)->uuid, uuid, length);
 }
 }

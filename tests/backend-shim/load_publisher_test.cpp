@@ -27,7 +27,7 @@ std::chrono::system_clock::time_point at(int year, int month, int day, int h, in
 }
 
 Load sampleLoad(int connections) {
-  return Load{connections, 16, {GpuInfo{0, 81920 * kMiB, 1024 * kMiB, 12}}};
+  return Load{connections, 16, {GpuInfo{0, 81920 * kMiB, 1024 * kMiB, 12, {}, {}}}};
 }
 
 // A patch function that records the bodies and fails while `failing` is true.
@@ -156,7 +156,7 @@ TEST_CASE("backend-shim load_publisher: MiB are whole MiB of the bytes NVML repo
           "[load_publisher]") {
   Recorder recorder;
   LoadPublisher publisher(recorder.fn(), 1s);
-  publisher.update(Load{1, 2, {GpuInfo{1, 3 * kMiB + 5, 2 * kMiB - 1, 100}}});
+  publisher.update(Load{1, 2, {GpuInfo{1, 3 * kMiB + 5, 2 * kMiB - 1, 100, {}, {}}}});
   REQUIRE(publisher.publishIfDue(LoadPublisher::Clock::now()));
   const auto gpu = recorder.lastLoad()["gpus"][0];
   CHECK(gpu["index"] == 1);

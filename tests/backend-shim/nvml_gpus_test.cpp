@@ -24,8 +24,10 @@ TEST_CASE("backend-shim nvml_gpus: reads every GPU through the loaded library", 
   auto gpus = nvml->read();
   REQUIRE(gpus.has_value());
   REQUIRE(gpus->size() == 2);
-  CHECK((*gpus)[0] == GpuInfo{0, 80ull << 30, 1ull << 30, 12});
-  CHECK((*gpus)[1] == GpuInfo{1, 40ull << 30, 0, 0});
+  CHECK((*gpus)[0] == GpuInfo{0, 80ull << 30, 1ull << 30, 12,
+                              "GPU-00000000-0000-0000-0000-000000000000", "Fake GPU 80GB"});
+  CHECK((*gpus)[1] ==
+        GpuInfo{1, 40ull << 30, 0, 0, "GPU-11111111-1111-1111-1111-111111111111", "Fake GPU 40GB"});
 }
 
 TEST_CASE("backend-shim nvml_gpus: a library under NVML's own file name is loaded like it",

@@ -14,7 +14,8 @@ TEST_CASE("backend-shim shim_metrics: backend state, restarts and GPUs on /metri
   status.connections = 3;
   status.restarts = 2;
   metrics.observeBackend(status, true);
-  metrics.observeGpus({GpuInfo{0, 80ull << 30, 1ull << 30, 12}, GpuInfo{1, 80ull << 30, 0, 0}});
+  metrics.observeGpus(
+      {GpuInfo{0, 80ull << 30, 1ull << 30, 12, {}, {}}, GpuInfo{1, 80ull << 30, 0, 0, {}, {}}});
   std::string text = registry.render();
   CHECK_THAT(text, Catch::Contains("gvirtus_backend_up 1\n"));
   CHECK_THAT(text, Catch::Contains("gvirtus_backend_ready 1\n"));

@@ -27,10 +27,12 @@ TEST_CASE("a minimal load annotation", "[backend-load]") {
 }
 
 TEST_CASE("bad load annotations are errors", "[backend-load]") {
-  for (const char* text :
-       {"", "[]", "{", R"({"connections":"3"})", R"({"connections":-1})", R"({"gpus":{}})",
-        R"({"gpus":[1]})", R"({"gpus":[{"memoryTotalMiB":"x"}]})", R"({"updated":5})",
-        R"({"updated":"yesterday"})"}) {
+  for (
+      const char* text :
+      {"", "[]", "{", R"({"connections":"3"})", R"({"connections":-1})", R"({"gpus":{}})",
+       R"({"gpus":[1]})", R"({"gpus":[{"memoryTotalMiB":"x"}]})", R"({"updated":5})",
+       R"({"updated":"yesterday"})", R"({"gpus":[{"uuid":7}]})",
+       R"({"gpus":[{"model":"0123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456"}]})"}) {
     INFO(text);
     CHECK_FALSE(parseBackendLoad(text).has_value());
   }
@@ -39,7 +41,7 @@ TEST_CASE("bad load annotations are errors", "[backend-load]") {
 TEST_CASE("the shim's rendering reads back as what it wrote", "[backend-load]") {
   BackendLoad load{.connections = 3,
                    .maxSessions = 16,
-                   .gpus = {GpuLoad{0, 81920, 1024, 12}, GpuLoad{1, 40960, 0, 0}},
+                   .gpus = {GpuLoad{0, 81920, 1024, 12, {}, {}}, GpuLoad{1, 40960, 0, 0, {}, {}}},
                    .updated = sys_days(year(2026) / 11 / 22) + hours(10)};
   const std::string text = renderBackendLoad(load);
   CHECK(text == R"({"connections":3,"maxSessions":16,"gpus":[{"index":0,"memoryTotalMiB":81920,)"
@@ -49,4 +51,13 @@ TEST_CASE("the shim's rendering reads back as what it wrote", "[backend-load]") 
   load.updated.reset();
   CHECK(renderBackendLoad(load).find("updated") == std::string::npos);
   CHECK(parseBackendLoad(renderBackendLoad(load)) == load);
+
+  // What NVML names the GPU, where it does.
+  load.gpus[1].uuid = "GPU-11111111-1111-1111-1111-111111111111";
+  load.gpus[1].model = "NVIDIA H100 80GB HBM3";
+  const std::string named = renderBackendLoad(load);
+  CHECK(named.find(R"("utilization":0,"uuid":"GPU-11111111-1111-1111-1111-111111111111",)"
+                   R"("model":"NVIDIA H100 80GB HBM3"})") != std::string::npos);
+  CHECK(named.find("uuid") == named.rfind("uuid"));
+  CHECK(parseBackendLoad(named) == load);
 }

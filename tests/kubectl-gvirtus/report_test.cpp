@@ -17,7 +17,7 @@ TEST_CASE("status: a summary line, the backends and the waiting pods", "[report]
   b.node = "gpu-1";
   b.endpoint = "10.0.0.5:9999";
   b.ready = true;
-  b.load = gvirtus::BackendLoad{3, 16, {{0, 81920, 1024, 12}}, std::nullopt};
+  b.load = gvirtus::BackendLoad{3, 16, {{0, 81920, 1024, 12, {}, {}}}, std::nullopt};
   b.loadAge = std::chrono::seconds(12);
   b.pods = 3;
   b.heldMiB = 40960;

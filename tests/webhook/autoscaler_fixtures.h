@@ -57,7 +57,7 @@ inline Backend backendOn(const std::string& node, int64_t connections, int64_t m
   backend.podNamespace = "gvirtus-system";
   backend.podName = "backend-" + node;
   backend.node = node;
-  backend.load = BackendLoad{connections, maxSessions, {{0, 81920, 0, 0}}, std::nullopt};
+  backend.load = BackendLoad{connections, maxSessions, {{0, 81920, 0, 0, {}, {}}}, std::nullopt};
   return backend;
 }
 

@@ -250,9 +250,9 @@ TEST_CASE("GPU memory and GPU count constraints", "[chooser]") {
   FakeClock clock;
   BackendChooser chooser(optionsFor(Policy::LeastConnections, clock));
   Backend small = backend("10.0.0.1");
-  small.load->gpus = {GpuLoad{0, 16384, 8192, 0}};
+  small.load->gpus = {GpuLoad{0, 16384, 8192, 0, {}, {}}};
   Backend big = backend("10.0.0.2", 7);
-  big.load->gpus = {GpuLoad{0, 81920, 0, 0}, GpuLoad{1, 81920, 81920, 100}};
+  big.load->gpus = {GpuLoad{0, 81920, 0, 0, {}, {}}, GpuLoad{1, 81920, 81920, 100, {}, {}}};
 
   BackendRequirements memory;
   memory.gpuMemoryMiB = 16384;
@@ -343,7 +343,7 @@ TEST_CASE("GPU memory taken by recent assignments counts against that GPU", "[ch
   FakeClock clock;
   BackendChooser chooser(optionsFor(Policy::LeastConnections, clock));
   Backend two = backend("10.0.0.1");
-  two.load->gpus = {GpuLoad{0, 40960, 0, 0}, GpuLoad{1, 40960, 10240, 0}};
+  two.load->gpus = {GpuLoad{0, 40960, 0, 0, {}, {}}, GpuLoad{1, 40960, 10240, 0, {}, {}}};
   BackendRequirements quarter;
   quarter.gpuFraction = 0.25;  // 10240 MiB of a 40 GiB GPU
   // Each goes to the GPU with the most left (the first on a tie), until neither has 10240.
@@ -367,7 +367,7 @@ struct HalvesOfOneGpu {
   BackendChooser chooser{optionsFor(Policy::LeastConnections, clock)};
   Backend one = [] {
     Backend b = backend("10.0.0.1");
-    b.load->gpus = {GpuLoad{0, 16384, 0, 0}};
+    b.load->gpus = {GpuLoad{0, 16384, 0, 0, {}, {}}};
     return b;
   }();
   BackendRequirements half = [] {

@@ -12,7 +12,8 @@ using nlohmann::json;
 
 TEST_CASE("a backend's GPUs become shared devices reachable from frontend nodes", "[dra-slice]") {
   Backend b = backend("10.0.0.7", 3, 16, "be-1", "zone-a");
-  b.load->gpus = {GpuLoad{0, 81920, 4096, 50}, GpuLoad{1, 0, 0, 0}, GpuLoad{2, 40960, 0, 0}};
+  b.load->gpus = {GpuLoad{0, 81920, 4096, 50, "GPU-0a", "NVIDIA H100 80GB HBM3"},
+                  GpuLoad{1, 0, 0, 0, {}, {}}, GpuLoad{2, 40960, 0, 0, {}, {}}};
   auto slice = resourceSliceFor(b, 4);
   REQUIRE(slice.has_value());
   CHECK((*slice)["apiVersion"] == "resource.k8s.io/v1");
@@ -41,6 +42,10 @@ TEST_CASE("a backend's GPUs become shared devices reachable from frontend nodes"
   CHECK(gpu0["attributes"]["backendNamespace"] == json{{"string", "gvirtus-system"}});
   CHECK(gpu0["attributes"]["node"] == json{{"string", "gpu-be-1"}});
   CHECK(gpu0["attributes"]["zone"] == json{{"string", "zone-a"}});
+  CHECK(gpu0["attributes"]["uuid"] == json{{"string", "GPU-0a"}});
+  CHECK(gpu0["attributes"]["model"] == json{{"string", "NVIDIA H100 80GB HBM3"}});
+  // Not known for GPU 2: no attribute rather than an empty one.
+  CHECK_FALSE(spec["devices"][1]["attributes"].contains("model"));
   CHECK(gpu0["capacity"]["memory"]["value"] == "81920Mi");
   // The backend's 16 sessions are for both GPUs together: 8 each, never 32 in all.
   CHECK(gpu0["capacity"]["sessions"]["value"] == "8");
@@ -55,7 +60,7 @@ TEST_CASE("a backend without a session limit offers the documented number", "[dr
         std::to_string(kUnlimitedSessions));
   // An odd limit over two GPUs is rounded down, at least one each.
   Backend b = backend("10.0.0.7", 0, 3, "be-1");
-  b.load->gpus = {GpuLoad{0, 1024, 0, 0}, GpuLoad{1, 1024, 0, 0}};
+  b.load->gpus = {GpuLoad{0, 1024, 0, 0, {}, {}}, GpuLoad{1, 1024, 0, 0, {}, {}}};
   CHECK((*resourceSliceFor(b))["spec"]["devices"][1]["capacity"]["sessions"]["value"] == "1");
 }
 
@@ -69,7 +74,7 @@ TEST_CASE("a backend with nothing to offer publishes no slice", "[dra-slice]") {
   CHECK_FALSE(resourceSliceFor(unreported).has_value());
 
   Backend noMemory = backend("10.0.0.7", 0, 16, "be-1");
-  noMemory.load->gpus = {GpuLoad{0, 0, 0, 0}};
+  noMemory.load->gpus = {GpuLoad{0, 0, 0, 0, {}, {}}};
   CHECK_FALSE(resourceSliceFor(noMemory).has_value());
 }
 

@@ -106,7 +106,7 @@ inline Backend backend(const std::string& ip, int64_t connections = 0, int64_t m
   BackendLoad load;
   load.connections = connections;
   load.maxSessions = maxSessions;
-  load.gpus = {GpuLoad{0, 81920, 1024, 10}};
+  load.gpus = {GpuLoad{0, 81920, 1024, 10, {}, {}}};
   load.updated = std::chrono::system_clock::now();
   b.load = load;
   return b;

@@ -77,7 +77,7 @@ TEST_CASE("a slice is written once per change of what a backend offers", "[slice
 
   // More memory: an update over the version held, the pool's next generation.
   Backend bigger = busy;
-  bigger.load->gpus.push_back(GpuLoad{1, 81920, 0, 0});
+  bigger.load->gpus.push_back(GpuLoad{1, 81920, 0, 0, {}, {}});
   f.backends.set({bigger});
   REQUIRE(f.publisher.sync(f.name).value());
   CHECK(f.recorder.writes.back() == "update " + f.name);

@@ -35,7 +35,7 @@ class FixedBackends : public BackendSource {
       BackendLoad load;
       load.connections = 1;
       load.maxSessions = 1000000;
-      load.gpus = {GpuLoad{0, 81920, 1024, 10}};
+      load.gpus = {GpuLoad{0, 81920, 1024, 10, {}, {}}};
       load.updated = std::chrono::system_clock::now() + std::chrono::hours(24 * 365 * 100);
       b.load = load;
       backends_.push_back(b);
