@@ -27,6 +27,16 @@ else
   grep -v '^same:' <<<"$out" >&2
 fi
 
+say "webhook.dra=true renders overlays/dra"
+kubectl kustomize "$repo/overlays/dra" >"$work/kustomize-dra.yaml"
+helm template gvirtus "$chart" --namespace default --set webhook.dra=true >"$work/helm-dra.yaml"
+if out=$(objdiff "$work/kustomize-dra.yaml" "$work/helm-dra.yaml"); then
+  ok "$(tail -1 <<<"$out")"
+else
+  bad "helm template --set webhook.dra=true differs from kubectl kustomize overlays/dra:"
+  grep -v '^same:' <<<"$out" >&2
+fi
+
 render() { helm template gvirtus "$chart" --namespace default "$@"; }
 # expect DESCRIPTION PATTERN helm-template-args...: the rendering contains the line.
 expect() {
