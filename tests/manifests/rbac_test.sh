@@ -194,6 +194,28 @@ else
   bad "cannot create a slice of gpu.gvirtus.io: $out"
 fi
 
+say "overlays/dra: a claim naming what the devices of gpu.gvirtus.io lack is refused, naming it"
+claim() {
+  printf '{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"c","namespace":"default"},'
+  printf '"spec":{"devices":{"requests":[{"name":"gpu","exactly":{"deviceClassName":"%s",%s}}]}}}' "$1" "$2"
+}
+refused=""
+for _ in $(seq 1 60); do
+  out=$(claim gpu.gvirtus.io '"capacity":{"requests":{"memroy":"1Gi"}}' | k create --dry-run=server -f - 2>&1 || true)
+  if grep -q "ValidatingAdmissionPolicy 'gvirtus-claims'" <<<"$out"; then refused=yes; break; fi
+  sleep 0.5
+done
+[ -n "$refused" ] && grep -q 'capacity "memroy"' <<<"$out" && ok "capacity memroy: $(sed 's/.*denied request: //' <<<"$out")" ||
+  bad "a claim for capacity memroy was not refused by gvirtus-claims: $out"
+selector='"selectors":[{"cel":{"expression":"device.attributes[\"gpu.gvirtus.io\"].modle == \"x\""}}]'
+out=$(claim gpu.gvirtus.io "$selector" | k create --dry-run=server -f - 2>&1 || true)
+grep -q 'names "modle"' <<<"$out" && ok "selector naming modle: refused" || bad "a selector naming modle was not refused: $out"
+selector='"selectors":[{"cel":{"expression":"device.attributes[\"gpu.gvirtus.io\"].model == \"x\""}}],"capacity":{"requests":{"memory":"1Gi"}}'
+out=$(claim gpu.gvirtus.io "$selector" | k create --dry-run=server -f - 2>&1) && ok "model and memory: accepted" ||
+  bad "a claim for model and memory was refused: $out"
+out=$(claim other.example.com '"capacity":{"requests":{"memroy":"1Gi"}}' | k create --dry-run=server -f - 2>&1) &&
+  ok "another class's claim: not ours to judge" || bad "another class's claim was refused: $out"
+
 say "every component runs as its own ServiceAccount"
 for pair in daemonset/gvirtus-labeler=gvirtus-labeler daemonset/gvirtus-device-plugin=gvirtus-device-plugin \
     deployment/gvirtus-webhook=gvirtus-webhook daemonset/gvirtus-backend=gvirtus-backend; do
