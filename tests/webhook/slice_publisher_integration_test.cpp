@@ -5,6 +5,8 @@
 // nodes: nothing prepares a claim here (the kubelet plugin is on real nodes, in e2e).
 
 #include <catch2/catch.hpp>
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include "common/json_access.h"
@@ -123,13 +125,20 @@ struct DraCluster {
     auto got = client->get(kResourceSlices, "", "gvirtus-" + ns.name() + "-" + backend);
     return got ? *got : json();
   }
-  void claimAndRun(const std::string& name, const std::string& memory) {
+  // Creates the claim and a pod that uses it; the error, empty when both were created.
+  // No assertion here: the burst calls it from several threads.
+  std::string tryClaimAndRun(const std::string& name, const std::string& memory) {
     auto made = client->create(kResourceClaims, ns.name(), claim(ns.name(), name, memory));
-    INFO((made ? "" : made.error().message));
-    REQUIRE(made.has_value());
-    made = client->create(resources::kPods, ns.name(), claimingPod(ns.name(), name, frontendNode));
-    INFO((made ? "" : made.error().message));
-    REQUIRE(made.has_value());
+    if (made) {
+      made =
+          client->create(resources::kPods, ns.name(), claimingPod(ns.name(), name, frontendNode));
+    }
+    return made ? "" : name + ": " + made.error().message;
+  }
+  void claimAndRun(const std::string& name, const std::string& memory) {
+    const std::string error = tryClaimAndRun(name, memory);
+    INFO(error);
+    REQUIRE(error.empty());
   }
   bool scheduled(const std::string& pod) {
     auto got = client->get(resources::kPods, ns.name(), pod);
@@ -206,4 +215,77 @@ TEST_CASE("kube-scheduler shares a published backend GPU within its memory and s
   CHECK(cluster.slice("be-small").is_object());
   REQUIRE(client.remove(resources::kPods, ns, "be-small").has_value());
   CHECK(eventually([&] { return cluster.slice("be-small").is_null(); }, kScheduled));
+}
+
+TEST_CASE("a burst of 50 claims never overbooks a device's memory or sessions",
+          "[dra][slice-publisher]") {
+  DraCluster cluster;
+  auto& client = *cluster.client;
+  const std::string ns = cluster.ns.name();
+  // Room for 11 claims of 3Gi: 4 on the first (its sessions), 5 on the second (its
+  // memory: 15Gi of 16Gi), 2 on the third (6Gi of 8Gi).
+  const std::map<std::string, std::pair<int64_t, int>> backends = {
+      {"be-a", {16384, 4}}, {"be-b", {16384, 16}}, {"be-c", {8192, 16}}};
+  for (const auto& [name, size] : backends) {
+    REQUIRE(
+        client.create(resources::kPods, ns,
+                      gpuBackend(ns, name, cluster.gpuNode, cluster.run, size.first, size.second)));
+  }
+  for (const auto& [name, size] : backends) {
+    REQUIRE(eventually([&] { return cluster.slice(name).is_object(); }, kScheduled));
+  }
+
+  constexpr int kClaims = 50;
+  std::mutex mutex;
+  std::vector<std::string> errors;
+  std::vector<std::jthread> creators;
+  for (int w = 0; w < 5; ++w) {
+    creators.emplace_back([&, w] {
+      for (int i = w; i < kClaims; i += 5) {
+        if (auto error = cluster.tryClaimAndRun("burst-" + std::to_string(i), "3Gi");
+            !error.empty()) {
+          std::lock_guard lock(mutex);
+          errors.push_back(error);
+        }
+      }
+    });
+  }
+  creators.clear();  // joined
+  INFO(nlohmann::json(errors).dump());
+  REQUIRE(errors.empty());
+
+  auto placed = [&] {
+    std::map<std::string, int> perDevice;
+    for (int i = 0; i < kClaims; ++i) {
+      const std::string device = cluster.allocated("burst-" + std::to_string(i));
+      if (!device.empty()) {
+        ++perDevice[device];
+      }
+    }
+    return perDevice;
+  };
+  auto total = [](const std::map<std::string, int>& perDevice) {
+    int sum = 0;
+    for (const auto& [device, count] : perDevice) {
+      sum += count;
+    }
+    return sum;
+  };
+  REQUIRE(eventually([&] { return total(placed()) == 11; }, std::chrono::seconds(120)));
+  // The other 39 are refused by the scheduler, and every device is within its capacity.
+  int refused = 0;
+  REQUIRE(eventually(
+      [&] {
+        refused = 0;
+        for (int i = 0; i < kClaims; ++i) {
+          refused += cluster.unschedulable("burst-" + std::to_string(i)) ? 1 : 0;
+        }
+        return refused == kClaims - 11;
+      },
+      std::chrono::seconds(120)));
+  const auto perDevice = placed();
+  INFO("claims per device: " << nlohmann::json(perDevice).dump());
+  CHECK(perDevice.at(ns + "/be-a/gpu-0") == 4);
+  CHECK(perDevice.at(ns + "/be-b/gpu-0") == 5);
+  CHECK(perDevice.at(ns + "/be-c/gpu-0") == 2);
 }
