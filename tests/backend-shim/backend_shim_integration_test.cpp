@@ -167,7 +167,8 @@ TEST_CASE("backend-shim integration: the load annotation follows the connections
   REQUIRE(load["gpus"].size() == 2);
   CHECK(load["gpus"][0] ==
         nlohmann::json::parse(R"({"index":0,"memoryTotalMiB":81920,"memoryUsedMiB":1024,)"
-                              R"("utilization":12})"));
+                              R"("utilization":12,"model":"Fake GPU 80GB",)"
+                              R"("uuid":"GPU-00000000-0000-0000-0000-000000000000"})"));
   CHECK(load["updated"].get<std::string>().size() == 20);  // 2026-11-22T10:00:00Z
   CHECK(load["updated"].get<std::string>().back() == 'Z');
 
