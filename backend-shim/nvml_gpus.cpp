@@ -69,7 +69,15 @@ struct NvmlGpus::Api {
     if (fn == nullptr || fn(device, buffer, kTextBuffer) != kNvmlSuccess) {
       return "";
     }
-    return std::string(buffer, ::strnlen(buffer, kTextBuffer));
+    // Printable ASCII only, as NVML's names and UUIDs are: the text goes into JSON, which
+    // refuses what is not UTF-8.
+    std::string out(buffer, ::strnlen(buffer, kTextBuffer));
+    for (char& c : out) {
+      if (c < 0x20 || c > 0x7e) {
+        c = '?';
+      }
+    }
+    return out;
   }
 
   std::string describe(NvmlReturn rc) const {

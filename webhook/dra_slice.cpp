@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
+#include <vector>
 
 #include "common/json_access.h"
+#include "common/quantity.h"
 #include "webhook/names.h"
 
 namespace gvirtus::webhook {
@@ -24,6 +27,69 @@ std::string digest(const std::string& text) {
   char out[17];
   std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(hash));
   return out;
+}
+
+// `name` cut to `limit` with a digest of the whole at its end, so that two long names stay
+// apart; a part of a DNS name must not end in "." or "-", so the cut does not either.
+std::string shortened(const std::string& name, size_t limit) {
+  const std::string hash = digest(name);
+  std::string out = name.substr(0, limit - hash.size() - 1);
+  while (!out.empty() && (out.back() == '.' || out.back() == '-')) {
+    out.pop_back();
+  }
+  return out + "-" + hash;
+}
+
+// What a slice publishes, in one form whatever form the API server wrote its quantities
+// back in ("80Gi" for "81920Mi"): the spec without the pool generation, each quantity
+// as its number.
+json canonicalSpec(const json& slice) {
+  const json* found = memberAt(slice, {"spec"});
+  json spec = found != nullptr ? *found : json::object();
+  if (auto pool = spec.find("pool"); pool != spec.end() && pool->is_object()) {
+    pool->erase("generation");
+  }
+  auto number = [](json& quantity) {
+    if (quantity.is_string()) {
+      if (auto parsed = parseQuantity(quantity.get<std::string>())) {
+        quantity = *parsed;
+      }
+    }
+  };
+  if (auto devices = spec.find("devices"); devices != spec.end() && devices->is_array()) {
+    for (auto& device : *devices) {
+      if (auto capacity = device.find("capacity");
+          capacity != device.end() && capacity->is_object()) {
+        for (auto& [name, entry] : capacity->items()) {
+          if (!entry.is_object()) {
+            continue;
+          }
+          if (auto value = entry.find("value"); value != entry.end()) {
+            number(*value);
+          }
+          if (auto policy = entry.find("requestPolicy");
+              policy != entry.end() && policy->is_object()) {
+            if (auto fallback = policy->find("default"); fallback != policy->end()) {
+              number(*fallback);
+            }
+            if (auto values = policy->find("validValues");
+                values != policy->end() && values->is_array()) {
+              for (auto& value : *values) {
+                number(value);
+              }
+            }
+            if (auto range = policy->find("validRange");
+                range != policy->end() && range->is_object()) {
+              for (auto& [bound, value] : range->items()) {
+                number(value);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return spec;
 }
 
 json stringAttribute(const std::string& value) {
@@ -74,19 +140,23 @@ std::string sliceName(const Backend& backend) {
   if (name.size() <= kMaxNameLength) {
     return name;
   }
-  const std::string hash = digest(name);
-  name.resize(kMaxNameLength - hash.size() - 1);
-  // A name must end in an alphanumeric: the hash does.
-  return name + "-" + hash;
+  return shortened(name, kMaxNameLength);
 }
 
 std::optional<json> resourceSliceFor(const Backend& backend, int64_t generation) {
   if (backend.draining || !backend.load) {
     return std::nullopt;
   }
+  // A GPU index reported twice would name two devices alike, and the API refuses the whole
+  // slice for it: the first stands. A backend that takes fewer sessions than it has GPUs
+  // offers one GPU per session.
+  const size_t most = backend.load->maxSessions > 0
+                          ? std::min<size_t>(kMaxSliceDevices, backend.load->maxSessions)
+                          : kMaxSliceDevices;
   std::vector<const GpuLoad*> gpus;
+  std::set<int64_t> indexes;
   for (const auto& gpu : backend.load->gpus) {
-    if (gpu.memoryTotalMiB > 0 && gpus.size() < kMaxSliceDevices) {
+    if (gpu.memoryTotalMiB > 0 && gpus.size() < most && indexes.insert(gpu.index).second) {
       gpus.push_back(&gpu);
     }
   }
@@ -101,30 +171,48 @@ std::optional<json> resourceSliceFor(const Backend& backend, int64_t generation)
   for (const GpuLoad* gpu : gpus) {
     devices.push_back(device(backend, *gpu, sessions));
   }
-  json spec = {
-      {"driver", kDraDriver},
-      {"pool", {{"name", backend.podNamespace + "/" + backend.podName}, {"resourceSliceCount", 1}}},
-      {"nodeSelector",
-       {{"nodeSelectorTerms",
-         json::array(
-             {{{"matchExpressions", json::array({{{"key", kFrontendAllowed},
-                                                  {"operator", "In"},
-                                                  {"values", json::array({"true"})}}})}}})}}},
-      {"devices", std::move(devices)}};
-  // Digested before the generation goes in: the same devices give the same digest.
-  const std::string devicesDigest = digest(spec.dump());
+  std::string pool = backend.podNamespace + "/" + backend.podName;
+  if (pool.size() > kMaxNameLength) {
+    pool = sliceName(backend);
+  }
+  json spec = {{"driver", kDraDriver},
+               {"pool", {{"name", std::move(pool)}, {"resourceSliceCount", 1}}},
+               {"nodeSelector",
+                {{"nodeSelectorTerms",
+                  json::array({{{"matchExpressions",
+                                 json::array({{{"key", kFrontendAllowed},
+                                               {"operator", "In"},
+                                               {"values", json::array({"true"})}}})}}})}}},
+               {"devices", std::move(devices)}};
   spec["pool"]["generation"] = generation;
-  return json{{"apiVersion", "resource.k8s.io/v1"},
-              {"kind", "ResourceSlice"},
-              {"metadata",
-               {{"name", sliceName(backend)},
-                {"labels", {{"app.kubernetes.io/managed-by", "gvirtus-webhook"}}},
-                {"annotations", {{kDevicesDigestAnnotation, devicesDigest}}}}},
-              {"spec", std::move(spec)}};
+  return json{
+      {"apiVersion", "resource.k8s.io/v1"},
+      {"kind", "ResourceSlice"},
+      {"metadata", {{"name", sliceName(backend)}, {"labels", {{kManagedByLabel, kManagedBy}}}}},
+      {"spec", std::move(spec)}};
 }
 
-std::string devicesDigest(const json& slice) {
-  return stringAt(slice, {"metadata", "annotations", kDevicesDigestAnnotation});
+SliceChange compareSlices(const json& held, const json& wanted) {
+  // What the API server never lets change: only a new slice brings these.
+  auto differs = [&](std::initializer_list<std::string_view> path) {
+    const json* a = memberAt(held, path);
+    const json* b = memberAt(wanted, path);
+    return (a == nullptr) != (b == nullptr) || (a != nullptr && *a != *b);
+  };
+  if (differs({"spec", "driver"}) || differs({"spec", "pool", "name"}) ||
+      differs({"spec", "nodeName"})) {
+    return SliceChange::kReplace;
+  }
+  for (const char* selection : {"allNodes", "perDeviceNodeSelection"}) {
+    if (memberAt(held, {"spec", selection}) != nullptr) {
+      return SliceChange::kReplace;
+    }
+  }
+  if (stringAt(held, {"metadata", "labels", kManagedByLabel}) != kManagedBy ||
+      canonicalSpec(held) != canonicalSpec(wanted)) {
+    return SliceChange::kUpdate;
+  }
+  return SliceChange::kNone;
 }
 
 }  // namespace gvirtus::webhook

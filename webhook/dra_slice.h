@@ -20,8 +20,9 @@ inline constexpr const char* kDraDriver = "gpu.gvirtus.io";
 inline constexpr int64_t kUnlimitedSessions = 1024;
 // The API's limit of devices in one ResourceSlice.
 inline constexpr size_t kMaxSliceDevices = 128;
-// On each slice: a digest of its spec as written, less the pool generation.
-inline constexpr const char* kDevicesDigestAnnotation = "gvirtus.io/devices-digest";
+// On each slice the publisher writes.
+inline constexpr const char* kManagedByLabel = "app.kubernetes.io/managed-by";
+inline constexpr const char* kManagedBy = "gvirtus-webhook";
 
 inline const KubeResource kResourceSlices{"resource.k8s.io", "v1", "resourceslices", false};
 
@@ -36,12 +37,23 @@ std::string sliceName(const Backend& backend);
 //
 // Its sessions are maxSessions shared evenly among its GPUs (a backend's limit is one for
 // all its GPUs, and one device's capacity cannot be counted against another's: rounded down,
-// so that together they never offer more).
+// so that together they never offer more; with fewer sessions than GPUs, one GPU per
+// session is offered). The pool is "NAMESPACE/POD", or the slice's name where that would be
+// too long.
 std::optional<nlohmann::json> resourceSliceFor(const Backend& backend, int64_t generation = 1);
 
-// What resourceSliceFor() published, as the slice carries it (empty when it does not): the
-// API server writes quantities back in its own form ("80Gi" for "81920Mi"), so a slice is
-// compared with the one it should be by this digest of what was written, not field by field.
-std::string devicesDigest(const nlohmann::json& slice);
+// What it takes to bring a slice the API server holds to the one it should be.
+enum class SliceChange {
+  kNone,
+  // Its devices, node selector or label differ (an edit by someone else, or a changed
+  // backend): an update.
+  kUpdate,
+  // It differs where the API server lets nothing change (driver, pool name, node name,
+  // node selection): only deleting it and creating the right one will do.
+  kReplace,
+};
+// Compares what `held` publishes with `wanted`, whatever form the API server wrote the
+// quantities back in ("80Gi" for "81920Mi") and whatever the pool generation.
+SliceChange compareSlices(const nlohmann::json& held, const nlohmann::json& wanted);
 
 }  // namespace gvirtus::webhook

@@ -1,6 +1,7 @@
 #include "webhook/slice_publisher.h"
 
 #include <optional>
+#include <vector>
 
 #include "common/json_access.h"
 #include "common/log.h"
@@ -15,6 +16,25 @@ using nlohmann::json;
 // order of a backend's changes plain.
 constexpr int kWorkers = 1;
 constexpr auto kSyncPoll = std::chrono::milliseconds(200);
+
+// Everything of a backend that resourceSliceFor() reads, and nothing of its load of the
+// moment (connections, memory used, utilization, when it was reported).
+std::string offerOf(const Backend& backend) {
+  json gpus = json::array();
+  if (backend.load) {
+    for (const auto& gpu : backend.load->gpus) {
+      gpus.push_back({gpu.index, gpu.memoryTotalMiB, gpu.uuid, gpu.model});
+    }
+  }
+  return json{backend.endpoint(),
+              backend.node,
+              backend.zone,
+              backend.draining,
+              backend.load.has_value(),
+              backend.load ? backend.load->maxSessions : 0,
+              std::move(gpus)}
+      .dump();
+}
 
 Result<void> written(const Result<json>& answer) {
   if (!answer) {
@@ -68,7 +88,30 @@ SlicePublisher::SlicePublisher(const BackendSource& backends, ObjectCache& slice
 }
 
 void SlicePublisher::backendsChanged() {
-  enqueueAll();
+  std::map<std::string, std::string> offers;
+  for (const auto& backend : *backends_.backends()) {
+    if (!backend.podName.empty()) {
+      offers.emplace(sliceName(backend), offerOf(backend));
+    }
+  }
+  std::vector<std::string> changed;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [name, offer] : offers) {
+      if (auto was = offers_.find(name); was == offers_.end() || was->second != offer) {
+        changed.push_back(name);
+      }
+    }
+    for (const auto& [name, offer] : offers_) {
+      if (!offers.contains(name)) {
+        changed.push_back(name);
+      }
+    }
+    offers_ = std::move(offers);
+  }
+  for (const auto& name : changed) {
+    leader_.enqueue(name);
+  }
 }
 
 void SlicePublisher::enqueueAll() {
@@ -113,11 +156,24 @@ Result<bool> SlicePublisher::sync(const std::string& name) {
     log::info("published the ResourceSlice of a backend", {{"slice", name}});
     return true;
   }
-  if (devicesDigest(*held) == devicesDigest(*desired) &&
-      stringAt(*held, {"spec", "driver"}) == kDraDriver) {
-    return false;
+  switch (compareSlices(*held, *desired)) {
+    case SliceChange::kNone:
+      return false;
+    case SliceChange::kReplace: {
+      // Someone else's slice under this name (a node's, one with another pool): deleted, and
+      // its delete event brings the sync that creates the right one.
+      const std::string uid = stringAt(*held, {"metadata", "uid"});
+      if (auto removed = api_.remove(name, uid); !removed && !removed.error().isNotFound()) {
+        return fail(removed.error().context("replace ResourceSlice " + name));
+      }
+      log::warn("deleted a ResourceSlice that is not what the publisher wrote, to write it again",
+                {{"slice", name}});
+      return true;
+    }
+    case SliceChange::kUpdate:
+      break;
   }
-  // Its devices changed (or someone else edited it): the pool's next generation, over the
+  // Its devices changed, or someone else edited them: the pool's next generation, over the
   // version this cache holds.
   const json* generation = memberAt(*held, {"spec", "pool", "generation"});
   const int64_t next =

@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <stop_token>
 #include <string>
@@ -44,14 +46,17 @@ struct SlicePublisherOptions {
 // delete by someone else is undone); gaining leadership queues all. sync(name) writes at
 // most one create, update (pool generation raised by one) or delete. A backend's load
 // report changes every few seconds and its devices do not: a slice is rewritten only when
-// what it publishes differs (devicesDigest()).
+// what it publishes differs (compareSlices()); one that differs where the API server lets
+// nothing change (another pool, a node name: someone else's) is deleted and made again.
 class SlicePublisher {
  public:
   // Adds its handlers to `slices`, which must not have started. Both must outlive it.
   SlicePublisher(const BackendSource& backends, ObjectCache& slices, SliceApi api,
                  SlicePublisherOptions options = {});
 
-  // The backends may have changed: every slice is looked at (there is one per backend).
+  // The backends may have changed: the slices of those whose offer changed (or that came
+  // or went) are looked at. A load report changes no offer, and comes every few seconds
+  // from every backend.
   void backendsChanged();
 
   // The leader's work: runs until `stop`. May run again after it returned.
@@ -67,6 +72,9 @@ class SlicePublisher {
   ObjectCache& slices_;
   const SliceApi api_;
   LeaderController leader_;
+  std::mutex mutex_;
+  // By slice name: what its backend offered at the last change (offerOf()).
+  std::map<std::string, std::string> offers_;
 };
 
 }  // namespace gvirtus::webhook

@@ -187,6 +187,16 @@ for _ in $(seq 1 60); do
 done
 [ -n "$refused" ] && ok "a slice of another driver is refused: $(tail -1 <<<"$out")" ||
   bad "a slice of another driver was not refused by the policy: $out"
+# Another driver's slice that exists: neither deleted nor changed by the webhook's account.
+slice gvirtus-rbac-foreign other.example.com | k create -f - >/dev/null
+out=$(as_webhook delete resourceslice gvirtus-rbac-foreign 2>&1 || true)
+grep -q "ValidatingAdmissionPolicy 'gvirtus-webhook-slices'" <<<"$out" &&
+  ok "another driver's slice is not deleted" || bad "another driver's slice: delete not refused: $out"
+out=$(k get resourceslice gvirtus-rbac-foreign -o json | sed 's/"generation": 1/"generation": 2/' |
+  as_webhook replace -f - 2>&1 || true)
+grep -q "ValidatingAdmissionPolicy 'gvirtus-webhook-slices'" <<<"$out" &&
+  ok "another driver's slice is not changed" || bad "another driver's slice: update not refused: $out"
+k delete resourceslice gvirtus-rbac-foreign --ignore-not-found >/dev/null
 if out=$(slice gvirtus-rbac-own gpu.gvirtus.io | as_webhook create -f - 2>&1); then
   ok "a slice of gpu.gvirtus.io is created"
   as_webhook delete resourceslice gvirtus-rbac-own >/dev/null 2>&1 && ok "and deleted" || bad "cannot delete its own slice"

@@ -78,35 +78,90 @@ TEST_CASE("a backend with nothing to offer publishes no slice", "[dra-slice]") {
   CHECK_FALSE(resourceSliceFor(noMemory).has_value());
 }
 
-TEST_CASE("the devices digest follows what is offered, not the load of the moment", "[dra-slice]") {
+TEST_CASE("a slice is compared by what it offers, not by the load or the form of its numbers",
+          "[dra-slice]") {
   Backend b = backend("10.0.0.7", 1, 16, "be-1");
-  const std::string first = devicesDigest(*resourceSliceFor(b, 1));
-  CHECK(first.size() == 16);
-  CHECK(devicesDigest(*resourceSliceFor(b, 7)) == first);
+  const json first = *resourceSliceFor(b, 1);
+  CHECK(compareSlices(first, *resourceSliceFor(b, 7)) == SliceChange::kNone);
+
+  // As the API server writes it back: 81920Mi is 80Gi.
+  json stored = first;
+  stored["spec"]["devices"][0]["capacity"]["memory"]["value"] = "80Gi";
+  stored["metadata"]["resourceVersion"] = "12";
+  CHECK(compareSlices(stored, first) == SliceChange::kNone);
 
   b.load->connections = 9;
   b.load->gpus[0].memoryUsedMiB = 60000;
   b.load->gpus[0].utilization = 99;
-  CHECK(devicesDigest(*resourceSliceFor(b)) == first);
+  CHECK(compareSlices(first, *resourceSliceFor(b)) == SliceChange::kNone);
 
   b.load->gpus[0].memoryTotalMiB = 40960;
-  CHECK(devicesDigest(*resourceSliceFor(b)) != first);
-  b = backend("10.0.0.8", 1, 16, "be-1");
-  CHECK(devicesDigest(*resourceSliceFor(b)) != first);
-  CHECK(devicesDigest(json::object()).empty());
+  CHECK(compareSlices(first, *resourceSliceFor(b)) == SliceChange::kUpdate);
+  CHECK(compareSlices(first, *resourceSliceFor(backend("10.0.0.8", 1, 16, "be-1"))) ==
+        SliceChange::kUpdate);
+
+  // Edits by someone else: an attribute, the node selector, the label.
+  json edited = first;
+  edited["spec"]["devices"][0]["attributes"]["endpoint"] = {{"string", "10.6.6.6:9999"}};
+  CHECK(compareSlices(edited, first) == SliceChange::kUpdate);
+  edited = first;
+  edited["spec"]["nodeSelector"]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] =
+      json::array({"false"});
+  CHECK(compareSlices(edited, first) == SliceChange::kUpdate);
+  edited = first;
+  edited["metadata"].erase("labels");
+  CHECK(compareSlices(edited, first) == SliceChange::kUpdate);
+
+  // What cannot be changed in place: another pool, a node's slice, all nodes.
+  edited = first;
+  edited["spec"]["pool"]["name"] = "elsewhere/be-1";
+  CHECK(compareSlices(edited, first) == SliceChange::kReplace);
+  edited = first;
+  edited["spec"].erase("nodeSelector");
+  edited["spec"]["nodeName"] = "gpu-7";
+  CHECK(compareSlices(edited, first) == SliceChange::kReplace);
+  edited = first;
+  edited["spec"].erase("nodeSelector");
+  edited["spec"]["allNodes"] = true;
+  CHECK(compareSlices(edited, first) == SliceChange::kReplace);
+}
+
+TEST_CASE("what the API would refuse is never published", "[dra-slice]") {
+  // A GPU index reported twice: one device, the first.
+  Backend twice = backend("10.0.0.7", 0, 16, "be-1");
+  twice.load->gpus = {GpuLoad{0, 1024, 0, 0, {}, {}}, GpuLoad{0, 2048, 0, 0, {}, {}}};
+  auto slice = resourceSliceFor(twice);
+  REQUIRE(slice.has_value());
+  REQUIRE((*slice)["spec"]["devices"].size() == 1);
+  CHECK((*slice)["spec"]["devices"][0]["capacity"]["memory"]["value"] == "1024Mi");
+
+  // One session over three GPUs: one device of one session, not three.
+  Backend narrow = backend("10.0.0.7", 0, 1, "be-1");
+  narrow.load->gpus = {GpuLoad{0, 1024, 0, 0, {}, {}}, GpuLoad{1, 1024, 0, 0, {}, {}},
+                       GpuLoad{2, 1024, 0, 0, {}, {}}};
+  slice = resourceSliceFor(narrow);
+  REQUIRE((*slice)["spec"]["devices"].size() == 1);
+  CHECK((*slice)["spec"]["devices"][0]["capacity"]["sessions"]["value"] == "1");
 }
 
 TEST_CASE("long names stay within the API's limits", "[dra-slice]") {
-  const std::string longName(240, 'a');
+  // A cut that lands on a dot leaves none at the end of the kept part.
+  const std::string longName = std::string(233, 'a') + "." + std::string(6, 'b');
   Backend one = backend("10.0.0.7", 0, 16, longName + "-1");
   Backend two = backend("10.0.0.8", 0, 16, longName + "-2");
   const std::string nameOne = sliceName(one);
   CHECK(nameOne.size() == 253);
   CHECK(nameOne != sliceName(two));
   CHECK(nameOne == sliceName(one));
+  CHECK(nameOne.find(".-") == std::string::npos);
+  CHECK(nameOne.find("-.") == std::string::npos);
   // A value longer than 64 characters is no attribute: left out, not cut.
   auto slice = resourceSliceFor(one);
   REQUIRE(slice.has_value());
   CHECK_FALSE((*slice)["spec"]["devices"][0]["attributes"].contains("backendPod"));
   CHECK((*slice)["metadata"]["name"] == nameOne);
+  // Nor is "gvirtus-system/" and the pod's name a pool name: too long.
+  CHECK((*slice)["spec"]["pool"]["name"] == nameOne);
+  CHECK((*resourceSliceFor(backend("10.0.0.7", 0, 16, "be-1")))["spec"]["pool"]["name"] ==
+        "gvirtus-system/be-1");
 }

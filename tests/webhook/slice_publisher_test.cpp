@@ -45,8 +45,13 @@ struct Recorder {
   SliceApi api() {
     return {.create = [this](const json& slice) { return store("create", slice); },
             .update = [this](const json& slice) { return store("update", slice); },
-            .remove = [this](const std::string& name, const std::string&) -> Result<void> {
+            .remove = [this](const std::string& name, const std::string& uid) -> Result<void> {
               writes.push_back("delete " + name);
+              // The API server's precondition: only the slice the publisher looked at.
+              auto held = slices.get("", name);
+              if (!held || stringAt(*held, {"metadata", "uid"}) != uid) {
+                return fail("precondition failed: uid " + uid);
+              }
               slices.remove("", name);
               return {};
             }};
@@ -109,20 +114,36 @@ TEST_CASE("a backend that is draining or gone is withdrawn, and a stray slice to
   CHECK_FALSE(f.publisher.sync("gvirtus-old-be").value());
 }
 
-TEST_CASE("a slice edited by someone else is written back", "[slice-publisher]") {
+TEST_CASE("a slice edited by someone else is written back, or made again", "[slice-publisher]") {
   Fixture f;
   f.slices.start();
   REQUIRE(f.publisher.sync(f.name).value());
+  // Its endpoint pointed elsewhere: written back over the edit.
   json edited = *f.slices.get("", f.name);
-  edited["metadata"]["annotations"][kDevicesDigestAnnotation] = "0000000000000000";
-  edited["spec"]["devices"][0]["capacity"]["memory"]["value"] = "999Gi";
+  edited["spec"]["devices"][0]["attributes"]["endpoint"] = {{"string", "10.6.6.6:9999"}};
+  edited["metadata"]["resourceVersion"] = "500";
   f.slices.put(edited);
   REQUIRE(f.publisher.sync(f.name).value());
+  CHECK(f.recorder.writes.back() == "update " + f.name);
   auto held = f.slices.get("", f.name);
-  CHECK((*held)["spec"]["devices"][0]["capacity"]["memory"]["value"] == "81920Mi");
+  CHECK((*held)["spec"]["devices"][0]["attributes"]["endpoint"]["string"] == "10.0.0.1:9999");
+
+  // A node's slice under this name (created first, the same devices): deleted with its uid,
+  // then the right one is created.
+  json nodes = *held;
+  nodes["spec"].erase("nodeSelector");
+  nodes["spec"]["nodeName"] = "gpu-7";
+  nodes["metadata"]["uid"] = "uid-of-the-node";
+  f.slices.put(nodes);
+  REQUIRE(f.publisher.sync(f.name).value());
+  CHECK(f.recorder.writes.back() == "delete " + f.name);
+  CHECK_FALSE(f.slices.get("", f.name));
+  REQUIRE(f.publisher.sync(f.name).value());
+  CHECK(f.recorder.writes.back() == "create " + f.name);
+  CHECK_FALSE(f.slices.get("", f.name)->at("spec").contains("nodeName"));
 }
 
-TEST_CASE("a failed write is an error, retried by the controller", "[slice-publisher]") {
+TEST_CASE("a failed write is an error, for the controller to retry", "[slice-publisher]") {
   Fixture f;
   f.slices.start();
   f.recorder.refuse = true;
