@@ -139,8 +139,7 @@ Result<bool> SlicePublisher::sync(const std::string& name) {
     if (!held) {
       return false;
     }
-    const std::string uid = stringAt(*held, {"metadata", "uid"});
-    if (auto removed = api_.remove(name, uid); !removed && !removed.error().isNotFound()) {
+    if (auto removed = remove(*held); !removed) {
       return fail(removed.error().context("withdraw ResourceSlice " + name));
     }
     log::info("withdrew the ResourceSlice of a backend that has nothing to offer",
@@ -162,8 +161,7 @@ Result<bool> SlicePublisher::sync(const std::string& name) {
     case SliceChange::kReplace: {
       // Someone else's slice under this name (a node's, one with another pool): deleted, and
       // its delete event brings the sync that creates the right one.
-      const std::string uid = stringAt(*held, {"metadata", "uid"});
-      if (auto removed = api_.remove(name, uid); !removed && !removed.error().isNotFound()) {
+      if (auto removed = remove(*held); !removed) {
         return fail(removed.error().context("replace ResourceSlice " + name));
       }
       log::warn("deleted a ResourceSlice that is not what the publisher wrote, to write it again",
@@ -186,6 +184,15 @@ Result<bool> SlicePublisher::sync(const std::string& name) {
   }
   log::info("updated the ResourceSlice of a backend", {{"slice", name}, {"generation", next}});
   return true;
+}
+
+Result<void> SlicePublisher::remove(const json& held) {
+  // Only the slice looked at (its uid): one made again meanwhile is the next sync's.
+  auto removed = api_.remove(cacheKey(held), stringAt(held, {"metadata", "uid"}));
+  if (!removed && !removed.error().isNotFound()) {
+    return removed;
+  }
+  return {};
 }
 
 void SlicePublisher::run(std::stop_token stop) {

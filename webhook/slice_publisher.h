@@ -67,6 +67,8 @@ class SlicePublisher {
 
  private:
   void enqueueAll();
+  // Deletes `held`, the slice this cache holds; gone already is no error.
+  Result<void> remove(const nlohmann::json& held);
 
   const BackendSource& backends_;
   ObjectCache& slices_;

@@ -177,15 +177,21 @@ slice() {
   printf '{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":{"name":"%s"},' "$1"
   printf '"spec":{"driver":"%s","pool":{"name":"p","generation":1,"resourceSliceCount":1},"allNodes":true}}' "$2"
 }
-# A new policy is in force within a few seconds: until the refusal names it, try again.
-refused=""
-for _ in $(seq 1 60); do
-  out=$(slice gvirtus-rbac-other other.example.com | as_webhook create -f - 2>&1 || true)
-  if grep -q "ValidatingAdmissionPolicy 'gvirtus-webhook-slices'" <<<"$out"; then refused=yes; break; fi
-  k delete resourceslice gvirtus-rbac-other --ignore-not-found >/dev/null 2>&1 || true
-  sleep 0.5
-done
-[ -n "$refused" ] && ok "a slice of another driver is refused: $(tail -1 <<<"$out")" ||
+# refusal POLICY OBJECT CLIENT...: what the API server answers CLIENT's server-side dry run
+# of a create of OBJECT, once POLICY refuses it. A new policy is in force within seconds:
+# until the answer names it, it is asked again (every half second, 30 s at most).
+refusal() {
+  local policy=$1 object=$2 out; shift 2
+  for _ in $(seq 1 60); do
+    out=$("$@" create --dry-run=server -f - <<<"$object" 2>&1 || true)
+    grep -q "ValidatingAdmissionPolicy '$policy'" <<<"$out" && break
+    sleep 0.5
+  done
+  printf '%s' "$out"
+}
+out=$(refusal gvirtus-webhook-slices "$(slice gvirtus-rbac-other other.example.com)" as_webhook)
+grep -q "ValidatingAdmissionPolicy 'gvirtus-webhook-slices'" <<<"$out" &&
+  ok "a slice of another driver is refused: $(tail -1 <<<"$out")" ||
   bad "a slice of another driver was not refused by the policy: $out"
 # Another driver's slice that exists: neither deleted nor changed by the webhook's account.
 slice gvirtus-rbac-foreign other.example.com | k create -f - >/dev/null
@@ -209,13 +215,8 @@ claim() {
   printf '{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"c","namespace":"default"},'
   printf '"spec":{"devices":{"requests":[{"name":"gpu","exactly":{"deviceClassName":"%s",%s}}]}}}' "$1" "$2"
 }
-refused=""
-for _ in $(seq 1 60); do
-  out=$(claim gpu.gvirtus.io '"capacity":{"requests":{"memroy":"1Gi"}}' | k create --dry-run=server -f - 2>&1 || true)
-  if grep -q "ValidatingAdmissionPolicy 'gvirtus-claims'" <<<"$out"; then refused=yes; break; fi
-  sleep 0.5
-done
-[ -n "$refused" ] && grep -q 'capacity "memroy"' <<<"$out" && ok "capacity memroy: $(sed 's/.*denied request: //' <<<"$out")" ||
+out=$(refusal gvirtus-claims "$(claim gpu.gvirtus.io '"capacity":{"requests":{"memroy":"1Gi"}}')" k)
+grep -q 'capacity "memroy"' <<<"$out" && ok "capacity memroy: $(sed 's/.*denied request: //' <<<"$out")" ||
   bad "a claim for capacity memroy was not refused by gvirtus-claims: $out"
 selector='"selectors":[{"cel":{"expression":"device.attributes[\"gpu.gvirtus.io\"].modle == \"x\""}}]'
 out=$(claim gpu.gvirtus.io "$selector" | k create --dry-run=server -f - 2>&1 || true)
