@@ -1,9 +1,5 @@
 #include "device-plugin/cdi_spec.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -11,45 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "common/unique_fd.h"
+#include "common/atomic_file.h"
 
 namespace gvirtus::device_plugin {
-namespace {
-
-std::string errnoText(const std::string& what) {
-  return what + ": " + std::strerror(errno);
-}
-
-std::string readFile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream content;
-  content << in.rdbuf();
-  return in ? content.str() : std::string();
-}
-
-Result<void> writeAll(int fd, std::string_view data) {
-  while (!data.empty()) {
-    const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      return fail(errnoText("write"));
-    }
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return {};
-}
-
-// Makes a rename in `dir` durable.
-void syncDirectory(const std::filesystem::path& dir) {
-  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (fd.valid()) {
-    ::fsync(fd.get());
-  }
-}
-
-}  // namespace
 
 std::string cdiDeviceName(std::string_view id) {
   return std::string(kCdiKind) + "=" + std::string(id);
@@ -76,39 +36,9 @@ std::string renderCdiSpec(const std::vector<std::string>& ids) {
 Result<std::filesystem::path> writeCdiSpec(const std::filesystem::path& dir,
                                            const std::vector<std::string>& ids) {
   const std::filesystem::path path = dir / kCdiSpecFileName;
-  const std::string content = renderCdiSpec(ids);
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) {
-    return fail("create " + dir.string() + ": " + ec.message());
+  if (auto written = writeFileAtomically(path, renderCdiSpec(ids)); !written) {
+    return fail(written.error());
   }
-  if (readFile(path) == content) {
-    return path;
-  }
-  // Not ending in .json or .yaml, so that CDI caches scanning the folder skip it.
-  std::string temp = (dir / ("." + std::string(kCdiSpecFileName) + ".XXXXXX")).string();
-  UniqueFd fd(::mkostemp(temp.data(), O_CLOEXEC));
-  if (!fd.valid()) {
-    return fail(errnoText("create a temporary file in " + dir.string()));
-  }
-  auto written = writeAll(fd.get(), content);
-  if (written && ::fchmod(fd.get(), 0644) != 0) {
-    written = fail(errnoText("chmod"));
-  }
-  if (written && ::fsync(fd.get()) != 0) {
-    written = fail(errnoText("fsync"));
-  }
-  if (written && fd.close() != 0) {
-    written = fail(errnoText("close"));
-  }
-  if (written && ::rename(temp.c_str(), path.c_str()) != 0) {
-    written = fail(errnoText("rename to " + path.string()));
-  }
-  if (!written) {
-    ::unlink(temp.c_str());
-    return fail(written.error().context("write " + temp));
-  }
-  syncDirectory(dir);
   return path;
 }
 

@@ -4,6 +4,8 @@
 
 #include <filesystem>
 
+#include "common/gvirtus_properties.h"
+
 namespace gvirtus::device_plugin {
 namespace {
 
@@ -64,6 +66,22 @@ bool isQualifiedNamePart(std::string_view name) {
   return true;
 }
 
+// A socket in `dir` named `name` whose path fits a unix socket address.
+Result<void> socketPathFits(const std::string& flag, const std::string& dir,
+                            const std::string& name) {
+  if (dir.empty()) {
+    return fail(flag + ": must not be empty");
+  }
+  std::error_code ec;
+  const auto path = std::filesystem::absolute(dir, ec) / name;
+  if (path.string().size() >= sizeof(sockaddr_un{}.sun_path)) {
+    return fail(flag + ": the socket path " + path.string() + " is longer than the " +
+                std::to_string(sizeof(sockaddr_un{}.sun_path) - 1) +
+                " bytes a unix socket path may have");
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<void> validateResourceName(std::string_view name) {
@@ -114,21 +132,31 @@ Result<void> validateOptions(const Options& options) {
   if (socket == "kubelet.sock") {
     return fail("--socket-name: kubelet.sock is the kubelet's own socket");
   }
-  std::error_code ec;
-  const auto path = std::filesystem::absolute(options.kubeletDir, ec) / socket;
-  if (path.string().size() >= sizeof(sockaddr_un{}.sun_path)) {
-    return fail("--socket-name: the socket path " + path.string() + " is longer than the " +
-                std::to_string(sizeof(sockaddr_un{}.sun_path) - 1) +
-                " bytes a unix socket path may have");
+  if (auto fits = socketPathFits("--socket-name", options.kubeletDir, socket); !fits) {
+    return fits;
   }
   if (options.cdi && options.cdiDir.empty()) {
     return fail("--cdi-dir: must not be empty while --cdi is on");
+  }
+  if (options.dra) {
+    if (!options.cdi) {
+      return fail("--dra: needs --cdi: a prepared claim reaches its containers through CDI");
+    }
+    if (auto fits = socketPathFits("--dra-dir", options.draDir, kDraSocketName); !fits) {
+      return fits;
+    }
+    if (auto fits = socketPathFits("--plugins-registry-dir", options.pluginsRegistryDir,
+                                   kDraRegistrationSocketName);
+        !fits) {
+      return fits;
+    }
   }
   return {};
 }
 
 std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
   Options options;
+  options.plugins = defaultPlugins();
   FlagSet flags(kProgram,
                 "Kubelet device plugin for GVirtuS frontend nodes without a GPU: advertises "
                 "virtual GPUs as an\nextended resource, so that GPU pods can run there and "
@@ -145,6 +173,19 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
   flags.addString("cdi-dir", &options.cdiDir, "folder the CDI spec is written to");
   flags.addString("socket-name", &options.socketName,
                   "file name of our gRPC socket inside --kubelet-dir");
+  flags.addBool("dra", &options.dra,
+                "also serve the kubelet as the DRA driver gpu.gvirtus.io: prepare the claims "
+                "allocated its\ndevices (properties.json and a CDI spec per claim; reads "
+                "ResourceClaims and ResourceSlices)");
+  flags.addString("dra-dir", &options.draDir,
+                  "with --dra: folder of the DRA socket and of the prepared claims' files "
+                  "(the same path on the host)");
+  flags.addString("plugins-registry-dir", &options.pluginsRegistryDir,
+                  "with --dra: the kubelet's plugin registration folder");
+  flags.addList(
+      "plugins", &options.plugins,
+      "with --dra: GVirtuS frontend plugins listed in a prepared claim's properties.json");
+  addKubeApiFlags(flags, options.kubeApi, "with --dra: reads of claims and slices");
 
   if (auto stop = parseCommandLine(flags, options.common, argc, argv)) {
     return std::unexpected(*stop);

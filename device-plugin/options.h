@@ -4,9 +4,11 @@
 #include <expected>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/error.h"
 #include "common/flags.h"
+#include "common/kube_connect.h"
 
 namespace gvirtus::device_plugin {
 
@@ -22,7 +24,20 @@ struct Options {
   bool cdi = true;
   std::string cdiDir = "/etc/cdi";
   std::string socketName = "gvirtus-vgpu.sock";
+  // The DRA driver gpu.gvirtus.io (docs/dra.md), beside the device plugin.
+  bool dra = false;
+  // Its endpoint (dra.sock) and the prepared claims' files; the same path on the host.
+  std::string draDir = "/var/lib/kubelet/plugins/gpu.gvirtus.io";
+  // Where the kubelet looks for plugins' registration sockets.
+  std::string pluginsRegistryDir = "/var/lib/kubelet/plugins_registry";
+  // The GVirtuS frontend plugins a prepared claim's properties.json lists.
+  std::vector<std::string> plugins;
+  KubeApiLimits kubeApi{5, 10};
 };
+
+// The DRA driver's socket files.
+inline constexpr const char* kDraSocketName = "dra.sock";
+inline constexpr const char* kDraRegistrationSocketName = "gpu.gvirtus.io-reg.sock";
 
 // Turns argv into Options. Returns the exit code to stop with instead when the program
 // should not run: 0 after --help or --version, 2 after a bad flag or configuration (one

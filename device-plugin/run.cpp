@@ -3,13 +3,19 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
+#include <thread>
 
 #include "common/health_server.h"
+#include "common/kube_connect.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/signals.h"
 #include "device-plugin/cdi_spec.h"
+#include "device-plugin/claim_files.h"
+#include "device-plugin/claim_preparer.h"
 #include "device-plugin/device_list.h"
+#include "device-plugin/dra_server.h"
 #include "device-plugin/options.h"
 #include "device-plugin/plugin_server.h"
 #include "device-plugin/plugin_supervisor.h"
@@ -41,6 +47,58 @@ void registerMetrics(MetricsRegistry& registry, const DeviceList& devices,
                            });
 }
 
+void registerDraMetrics(MetricsRegistry& registry, const ClaimFiles& files,
+                        const DraCounters& counters) {
+  registry.gaugeFunction("gvirtus_device_plugin_dra_registered",
+                         "1 while the kubelet has the DRA driver gpu.gvirtus.io registered.",
+                         [&counters] { return counters.registered.load() ? 1.0 : 0.0; });
+  registry.gaugeFunction("gvirtus_device_plugin_dra_prepared_claims",
+                         "Claims prepared on this node (their files are on disk).",
+                         [&files] { return static_cast<double>(files.preparedClaims().size()); });
+  registry.counterFunction("gvirtus_device_plugin_dra_prepares_total",
+                           "Claims prepared for the kubelet.",
+                           [&counters] { return static_cast<double>(counters.prepared.load()); });
+  registry.counterFunction(
+      "gvirtus_device_plugin_dra_prepare_errors_total",
+      "Claims the kubelet asked to prepare that could not be (the kubelet retries).",
+      [&counters] { return static_cast<double>(counters.prepareErrors.load()); });
+  registry.counterFunction("gvirtus_device_plugin_dra_unprepares_total",
+                           "Claims unprepared for the kubelet.",
+                           [&counters] { return static_cast<double>(counters.unprepared.load()); });
+}
+
+// What --dra adds: the API client, the claims' files and the preparer the server calls.
+struct DraDriver {
+  std::unique_ptr<KubeClient> client;
+  std::unique_ptr<ClaimSource> source;
+  std::unique_ptr<ClaimFiles> files;
+  std::unique_ptr<ClaimPreparer> preparer;
+  DraServer::Config config;
+  DraCounters counters;
+};
+
+Result<std::unique_ptr<DraDriver>> draDriver(const Options& options, ShutdownSignal& shutdown) {
+  std::error_code ec;
+  const auto draDir = std::filesystem::absolute(options.draDir, ec);
+  const auto registry = std::filesystem::absolute(options.pluginsRegistryDir, ec);
+  const auto cdiDir = std::filesystem::absolute(options.cdiDir, ec);
+  KubeClientOptions clientOptions;
+  options.kubeApi.applyTo(clientOptions);
+  clientOptions.cancel = shutdown.deadline(kShutdownClientGrace);
+  auto client = connectKubeClient(kProgram, options.common.kubeconfig, clientOptions);
+  if (!client) {
+    return fail(client.error());
+  }
+  auto driver = std::make_unique<DraDriver>();
+  driver->client = std::move(*client);
+  driver->source = apiClaimSource(*driver->client);
+  driver->files = std::make_unique<ClaimFiles>(draDir, cdiDir);
+  driver->preparer =
+      std::make_unique<ClaimPreparer>(*driver->source, *driver->files, options.plugins);
+  driver->config = {registry / kDraRegistrationSocketName, draDir / kDraSocketName};
+  return driver;
+}
+
 }  // namespace
 
 int run(const Options& options) {
@@ -62,11 +120,23 @@ int run(const Options& options) {
   if (!health) {
     return configurationError(kProgram, "--health-addr: " + health.error().message);
   }
-  (*health)->setReadinessCheck([&counters]() -> Result<void> {
-    if (counters.registered.load()) {
-      return {};
+  std::unique_ptr<DraDriver> dra;
+  if (options.dra) {
+    auto made = draDriver(options, shutdown);
+    if (!made) {
+      return configurationError(kProgram, "--dra: " + made.error().message);
     }
-    return fail("not registered with the kubelet");
+    dra = std::move(*made);
+    registerDraMetrics(registry, *dra->files, dra->counters);
+  }
+  (*health)->setReadinessCheck([&counters, &dra]() -> Result<void> {
+    if (!counters.registered.load()) {
+      return fail("not registered with the kubelet");
+    }
+    if (dra && !dra->counters.registered.load()) {
+      return fail("the DRA driver is not registered with the kubelet");
+    }
+    return {};
   });
 
   std::string cdiSpec;
@@ -87,7 +157,9 @@ int run(const Options& options) {
                          {"devices", options.devices},
                          {"socket", (kubeletDir / options.socketName).string()},
                          {"cdiSpec", cdiSpec.empty() ? "off" : cdiSpec},
-                         {"cdiKind", kCdiKind}});
+                         {"cdiKind", kCdiKind},
+                         {"dra", dra ? dra->config.pluginSocket.string() : "off"},
+                         {"preparedClaims", dra ? dra->files->preparedClaims().size() : 0}});
 
   SupervisorConfig config;
   config.kubeletDir = kubeletDir;
@@ -95,7 +167,18 @@ int run(const Options& options) {
   config.resource = options.resource;
   config.cdi = options.cdi;
   PluginSupervisor supervisor(std::move(config), devices, counters);
+  std::jthread draThread;
+  if (dra) {
+    // Its own stop token: stopped below once the device plugin stops, for whatever reason.
+    draThread = std::jthread([&dra](std::stop_token stop) {
+      serveDra(dra->config, *dra->preparer, dra->counters, stop);
+    });
+  }
   auto ran = supervisor.run(shutdown.token());
+  if (draThread.joinable()) {
+    draThread.request_stop();
+    draThread.join();
+  }
   (*health)->stop();
   if (!ran) {
     log::error("device plugin failed", {{"error", ran.error().message}});

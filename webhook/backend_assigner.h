@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "common/backend_requirements.h"
+#include "common/gvirtus_properties.h"
 #include "webhook/backend.h"
 #include "webhook/backend_chooser.h"
-#include "webhook/gvirtus_properties.h"
 #include "webhook/pod_wiring.h"
 
 namespace gvirtus::webhook {

@@ -101,11 +101,11 @@ json intAttribute(int64_t value) {
 }
 
 json device(const Backend& backend, const GpuLoad& gpu, int64_t sessions) {
-  json attributes = {{"backendNamespace", stringAttribute(backend.podNamespace)},
-                     {"ip", stringAttribute(backend.ip)},
-                     {"port", intAttribute(backend.port)},
-                     {"endpoint", stringAttribute(backend.endpoint())},
-                     {"index", intAttribute(gpu.index)}};
+  json attributes = {{dra::kBackendNamespaceAttribute, stringAttribute(backend.podNamespace)},
+                     {dra::kIpAttribute, stringAttribute(backend.ip)},
+                     {dra::kPortAttribute, intAttribute(backend.port)},
+                     {dra::kEndpointAttribute, stringAttribute(backend.endpoint())},
+                     {dra::kIndexAttribute, intAttribute(gpu.index)}};
   // Names may be longer than an attribute's value may be: such a one is left out, and
   // the slice's own labels and name still say which backend it is.
   auto optional = [&](const char* name, const std::string& value) {
@@ -113,7 +113,7 @@ json device(const Backend& backend, const GpuLoad& gpu, int64_t sessions) {
       attributes[name] = stringAttribute(value);
     }
   };
-  optional("backendPod", backend.podName);
+  optional(dra::kBackendPodAttribute, backend.podName);
   optional("node", backend.node);
   optional("zone", backend.zone);
   optional("uuid", gpu.uuid);

@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "common/kube_resource.h"
+#include "common/dra_names.h"
 #include "webhook/backend.h"
 
 // The DRA view of a backend (docs/dra.md): each GPU of a Ready backend pod is one device of
@@ -14,7 +14,7 @@
 // kube-scheduler shares it among claims through consumable capacity (memory, sessions).
 namespace gvirtus::webhook {
 
-inline constexpr const char* kDraDriver = "gpu.gvirtus.io";
+inline constexpr const char* kDraDriver = dra::kDriver;
 // A backend without a session limit (maxSessions 0) offers this many per device: DRA has
 // no unlimited capacity, and a shared device needs a sessions figure to be counted.
 inline constexpr int64_t kUnlimitedSessions = 1024;
@@ -24,7 +24,7 @@ inline constexpr size_t kMaxSliceDevices = 128;
 inline constexpr const char* kManagedByLabel = "app.kubernetes.io/managed-by";
 inline constexpr const char* kManagedBy = "gvirtus-webhook";
 
-inline const KubeResource kResourceSlices{"resource.k8s.io", "v1", "resourceslices", false};
+using dra::kResourceSlices;
 
 // The ResourceSlice's name for a backend pod: "gvirtus-NAMESPACE-POD", shortened with a hash
 // of the whole where that would be longer than a name may be. Stable: every replica, and

@@ -3,9 +3,9 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "common/gvirtus_properties.h"
 #include "common/http_server.h"
 #include "common/strings.h"
-#include "webhook/gvirtus_properties.h"
 
 namespace gvirtus::webhook {
 namespace {

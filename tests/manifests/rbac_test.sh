@@ -210,6 +210,20 @@ else
   bad "cannot create a slice of gpu.gvirtus.io: $out"
 fi
 
+say "overlays/dra: gvirtus-device-plugin reads a claim by name and the driver's slices; nothing else"
+expect yes gvirtus-device-plugin get resourceclaims.resource.k8s.io default
+for verb in list watch create update patch delete; do
+  expect no gvirtus-device-plugin "$verb" resourceclaims.resource.k8s.io default
+done
+expect no gvirtus-device-plugin update "resourceclaims.resource.k8s.io#status" default
+expect yes gvirtus-device-plugin list resourceslices.resource.k8s.io
+for verb in get watch create update delete; do expect no gvirtus-device-plugin "$verb" resourceslices.resource.k8s.io; done
+expect no gvirtus-device-plugin get pods default
+expect no gvirtus-device-plugin get secrets "$ns"
+pod_token=$(k get daemonset gvirtus-device-plugin -n "$ns" -o jsonpath='{.spec.template.spec.automountServiceAccountToken} {.spec.template.spec.containers[0].args}')
+[[ $pod_token == "true "*"--dra"* ]] && ok "its pod mounts a token and runs --dra" ||
+  bad "overlays/dra device plugin: automountServiceAccountToken and args: $pod_token"
+
 say "overlays/dra: a claim naming what the devices of gpu.gvirtus.io lack is refused, naming it"
 claim() {
   printf '{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"c","namespace":"default"},'

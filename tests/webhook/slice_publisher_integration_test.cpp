@@ -2,15 +2,23 @@
 // allocating claims from what it publishes: the backend GPUs are shared devices, the
 // scheduler keeps their memory and sessions within capacity, a claim too big for every
 // backend waits for a bigger one, and a draining backend is withdrawn. kwok plays the
-// nodes: nothing prepares a claim here (the kubelet plugin is on real nodes, in e2e).
+// nodes, so the test calls the device plugin's DRA driver over its gRPC socket as the
+// frontend node's kubelet would (a real kubelet does in e2e).
 
 #include <catch2/catch.hpp>
 #include <map>
 #include <mutex>
 #include <thread>
 
+#include <grpcpp/grpcpp.h>
+
+#include "common/atomic_file.h"
 #include "common/json_access.h"
 #include "common/resource_cache.h"
+#include "device-plugin/claim_preparer.h"
+#include "device-plugin/dra_server.h"
+#include "dra_v1.grpc.pb.h"
+#include "support/temp_dir.h"
 #include "webhook/cluster_backend_source.h"
 #include "webhook/cluster_fixtures.h"
 #include "webhook/dra_slice.h"
@@ -168,6 +176,55 @@ struct DraCluster {
   }
 };
 
+// The device plugin's DRA driver on its sockets, reading through the API server.
+struct FrontendDriver {
+  gvirtus::testing::TempDir dir{"gvirtus-dra-it"};
+  std::unique_ptr<gvirtus::device_plugin::ClaimSource> source;
+  gvirtus::device_plugin::ClaimFiles files{dir.file("state"), dir.file("cdi")};
+  std::unique_ptr<gvirtus::device_plugin::ClaimPreparer> preparer;
+  gvirtus::device_plugin::DraCounters counters;
+  std::unique_ptr<gvirtus::device_plugin::DraServer> server;
+  gvirtus::device_plugin::DraServer::Config config{dir.file("reg.sock"), dir.file("dra.sock")};
+
+  explicit FrontendDriver(gvirtus::KubeClient& client)
+      : source(gvirtus::device_plugin::apiClaimSource(client)),
+        preparer(std::make_unique<gvirtus::device_plugin::ClaimPreparer>(
+            *source, files, std::vector<std::string>{})) {
+    auto started = gvirtus::device_plugin::DraServer::start(config, *preparer, counters);
+    REQUIRE(started.has_value());
+    server = std::move(*started);
+  }
+
+  // NodePrepareResources for these claims (namespace, name, uid), as the kubelet sends it.
+  k8s::io::kubelet::pkg::apis::dra::v1::NodePrepareResourcesResponse prepare(
+      const std::vector<std::array<std::string, 3>>& claims) {
+    k8s::io::kubelet::pkg::apis::dra::v1::NodePrepareResourcesRequest request;
+    for (const auto& [ns, name, uid] : claims) {
+      auto* claim = request.add_claims();
+      claim->set_namespace_(ns);
+      claim->set_name(name);
+      claim->set_uid(uid);
+    }
+    auto stub = k8s::io::kubelet::pkg::apis::dra::v1::DRAPlugin::NewStub(grpc::CreateChannel(
+        "unix:" + config.pluginSocket.string(), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    k8s::io::kubelet::pkg::apis::dra::v1::NodePrepareResourcesResponse response;
+    const auto status = stub->NodePrepareResources(&context, request, &response);
+    INFO(status.error_message());
+    REQUIRE(status.ok());
+    return response;
+  }
+
+  // "ADDRESS:PORT" the prepared claim's properties.json names.
+  std::string preparedBackend(const std::string& uid) const {
+    const json properties = json::parse(gvirtus::readWholeFile(files.propertiesPath(uid)));
+    const json& endpoint = properties["communicator"][0]["endpoint"];
+    return endpoint["server_address"].get<std::string>() + ":" +
+           endpoint["port"].get<std::string>();
+  }
+};
+
 }  // namespace
 
 TEST_CASE("kube-scheduler shares a published backend GPU within its memory and sessions",
@@ -194,6 +251,38 @@ TEST_CASE("kube-scheduler shares a published backend GPU within its memory and s
   cluster.claimAndRun("second", "2Gi");
   REQUIRE(eventually([&] { return cluster.scheduled("second"); }, kScheduled));
   CHECK(cluster.allocated("second") == ns + "/be-small/gpu-0");
+
+  // The frontend node's part: the DRA driver prepares both claims with the backend GPU the
+  // scheduler gave them, naming its address as the slice published it.
+  const json& device = gvirtus::memberAt(published, {"spec", "devices"})->at(0);
+  const std::string publishedBackend =
+      stringAt(device, {"attributes", "ip", "string"}) + ":" +
+      std::to_string(device["attributes"]["port"]["int"].get<int64_t>());
+  FrontendDriver driver(client);
+  auto uidOf = [&](const std::string& name) {
+    auto got = client.get(kResourceClaims, ns, name);
+    REQUIRE(got.has_value());
+    return stringAt(*got, {"metadata", "uid"});
+  };
+  const std::string firstUid = uidOf("first");
+  const std::string secondUid = uidOf("second");
+  auto prepared = driver.prepare({{ns, "first", firstUid}, {ns, "second", secondUid}});
+  for (const std::string& uid : {firstUid, secondUid}) {
+    const auto& answer = prepared.claims().at(uid);
+    INFO(answer.error());
+    REQUIRE(answer.devices_size() == 1);
+    CHECK(answer.devices(0).pool_name() == ns + "/be-small");
+    CHECK(answer.devices(0).device_name() == "gpu-0");
+    CHECK(answer.devices(0).cdi_device_ids(0) == "gvirtus.io/claim=" + uid);
+    // Consumable capacity: each allocation is a share of the device.
+    CHECK_FALSE(answer.devices(0).share_id().empty());
+    CHECK(driver.preparedBackend(uid) == publishedBackend);
+  }
+  // A claim deleted and made again under its name is another claim.
+  auto stale = driver.prepare({{ns, "first", "0b6f2c7e-3d4a-4c1e-9f00-1234567890ab"}});
+  CHECK_THAT(stale.claims().at("0b6f2c7e-3d4a-4c1e-9f00-1234567890ab").error(),
+             Catch::Contains("deleted and made again"));
+
   cluster.claimAndRun("no-session", "1Gi");
   CHECK(eventually([&] { return cluster.unschedulable("too-big"); }, kScheduled));
   CHECK(eventually([&] { return cluster.unschedulable("no-session"); }, kScheduled));
@@ -215,6 +304,12 @@ TEST_CASE("kube-scheduler shares a published backend GPU within its memory and s
   CHECK(cluster.slice("be-small").is_object());
   REQUIRE(client.remove(resources::kPods, ns, "be-small").has_value());
   CHECK(eventually([&] { return cluster.slice("be-small").is_null(); }, kScheduled));
+
+  // Its slice is gone, but a claim prepared before keeps working (the kubelet asks again
+  // after a restart): the pod is not moved under its feet.
+  auto again = driver.prepare({{ns, "first", firstUid}});
+  CHECK(again.claims().at(firstUid).error().empty());
+  CHECK(driver.preparedBackend(firstUid) == publishedBackend);
 }
 
 TEST_CASE("a burst of 50 claims never overbooks a device's memory or sessions",

@@ -1,9 +1,9 @@
-#include "webhook/gvirtus_properties.h"
+#include "common/gvirtus_properties.h"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-using namespace gvirtus::webhook;
+using namespace gvirtus;
 using nlohmann::json;
 
 TEST_CASE("properties.json has the GVirtuS shape with string values", "[properties]") {

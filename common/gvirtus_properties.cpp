@@ -1,10 +1,10 @@
-#include "webhook/gvirtus_properties.h"
+#include "common/gvirtus_properties.h"
 
 #include <nlohmann/json.hpp>
 
 #include "common/ipv4_resolver.h"
 
-namespace gvirtus::webhook {
+namespace gvirtus {
 
 const std::vector<std::string>& defaultPlugins() {
   static const std::vector<std::string> plugins = {"cudart", "cublas",   "curand",   "cudnn",
@@ -52,4 +52,4 @@ Result<std::string> PropertiesCache::forBackend(const std::string& ipv4, int por
   return text;
 }
 
-}  // namespace gvirtus::webhook
+}  // namespace gvirtus

@@ -8,7 +8,7 @@
 
 #include "common/error.h"
 
-namespace gvirtus::webhook {
+namespace gvirtus {
 
 // The GVirtuS frontend plugins a properties.json lists by default.
 const std::vector<std::string>& defaultPlugins();
@@ -34,4 +34,4 @@ class PropertiesCache {
   std::map<std::pair<std::string, int>, std::string> rendered_;
 };
 
-}  // namespace gvirtus::webhook
+}  // namespace gvirtus

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Dynamic Resource Allocation on real nodes (docs/dra.md): with overlays/dra's changes
+# applied to the running install, the webhook publishes each backend's GPU as a device of
+# gpu.gvirtus.io, kube-scheduler allocates claims from them, and the frontend node's
+# kubelet has the device plugin (--dra) prepare each claim: the properties.json in the pod
+# names the backend GPU the scheduler allocated, through containerd's CDI support. A claim
+# for more memory than any backend has stays Pending with the scheduler's reason. Deleting
+# the pods unprepares the claims on the node. The install is put back as it was at the end.
+# shellcheck source=../../scenarios/lib.sh
+source "$(dirname "$0")/../../scenarios/lib.sh"
+repo=$(cd "$(dirname "$0")/../../../.." && pwd)
+frontend=${E2E_FRONTEND_NODE:-fe-a}
+container=$(node_container "$frontend") || skip "needs the real-node harness (node containers)"
+k get deviceclasses.resource.k8s.io >/dev/null 2>&1 || skip "the API server serves no resource.k8s.io/v1"
+use_test_namespace
+dra_objects=(-f "$repo/overlays/dra/deviceclass.yaml" -f "$repo/overlays/dra/rbac.yaml" -f "$repo/overlays/dra/policy.yaml")
+restore() {
+  dump_on_failure
+  k delete namespace "$test_ns" --ignore-not-found --wait=true --timeout=120s >/dev/null 2>&1 || true
+  k apply -k "$repo/tests/e2e/overlay" >/dev/null 2>&1 || true
+  k delete "${dra_objects[@]}" --ignore-not-found >/dev/null 2>&1 || true
+  k delete resourceslices -l app.kubernetes.io/managed-by=gvirtus-webhook --ignore-not-found >/dev/null 2>&1 || true
+  k rollout status deployment/gvirtus-webhook -n "$system_ns" --timeout=180s >/dev/null 2>&1 || true
+  k rollout status daemonset/gvirtus-device-plugin -n "$system_ns" --timeout=180s >/dev/null 2>&1 || true
+}
+trap restore EXIT
+
+say "overlays/dra's changes on the running install"
+k apply "${dra_objects[@]}" >/dev/null
+k patch deployment gvirtus-webhook -n "$system_ns" --type=json \
+  --patch-file "$repo/overlays/dra/webhook-args.yaml" >/dev/null
+k patch daemonset gvirtus-device-plugin -n "$system_ns" --type=json \
+  --patch-file "$repo/overlays/dra/device-plugin-dra.yaml" >/dev/null
+k rollout status deployment/gvirtus-webhook -n "$system_ns" --timeout=180s >/dev/null &&
+  ok "webhook rolled out with --dra" || bad "webhook rollout"
+k rollout status daemonset/gvirtus-device-plugin -n "$system_ns" --timeout=180s >/dev/null &&
+  ok "device plugin rolled out with --dra (ready: registered as the DRA driver too)" ||
+  bad "device plugin rollout"
+registered() { docker exec "$container" test -S /var/lib/kubelet/plugins_registry/gpu.gvirtus.io-reg.sock; }
+eventually "the driver's registration socket is in $frontend's plugins_registry" registered
+slices() {
+  k get resourceslices -o json | jq '[.items[] | select(.spec.driver == "gpu.gvirtus.io")] | length'
+}
+two_slices() { [ "$(slices)" = 2 ]; }
+eventually "both backends' GPUs are published" two_slices || finish
+
+cat <<YAML | k apply -f - >/dev/null
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: gpu-4gi, namespace: $test_ns}
+spec:
+  spec:
+    devices:
+      requests:
+        - name: gpu
+          exactly: {deviceClassName: gpu.gvirtus.io, capacity: {requests: {memory: 4Gi}}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: gpu-64gi, namespace: $test_ns}
+spec:
+  spec:
+    devices:
+      requests:
+        - name: gpu
+          exactly: {deviceClassName: gpu.gvirtus.io, capacity: {requests: {memory: 64Gi}}}
+YAML
+claim_pod() {
+  test_pod "$1" "" "      resources: {claims: [{name: gpu}]}
+  nodeSelector: {kubernetes.io/hostname: $frontend}
+  resourceClaims: [{name: gpu, resourceClaimTemplateName: $2}]"
+}
+for pod in claim-1 claim-2; do claim_pod "$pod" gpu-4gi | k apply -f - >/dev/null; done
+claim_pod too-big gpu-64gi | k apply -f - >/dev/null
+uids=()
+for pod in claim-1 claim-2; do
+  running() { [ "$(jp pod "$pod" -n "$test_ns" -o 'jsonpath={.status.phase}')" = Running ]; }
+  eventually "$pod (a claim of 4Gi) runs on $frontend" running || continue
+  claim=$(jp pod "$pod" -n "$test_ns" -o 'jsonpath={.status.resourceClaimStatuses[0].resourceClaimName}')
+  result=$(k get resourceclaim "$claim" -n "$test_ns" -o json |
+    jq -c '.status.allocation.devices.results[0] | {pool, device}')
+  pool=$(jq -r .pool <<<"$result") device=$(jq -r .device <<<"$result")
+  want=$(k get resourceslices -o json | jq -r --arg pool "$pool" --arg device "$device" '
+    .items[] | select(.spec.driver == "gpu.gvirtus.io" and .spec.pool.name == $pool) |
+    .spec.devices[] | select(.name == $device) |
+    "\(.attributes.ip.string):\(.attributes.port.int)"' | head -1)
+  # shellcheck disable=SC2016  # the pod's shell expands it
+  got=$(k exec -n "$test_ns" "$pod" -- sh -c 'cat "$GVIRTUS_CONFIG"' 2>&1 |
+    jq -r '.communicator[0].endpoint | "\(.server_address):\(.port)"' 2>/dev/null || true)
+  [ -n "$want" ] && [ "$got" = "$want" ] &&
+    ok "$pod: properties.json at \$GVIRTUS_CONFIG names $got, the device $pool/$device the scheduler allocated" ||
+    bad "$pod: properties.json names \"$got\", allocated $pool/$device at \"$want\""
+  uid=$(k get resourceclaim "$claim" -n "$test_ns" -o jsonpath='{.metadata.uid}')
+  docker exec "$container" test -f "/etc/cdi/gvirtus.io-claim_$uid.json" &&
+    ok "$pod: the claim's CDI spec is on $frontend" || bad "$pod: no CDI spec for claim $uid on $frontend"
+  uids+=("$uid")
+done
+unschedulable() {
+  [ "$(jp pod too-big -n "$test_ns" -o 'jsonpath={.status.conditions[?(@.type=="PodScheduled")].reason}')" = Unschedulable ]
+}
+eventually "a claim of 64Gi (no backend has it) stays Pending, Unschedulable" unschedulable &&
+  say "its reason: $(jp pod too-big -n "$test_ns" -o 'jsonpath={.status.conditions[?(@.type=="PodScheduled")].message}')"
+
+k delete pod claim-1 claim-2 -n "$test_ns" --wait=true --timeout=120s >/dev/null
+for uid in "${uids[@]}"; do
+  unprepared() { ! docker exec "$container" test -e "/etc/cdi/gvirtus.io-claim_$uid.json"; }
+  eventually "claim $uid unprepared: its CDI spec is gone from $frontend" unprepared
+done
+finish
