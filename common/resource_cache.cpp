@@ -282,7 +282,7 @@ Result<void> ResourceCache::listAndReplace(std::stop_token stop) {
     }
     for (auto& item : page->items) {
       std::string key = cacheKey(item);
-      if (key.empty()) {
+      if (key.empty() || (options_.keep && !options_.keep(item))) {
         continue;
       }
       fresh.emplace(std::move(key), std::make_shared<const json>(
@@ -366,13 +366,20 @@ void ResourceCache::applyEvent(const WatchEvent& event) {
                {{"resource", resourceName(resource_)}, {"type", event.type}});
     return;
   }
+  // An object no longer kept goes as a deleted one does.
+  const bool kept = !options_.keep || options_.keep(event.object);
   auto object = std::make_shared<const json>(options_.transform ? options_.transform(event.object)
                                                                 : event.object);
   std::vector<StoreDelta> deltas;
   {
     std::lock_guard lock(mutex_);
     auto it = store_.find(key);
-    if (event.type == "ADDED" || event.type == "MODIFIED") {
+    if ((event.type == "ADDED" || event.type == "MODIFIED") && !kept) {
+      if (it != store_.end()) {
+        deltas.push_back({StoreDelta::Type::Deleted, key, it->second, it->second});
+        store_.erase(it);
+      }
+    } else if (event.type == "ADDED" || event.type == "MODIFIED") {
       if (it == store_.end()) {
         deltas.push_back({StoreDelta::Type::Added, key, nullptr, object});
         store_.emplace(key, object);

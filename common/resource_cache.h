@@ -48,6 +48,11 @@ struct ResourceCacheOptions {
   // (client-go's SetTransform): a cache that reads a few fields of many objects keeps only
   // those. It must keep metadata.name, namespace and resourceVersion. Empty: none.
   std::function<nlohmann::json(nlohmann::json)> transform;
+  // Which objects the cache holds at all, asked of each listed or watched object before
+  // `transform`: one it refuses is not stored (and one that stops being kept leaves the
+  // store as if deleted), so that a watch of every pod holds only the few a controller
+  // reads. Empty: all.
+  std::function<bool(const nlohmann::json&)> keep = {};
   // A kind the API server does not serve (404 on the list: a CRD not installed, such as
   // KAI-Scheduler's PodGroups), or that this account may not list (403: a ClusterRole older
   // than the binary), is an empty store that counts as synced (absent() says so), so that

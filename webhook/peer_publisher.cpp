@@ -6,6 +6,7 @@
 #include "common/json_access.h"
 #include "common/kube_resource.h"
 #include "common/log.h"
+#include "common/pod_status.h"
 #include "webhook/metrics.h"
 #include "webhook/names.h"
 #include "webhook/pod_fields.h"
@@ -44,9 +45,11 @@ PeerWriter peerWriter(KubeClient& client) {
 }
 
 PeerPublisher::PeerPublisher(ObjectCache& backendPods, ObjectCache& frontendPods, PeerWriter write,
-                             WebhookMetrics* metrics, PeerPublisherOptions options)
+                             WebhookMetrics* metrics, PeerPublisherOptions options,
+                             ClaimantCaches claimants)
     : backendPods_(backendPods),
       frontendPods_(frontendPods),
+      claimants_(claimants),
       write_(std::move(write)),
       metrics_(metrics),
       options_(options),
@@ -76,45 +79,152 @@ PeerPublisher::PeerPublisher(ObjectCache& backendPods, ObjectCache& frontendPods
                                   }
                                 },
                             .onDelete = [this](const json& pod) { enqueue(cacheKey(pod)); }});
+  if (claimants_.claims != nullptr && claimants_.pods != nullptr) {
+    claimants_.claims->addHandlers(
+        {.onAdd = [this](const json& claim) { claimChanged(claim, false); },
+         .onUpdate = [this](const json&, const json& now) { claimChanged(now, false); },
+         .onDelete = [this](const json& claim) { claimChanged(claim, true); }});
+    claimants_.pods->addHandlers(
+        {.onAdd = [this](const json& pod) { claimantChanged(pod); },
+         .onUpdate = [this](const json&, const json& now) { claimantChanged(now); },
+         .onDelete = [this](const json& pod) { claimantChanged(pod); }});
+  }
 }
 
 void PeerPublisher::frontendChanged(const json& pod, bool gone) {
-  const std::string key = cacheKey(pod);
   // What the pod claimed before is what this index holds, not what the event's old object
   // says: a pod deleted at once (no grace, or lost with its node) or stripped of its label
   // leaves with an object that claims nothing, and its address must leave the list too.
-  std::optional<PeerClaim> after = gone ? std::nullopt : peerClaim(pod);
-  std::optional<PeerClaim> before;
-  std::vector<std::pair<std::string, Duration>> due;
+  Due due;
   {
     std::lock_guard lock(mutex_);
-    auto stored = claimOf_.find(key);
-    if (stored != claimOf_.end()) {
-      before = stored->second;
+    indexLocked(cacheKey(pod), gone ? std::nullopt : peerClaim(pod), due);
+  }
+  for (const auto& [backendPod, delay] : due) {
+    enqueue(backendPod, delay);
+  }
+}
+
+void PeerPublisher::indexLocked(const std::string& key, const std::optional<PeerClaim>& after,
+                                Due& due) {
+  std::optional<PeerClaim> before;
+  auto stored = claimOf_.find(key);
+  if (stored != claimOf_.end()) {
+    before = stored->second;
+  }
+  if (before == after) {
+    return;  // a status update, a new condition: the lists stay as they are
+  }
+  if (before) {
+    if (auto it = claims_.find(before->backendPod); it != claims_.end()) {
+      it->second.erase(key);
+      if (it->second.empty()) {
+        claims_.erase(it);
+      }
     }
-    if (before == after) {
-      return;  // a status update, a new condition: the lists stay as they are
+    claimOf_.erase(stored);
+    due.emplace_back(before->backendPod, delayLocked(before->backendPod));
+  }
+  if (after) {
+    claims_[after->backendPod].insert(key);
+    claimOf_.emplace(key, *after);
+    if (!before || after->backendPod != before->backendPod) {
+      due.emplace_back(after->backendPod, delayLocked(after->backendPod));
     }
-    if (before) {
-      if (auto it = claims_.find(before->backendPod); it != claims_.end()) {
-        it->second.erase(key);
-        if (it->second.empty()) {
-          claims_.erase(it);
+  }
+}
+
+void PeerPublisher::claimChanged(const json& claim, bool gone) {
+  const std::string key = cacheKey(claim);
+  const auto [ns, name] = splitCacheKey(key);
+  ClaimPeers now = gone ? ClaimPeers{} : claimPeers(claim);
+  Due due;
+  {
+    std::lock_guard lock(mutex_);
+    auto held = claimPeers_.find(key);
+    if (held != claimPeers_.end()) {
+      if (held->second == now) {
+        return;
+      }
+      for (const auto& reservation : held->second.reservedFor) {
+        auto it = claimsOfPod_.find(cacheKey(ns, reservation.pod));
+        if (it != claimsOfPod_.end()) {
+          it->second.erase(key);
+          if (it->second.empty()) {
+            claimsOfPod_.erase(it);
+          }
         }
       }
-      claimOf_.erase(stored);
-      due.emplace_back(before->backendPod, delayLocked(before->backendPod));
     }
-    if (after) {
-      claims_[after->backendPod].insert(key);
-      claimOf_.emplace(key, *after);
-      if (!before || after->backendPod != before->backendPod) {
-        due.emplace_back(after->backendPod, delayLocked(after->backendPod));
-      }
+    for (const auto& reservation : now.reservedFor) {
+      claimsOfPod_[cacheKey(ns, reservation.pod)].insert(key);
+    }
+    if (now.backendPods.empty() && now.reservedFor.empty()) {
+      claimPeers_.erase(key);
+    } else {
+      claimPeers_[key] = std::move(now);
+    }
+    refreshClaimLocked(key, due);
+  }
+  for (const auto& [backendPod, delay] : due) {
+    enqueue(backendPod, delay);
+  }
+}
+
+void PeerPublisher::claimantChanged(const json& pod) {
+  Due due;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = claimsOfPod_.find(cacheKey(pod));
+    if (it == claimsOfPod_.end()) {
+      return;  // no claim of ours is reserved for it (yet: the claim's event will look)
+    }
+    for (const auto& claimKey : it->second) {
+      refreshClaimLocked(claimKey, due);
     }
   }
   for (const auto& [backendPod, delay] : due) {
     enqueue(backendPod, delay);
+  }
+}
+
+void PeerPublisher::refreshClaimLocked(const std::string& claimKey, Due& due) {
+  const auto [ns, name] = splitCacheKey(claimKey);
+  std::map<std::string, PeerClaim> wanted;
+  if (auto held = claimPeers_.find(claimKey); held != claimPeers_.end()) {
+    for (const auto& reservation : held->second.reservedFor) {
+      // The pod the scheduler reserved the claim for, by UID: a pod made again under the
+      // name is another pod. Not finished, not being deleted, with an address.
+      const ObjectSnapshot pod = claimants_.pods->get(ns, reservation.pod);
+      if (!pod || stringAt(*pod, {"metadata", "uid"}) != reservation.uid || podFinished(*pod) ||
+          memberAt(*pod, {"metadata", "deletionTimestamp"}) != nullptr) {
+        continue;
+      }
+      const std::string ip = podIpv4(*pod);
+      if (ip.empty()) {
+        continue;
+      }
+      for (const auto& backendPod : held->second.backendPods) {
+        wanted.emplace("claim:" + claimKey + "#" + reservation.pod + "@" + backendPod,
+                       PeerClaim{backendPod, "", ip});
+      }
+    }
+  }
+  std::set<std::string>& indexed = indexedOfClaim_[claimKey];
+  for (auto it = indexed.begin(); it != indexed.end();) {
+    if (!wanted.contains(*it)) {
+      indexLocked(*it, std::nullopt, due);
+      it = indexed.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (const auto& [key, claim] : wanted) {
+    indexLocked(key, claim, due);
+    indexed.insert(key);
+  }
+  if (indexed.empty()) {
+    indexedOfClaim_.erase(claimKey);
   }
 }
 
@@ -159,8 +269,12 @@ Result<bool> PeerPublisher::sync(const std::string& backendPod) {
     lastSync_[backendPod] = std::chrono::steady_clock::now();
     if (auto it = claims_.find(backendPod); it != claims_.end()) {
       claims.reserve(it->second.size());
+      const std::string endpoint = backendEndpoint(*pod, options_.port);
       for (const auto& key : it->second) {
         claims.push_back(claimOf_.at(key));
+        if (key.starts_with("claim:")) {
+          claims.back().endpoint = endpoint;  // the pool names this pod (claimOf_)
+        }
       }
     }
   }
@@ -223,7 +337,12 @@ void PeerPublisher::run(std::stop_token stop) {
   // Every backend pod once the caches have synced: what the previous leader wrote last may
   // be out of date, and a backend pod may never have had its list.
   leader_.run(stop,
-              {.synced = [this] { return backendPods_.hasSynced() && frontendPods_.hasSynced(); },
+              {.synced =
+                   [this] {
+                     return backendPods_.hasSynced() && frontendPods_.hasSynced() &&
+                            (claimants_.claims == nullptr || claimants_.claims->hasSynced()) &&
+                            (claimants_.pods == nullptr || claimants_.pods->hasSynced());
+                   },
                .enqueueAll = [this] { enqueueAll(); }});
   log::info("peer publisher stopped");
 }

@@ -10,6 +10,8 @@
 #include <set>
 #include <stop_token>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/duration.h"
 #include "common/error.h"
@@ -17,6 +19,7 @@
 #include "common/leader_controller.h"
 #include "common/object_cache.h"
 #include "webhook/backend_peers.h"
+#include "webhook/claim_peers.h"
 
 // The peer publisher (issue 40 item 3): keeps gvirtus.io/peers on every backend pod equal
 // to the addresses of the pods assigned to it (webhook/backend_peers.h), which the backend
@@ -56,6 +59,16 @@ struct PeerPublisherOptions {
 // The claims are indexed by backend pod as the GVirtuS pods' cache changes, on every
 // replica (the handlers run whether or not this one leads): a sync reads the claims on its
 // backend, as the cache's last event of each pod left them, and no pod.
+// With --dra (docs/dra.md), the pods that hold claims count too: a pod kube-scheduler
+// reserved a claim for that was allocated a device of gpu.gvirtus.io is a peer of that
+// device's backend pod (webhook/claim_peers.h), at its current address.
+struct ClaimantCaches {
+  // Claims kept by isGvirtusClaim(), compactClaim() enough; all namespaces.
+  ObjectCache* claims = nullptr;
+  // Pods kept by usesClaims(), compactClaimant() enough; all namespaces.
+  ObjectCache* pods = nullptr;
+};
+
 class PeerPublisher {
  public:
   // Adds its handlers to both caches, which must not have started: `backendPods` (the
@@ -63,7 +76,8 @@ class PeerPublisher {
   // webhook/cluster_backend_source.h is enough). `metrics` may be null. All must outlive
   // the publisher.
   PeerPublisher(ObjectCache& backendPods, ObjectCache& frontendPods, PeerWriter write,
-                WebhookMetrics* metrics, PeerPublisherOptions options = {});
+                WebhookMetrics* metrics, PeerPublisherOptions options = {},
+                ClaimantCaches claimants = {});
 
   // The leader's work: runs until `stop`. May run again after it returned.
   void run(std::stop_token stop);
@@ -73,8 +87,17 @@ class PeerPublisher {
   Result<bool> sync(const std::string& backendPod);
 
  private:
+  using Due = std::vector<std::pair<std::string, Duration>>;
   // A GVirtuS pod added or changed, or gone.
   void frontendChanged(const nlohmann::json& pod, bool gone);
+  // A claim of ours added, changed or gone; a pod that uses claims added, changed or gone.
+  void claimChanged(const nlohmann::json& claim, bool gone);
+  void claimantChanged(const nlohmann::json& pod);
+  // Brings what is indexed for one claim to what its reservations and their pods say now.
+  void refreshClaimLocked(const std::string& claimKey, Due& due);
+  // Sets (or, nullopt, removes) what `key` stands for; the backend pods to look at again go
+  // to `due`.
+  void indexLocked(const std::string& key, const std::optional<PeerClaim>& after, Due& due);
   // How long a change to this backend pod's list waits: until `coalesce` after its last sync.
   Duration delayLocked(const std::string& backendPod) const;
   void enqueue(const std::string& backendPod, Duration after = Duration::zero());
@@ -82,6 +105,7 @@ class PeerPublisher {
 
   ObjectCache& backendPods_;
   ObjectCache& frontendPods_;
+  const ClaimantCaches claimants_;
   const PeerWriter write_;
   WebhookMetrics* metrics_;
   const PeerPublisherOptions options_;
@@ -89,8 +113,15 @@ class PeerPublisher {
   std::atomic<bool> warnedCap_ = false;
 
   std::mutex mutex_;
-  // By GVirtuS pod ("namespace/name"): its claim, as its cache's last event left it.
+  // By GVirtuS pod ("namespace/name"): its claim, as its cache's last event left it; and
+  // by "claim:NAMESPACE/CLAIM#POD@BACKEND POD" a claimant's (its endpoint is the backend
+  // pod's at the time of the sync: the pool names the pod, and a pod keeps its address).
   std::map<std::string, PeerClaim> claimOf_;
+  // By claim ("namespace/name"): what it grants, and the keys of claimOf_ it stands for.
+  std::map<std::string, ClaimPeers> claimPeers_;
+  std::map<std::string, std::set<std::string>> indexedOfClaim_;
+  // By pod ("namespace/name"): the claims reserved for it.
+  std::map<std::string, std::set<std::string>> claimsOfPod_;
   // By backend pod: the GVirtuS pods whose claim names it.
   std::map<std::string, std::set<std::string>> claims_;
   // By backend pod: when its last sync began (the coalescing of changes).

@@ -23,6 +23,7 @@
 #include "webhook/autoscale_controller.h"
 #include "webhook/backend_chooser.h"
 #include "webhook/backend_follower.h"
+#include "webhook/claim_peers.h"
 #include "webhook/cluster_backend_source.h"
 #include "webhook/dra_slice.h"
 #include "webhook/metrics.h"
@@ -186,8 +187,11 @@ int run(const Options& options) {
   // Pods whose backend pod went away are recreated or marked (static backends: none).
   std::unique_ptr<KubeClient> followerClient;
   std::unique_ptr<BackendFollower> follower;
-  // ResourceSlices of the backends' GPUs for DRA claims (with --dra).
+  // With --dra: the ResourceSlices of the backends' GPUs, and the claims allocated from them
+  // with the pods that use claims (their addresses are the backends' peers).
   std::unique_ptr<ResourceCache> sliceCache;
+  std::unique_ptr<ResourceCache> claimCache;
+  std::unique_ptr<ResourceCache> claimantCache;
   std::unique_ptr<SlicePublisher> slices;
   std::unique_ptr<KubeClient> electionClient;
   std::unique_ptr<LeaderElector> elector;
@@ -224,6 +228,17 @@ int run(const Options& options) {
       sliceCache =
           std::make_unique<ResourceCache>(*client, kResourceSlices, "", "", sliceFieldSelector());
       slices = std::make_unique<SlicePublisher>(*source, *sliceCache, sliceApi(*client));
+      // Every claim and every pod is watched, and only ours, compacted, are kept.
+      ResourceCacheOptions claimOptions;
+      claimOptions.keep = isGvirtusClaim;
+      claimOptions.transform = compactClaim;
+      claimCache =
+          std::make_unique<ResourceCache>(*client, dra::kResourceClaims, "", "", "", claimOptions);
+      ResourceCacheOptions claimantOptions;
+      claimantOptions.keep = usesClaims;
+      claimantOptions.transform = compactClaimant;
+      claimantCache =
+          std::make_unique<ResourceCache>(*client, resources::kPods, "", "", "", claimantOptions);
     }
     source->setOnChange([&controller, &slices] {
       controller->backendsChanged();
@@ -234,7 +249,8 @@ int run(const Options& options) {
     if (clusterSource != nullptr) {
       peers = std::make_unique<PeerPublisher>(
           clusterSource->backendPods(), clusterSource->frontendPods(), peerWriter(*client),
-          &metrics, PeerPublisherOptions{.port = clusterSource->port()});
+          &metrics, PeerPublisherOptions{.port = clusterSource->port()},
+          ClaimantCaches{claimCache.get(), claimantCache.get()});
       if (options.backendLostGrace > Duration::zero()) {
         // Its own client: a burst of deletes never holds up releases (of the pods their
         // owners create again, too) behind the client's rate limit.
@@ -331,18 +347,24 @@ int run(const Options& options) {
 
   source->start();
   // On every way out, the source stops before the controller it calls back goes away.
+  const std::vector<ResourceCache*> draCaches = {sliceCache.get(), claimCache.get(),
+                                                 claimantCache.get()};
   struct SourceStopper {
     BackendSource& source;
-    ResourceCache* slices;
+    const std::vector<ResourceCache*>& caches;
     ~SourceStopper() {
       source.stop();
-      if (slices != nullptr) {
-        slices->stop();
+      for (ResourceCache* cache : caches) {
+        if (cache != nullptr) {
+          cache->stop();
+        }
       }
     }
-  } stopSource{*source, sliceCache.get()};
-  if (sliceCache) {
-    sliceCache->start();
+  } stopSource{*source, draCaches};
+  for (ResourceCache* cache : draCaches) {
+    if (cache != nullptr) {
+      cache->start();
+    }
   }
   if (tls) {
     tls->start();
@@ -405,8 +427,10 @@ int run(const Options& options) {
     tls->stop();
   }
   source->stop();
-  if (sliceCache) {
-    sliceCache->stop();
+  for (ResourceCache* cache : draCaches) {
+    if (cache != nullptr) {
+      cache->stop();
+    }
   }
   (*health)->stop();
   return kExitOk;

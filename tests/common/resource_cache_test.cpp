@@ -232,6 +232,36 @@ TEST_CASE("a transform keeps only what the cache's reader needs", "[resource_cac
   CHECK((*cache.get("ns1", "a"))["data"] == json{{"keep", "2"}});  // watched
 }
 
+TEST_CASE("keep holds only the objects asked for, and lets go of one no longer kept",
+          "[resource_cache]") {
+  testing::FakeApiServer server;
+  server.putConfigMap("ns1", "a", {{"want", "yes"}});
+  server.putConfigMap("ns1", "b", {{"want", "no"}});
+  auto client = clientFor(server);
+  ResourceCacheOptions options = fastOptions();
+  options.keep = [](const json& o) { return o["data"].value("want", "") == "yes"; };
+  ResourceCache cache(*client, resources::kConfigMaps, "", "", "", options);
+  Recorder recorder;
+  cache.addHandlers(recorder.handlers());
+  cache.start();
+  REQUIRE(cache.waitForSync(5s));
+  CHECK(recorder.take() == std::vector<std::string>{"add ns1/a"});
+  CHECK(cache.size() == 1);
+  REQUIRE(eventually([&] { return server.openWatches() == 1; }));
+  server.putConfigMap("ns1", "b", {{"want", "yes"}});  // now kept: added
+  REQUIRE(eventually([&] { return recorder.size() == 1; }));
+  CHECK(recorder.take() == std::vector<std::string>{"add ns1/b"});
+  server.putConfigMap("ns1", "a", {{"want", "no"}});  // no longer kept: gone
+  REQUIRE(eventually([&] { return recorder.size() == 1; }));
+  CHECK(recorder.take() == std::vector<std::string>{"delete ns1/a"});
+  CHECK_FALSE(cache.get("ns1", "a"));
+  server.putConfigMap("ns1", "c", {{"want", "no"}});  // never kept: nothing at all
+  server.putConfigMap("ns1", "b", {{"want", "yes"}, {"v", "2"}});
+  REQUIRE(eventually([&] { return recorder.size() == 1; }));
+  CHECK(recorder.take().at(0).starts_with("update ns1/b"));
+  CHECK(cache.size() == 1);
+}
+
 TEST_CASE("bookmarks only advance the resourceVersion", "[resource_cache]") {
   testing::FakeApiServer server;
   server.putConfigMap("ns1", "a", {});

@@ -171,7 +171,9 @@ say "overlays/dra: gvirtus-webhook writes ResourceSlices, of the driver gpu.gvir
 k apply -k "$repo/overlays/dra" >/dev/null 2>&1 || { k apply -k "$repo/overlays/dra"; bad "apply -k overlays/dra failed"; }
 for verb in list watch create update delete; do expect yes gvirtus-webhook "$verb" resourceslices.resource.k8s.io; done
 for verb in get patch deletecollection; do expect no gvirtus-webhook "$verb" resourceslices.resource.k8s.io; done
-expect no gvirtus-webhook create resourceclaims.resource.k8s.io default
+for verb in list watch; do expect yes gvirtus-webhook "$verb" resourceclaims.resource.k8s.io default; done
+for verb in get create update patch delete; do expect no gvirtus-webhook "$verb" resourceclaims.resource.k8s.io default; done
+expect no gvirtus-webhook update "resourceclaims.resource.k8s.io#status" default
 expect no gvirtus-webhook update deviceclasses.resource.k8s.io/gpu.gvirtus.io
 slice() {
   printf '{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":{"name":"%s"},' "$1"

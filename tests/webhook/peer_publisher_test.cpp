@@ -417,3 +417,101 @@ TEST_CASE("a pod deleted at once or stripped of its label leaves its backend's l
   frontends.put(frontend("c", "10.1.0.9"));
   CHECK(eventually([&] { return carried(backends, "be-1") == "10.1.0.9"; }));
 }
+
+namespace {
+
+json gpuClaim(const std::string& name, const std::string& backendPod, json reservedFor) {
+  return {
+      {"metadata",
+       {{"name", name}, {"namespace", "team-b"}, {"uid", name + "-uid"}, {"resourceVersion", "1"}}},
+      {"status",
+       {{"allocation",
+         {{"devices",
+           {{"results", json::array({{{"driver", "gpu.gvirtus.io"},
+                                      {"request", "gpu"},
+                                      {"pool", backendPod},
+                                      {"device", "gpu-0"}}})}}}}},
+        {"reservedFor", std::move(reservedFor)}}}};
+}
+
+json claimant(const std::string& name, const std::string& uid, const std::string& ip,
+              const std::string& phase = "Running") {
+  json pod = {{"metadata", {{"name", name}, {"namespace", "team-b"}, {"uid", uid}}},
+              {"status", {{"phase", phase}}}};
+  if (!ip.empty()) {
+    pod["status"]["podIP"] = ip;
+  }
+  return pod;
+}
+
+json reservation(const std::string& pod, const std::string& uid) {
+  return {{"resource", "pods"}, {"name", pod}, {"uid", uid}};
+}
+
+}  // namespace
+
+TEST_CASE("with DRA, the pods reserved a claim on a backend's device are its peers",
+          "[peer-publisher][claim-peers]") {
+  FakeObjectCache backends, frontends, claims, claimants;
+  FakeApi api(backends);
+  PeerPublisher publisher(backends, frontends, api.writer(), nullptr, {},
+                          ClaimantCaches{&claims, &claimants});
+  for (auto* cache : {&backends, &frontends, &claims, &claimants}) {
+    cache->start();
+  }
+  backends.put(backendPod("be-1", "10.0.0.1"));
+  backends.put(backendPod("be-2", "10.0.0.2"));
+  frontends.put(frontend("labelled", "10.1.0.9"));
+
+  // The pod starts before its claim is reserved, and has no address yet.
+  claimants.put(claimant("app", "app-uid", ""));
+  claims.put(gpuClaim("c1", "gvirtus-system/be-1", json::array({reservation("app", "app-uid")})));
+  CHECK(sync(publisher, "gvirtus-system/be-1") == "wrote");
+  CHECK(api.lastValue("gvirtus-system/be-1") == "10.1.0.9");
+  // It gets its address: it joins the list of be-1, and only be-1's.
+  claimants.put(claimant("app", "app-uid", "10.2.0.7"));
+  CHECK(sync(publisher, "gvirtus-system/be-1") == "wrote");
+  CHECK(api.lastValue("gvirtus-system/be-1") == "10.1.0.9,10.2.0.7");
+  CHECK(sync(publisher, "gvirtus-system/be-2") == "wrote");
+  CHECK(api.lastValue("gvirtus-system/be-2") == "");
+
+  // A pod of the same name but another UID (deleted and made again) is not the one reserved.
+  claimants.put(claimant("app", "other-uid", "10.2.0.8"));
+  CHECK(sync(publisher, "gvirtus-system/be-1") == "wrote");
+  CHECK(api.lastValue("gvirtus-system/be-1") == "10.1.0.9");
+  claimants.put(claimant("app", "app-uid", "10.2.0.7"));
+  CHECK(sync(publisher, "gvirtus-system/be-1") == "wrote");
+
+  // Finished, or its claim released, or the claim gone: it leaves the list.
+  claimants.put(claimant("app", "app-uid", "10.2.0.7", "Succeeded"));
+  CHECK(sync(publisher, "gvirtus-system/be-1") == "wrote");
+  CHECK(api.lastValue("gvirtus-system/be-1") == "10.1.0.9");
+  claimants.put(claimant("app", "app-uid", "10.2.0.7"));
+  CHECK(sync(publisher, "gvirtus-system/be-1") == "wrote");
+  claims.put(gpuClaim("c1", "gvirtus-system/be-1", json::array()));
+  CHECK(sync(publisher, "gvirtus-system/be-1") == "wrote");
+  CHECK(api.lastValue("gvirtus-system/be-1") == "10.1.0.9");
+  claims.put(gpuClaim("c1", "gvirtus-system/be-1", json::array({reservation("app", "app-uid")})));
+  CHECK(sync(publisher, "gvirtus-system/be-1") == "wrote");
+  CHECK(api.lastValue("gvirtus-system/be-1") == "10.1.0.9,10.2.0.7");
+  claims.remove("team-b", "c1");
+  CHECK(sync(publisher, "gvirtus-system/be-1") == "wrote");
+  CHECK(api.lastValue("gvirtus-system/be-1") == "10.1.0.9");
+}
+
+TEST_CASE("with DRA, a claimant counts for its backend pod at that pod's current address",
+          "[peer-publisher][claim-peers]") {
+  FakeObjectCache backends, frontends, claims, claimants;
+  FakeApi api(backends);
+  PeerPublisher publisher(backends, frontends, api.writer(), nullptr, {},
+                          ClaimantCaches{&claims, &claimants});
+  for (auto* cache : {&backends, &frontends, &claims, &claimants}) {
+    cache->start();
+  }
+  // The claim's events come before the backend pod is in its cache (caches sync in any order).
+  claimants.put(claimant("app", "app-uid", "10.2.0.7"));
+  claims.put(gpuClaim("c1", "gvirtus-system/be-1", json::array({reservation("app", "app-uid")})));
+  backends.put(backendPod("be-1", "10.0.0.1"));
+  CHECK(sync(publisher, "gvirtus-system/be-1") == "wrote");
+  CHECK(api.lastValue("gvirtus-system/be-1") == "10.2.0.7");
+}

@@ -8,6 +8,8 @@
 #include <catch2/catch.hpp>
 #include <map>
 #include <mutex>
+#include <set>
+#include <sstream>
 #include <thread>
 
 #include <grpcpp/grpcpp.h>
@@ -19,9 +21,11 @@
 #include "device-plugin/dra_server.h"
 #include "dra_v1.grpc.pb.h"
 #include "support/temp_dir.h"
+#include "webhook/claim_peers.h"
 #include "webhook/cluster_backend_source.h"
 #include "webhook/cluster_fixtures.h"
 #include "webhook/dra_slice.h"
+#include "webhook/peer_publisher.h"
 #include "webhook/slice_publisher.h"
 
 using namespace gvirtus::webhook;
@@ -90,7 +94,21 @@ struct DraCluster {
   ClusterBackendSource source{*client, ns.name(), "gvirtus.io/test-run=" + run, 9999};
   ResourceCache slices{*client, kResourceSlices, "", "", sliceFieldSelector()};
   SlicePublisher publisher{source, slices, sliceApi(*client)};
+  // The claims of our driver and the pods that use claims, as the webhook keeps them with
+  // --dra: the pods reserved a claim are their backend's peers.
+  ResourceCache claims{
+      *client, kResourceClaims, "", "", "", {.transform = compactClaim, .keep = isGvirtusClaim}};
+  ResourceCache claimants{*client,   resources::kPods,
+                          ns.name(), "",
+                          "",        {.transform = compactClaimant, .keep = usesClaims}};
+  PeerPublisher peers{source.backendPods(),
+                      source.frontendPods(),
+                      peerWriter(*client),
+                      nullptr,
+                      PeerPublisherOptions{.port = 9999},
+                      ClaimantCaches{&claims, &claimants}};
   std::jthread leader;
+  std::jthread peerLeader;
 
   DraCluster() {
     ns.waitForDefaultServiceAccount();
@@ -112,11 +130,18 @@ struct DraCluster {
     source.setOnChange([this] { publisher.backendsChanged(); });
     source.start();
     slices.start();
+    claims.start();
+    claimants.start();
     leader = std::jthread([this](std::stop_token stop) { publisher.run(stop); });
+    peerLeader = std::jthread([this](std::stop_token stop) { peers.run(stop); });
   }
   ~DraCluster() {
     leader.request_stop();
     leader.join();
+    peerLeader.request_stop();
+    peerLeader.join();
+    claims.stop();
+    claimants.stop();
     slices.stop();
     source.stop();
     for (const auto& slice : slices.list()) {
@@ -278,6 +303,29 @@ TEST_CASE("kube-scheduler shares a published backend GPU within its memory and s
     CHECK_FALSE(answer.devices(0).share_id().empty());
     CHECK(driver.preparedBackend(uid) == publishedBackend);
   }
+  // The backend lets both pods in: the peer publisher lists their addresses, read from the
+  // claims' reservations (kube-scheduler's) and the pods' status.
+  auto podIp = [&](const std::string& pod) {
+    return stringAt(podStatus(client, ns, pod), {"podIP"});
+  };
+  REQUIRE(
+      eventually([&] { return !podIp("first").empty() && !podIp("second").empty(); }, kScheduled));
+  auto peersOf = [&](const std::string& backend) {
+    auto got = client.get(resources::kPods, ns, backend);
+    return got ? stringAt(*got, {"metadata", "annotations", "gvirtus.io/peers"}) : "(gone)";
+  };
+  auto listed = [&] {
+    std::set<std::string> addresses;
+    std::stringstream value(peersOf("be-small"));
+    for (std::string address; std::getline(value, address, ',');) {
+      addresses.insert(address);
+    }
+    return addresses;
+  };
+  const std::set<std::string> wantedPeers = {podIp("first"), podIp("second")};
+  const bool peersListed = eventually([&] { return listed() == wantedPeers; }, kScheduled);
+  INFO("gvirtus.io/peers of be-small: " << peersOf("be-small"));
+  CHECK(peersListed);
   // A claim deleted and made again under its name is another claim.
   auto stale = driver.prepare({{ns, "first", "0b6f2c7e-3d4a-4c1e-9f00-1234567890ab"}});
   CHECK_THAT(stale.claims().at("0b6f2c7e-3d4a-4c1e-9f00-1234567890ab").error(),

@@ -1,0 +1,99 @@
+#include "webhook/claim_peers.h"
+
+#include <algorithm>
+
+#include "common/dra_claim.h"
+#include "common/json_access.h"
+
+namespace gvirtus::webhook {
+namespace {
+
+using nlohmann::json;
+
+// Copies `path` of `from` into `to`, where `from` has it.
+void copyAt(const json& from, json& to, std::initializer_list<std::string_view> path) {
+  const json* value = memberAt(from, path);
+  if (value == nullptr) {
+    return;
+  }
+  json* target = &to;
+  for (std::string_view part : path) {
+    target = &(*target)[std::string(part)];
+  }
+  *target = *value;
+}
+
+json compactMetadata(const json& object) {
+  json compact = json::object();
+  for (const char* field : {"name", "namespace", "uid", "resourceVersion", "deletionTimestamp"}) {
+    copyAt(object, compact, {"metadata", field});
+  }
+  return compact;
+}
+
+}  // namespace
+
+ClaimPeers claimPeers(const json& claim) {
+  ClaimPeers peers;
+  auto devices = dra::allocatedDevices(claim);
+  if (!devices) {
+    return peers;
+  }
+  for (const auto& device : *devices) {
+    // "namespace/name": exactly one '/', both parts non-empty.
+    const size_t slash = device.pool.find('/');
+    if (slash == std::string::npos || slash == 0 || slash + 1 == device.pool.size() ||
+        device.pool.find('/', slash + 1) != std::string::npos) {
+      continue;
+    }
+    if (std::find(peers.backendPods.begin(), peers.backendPods.end(), device.pool) ==
+        peers.backendPods.end()) {
+      peers.backendPods.push_back(device.pool);
+    }
+  }
+  if (peers.backendPods.empty()) {
+    return peers;
+  }
+  const json* reserved = memberAt(claim, {"status", "reservedFor"});
+  if (reserved == nullptr || !reserved->is_array()) {
+    return peers;
+  }
+  for (const json& consumer : *reserved) {
+    // A pod is core group "" (left out) and resource "pods"; other consumers hold no address.
+    if (stringAt(consumer, {"resource"}) != "pods" || !stringAt(consumer, {"apiGroup"}).empty()) {
+      continue;
+    }
+    ClaimReservation reservation{stringAt(consumer, {"name"}), stringAt(consumer, {"uid"})};
+    if (!reservation.pod.empty() && !reservation.uid.empty()) {
+      peers.reservedFor.push_back(std::move(reservation));
+    }
+  }
+  return peers;
+}
+
+bool isGvirtusClaim(const json& claim) {
+  auto devices = dra::allocatedDevices(claim);
+  return devices && !devices->empty();
+}
+
+json compactClaim(json claim) {
+  json compact = compactMetadata(claim);
+  copyAt(claim, compact, {"status", "allocation", "devices", "results"});
+  copyAt(claim, compact, {"status", "reservedFor"});
+  return compact;
+}
+
+bool usesClaims(const json& pod) {
+  const json* claims = memberAt(pod, {"spec", "resourceClaims"});
+  return claims != nullptr && claims->is_array() && !claims->empty();
+}
+
+json compactClaimant(json pod) {
+  json compact = compactMetadata(pod);
+  for (const char* field : {"phase", "podIP", "podIPs"}) {
+    copyAt(pod, compact, {"status", field});
+  }
+  return compact;
+}
+
+}  // namespace gvirtus::webhook

@@ -1,0 +1,44 @@
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+// Which pods a DRA claim lets connect to which backend pods (docs/dra.md): a pod that
+// kube-scheduler reserved a claim for, when that claim was allocated a device of
+// gpu.gvirtus.io, is a peer of the backend pod that device belongs to. Read from what only
+// the scheduler writes (the claim's status: its allocation and reservedFor) and from the
+// pod's own status (its UID and address): nothing a tenant writes in its claims or pods.
+namespace gvirtus::webhook {
+
+// A pod the claim is reserved for: always in the claim's namespace.
+struct ClaimReservation {
+  std::string pod;
+  std::string uid;
+
+  bool operator==(const ClaimReservation&) const = default;
+};
+
+struct ClaimPeers {
+  // Backend pods ("namespace/name") the claim's devices of our driver belong to: the pool
+  // names its backend pod (webhook/dra_slice.h). A pool named otherwise (a backend pod's
+  // name too long for a pool name) names none.
+  std::vector<std::string> backendPods;
+  std::vector<ClaimReservation> reservedFor;
+
+  bool operator==(const ClaimPeers&) const = default;
+};
+
+// What `claim` (resource.k8s.io/v1) grants; empty lists when it is not allocated a device
+// of ours or is reserved for no pod.
+ClaimPeers claimPeers(const nlohmann::json& claim);
+
+// The caches' filters and transforms (ResourceCacheOptions): a claim allocated a device of
+// our driver, kept as its name, UID, version and the status fields claimPeers() reads; a
+// pod that uses a claim, kept as its name, UID, version, phase and addresses.
+bool isGvirtusClaim(const nlohmann::json& claim);
+nlohmann::json compactClaim(nlohmann::json claim);
+bool usesClaims(const nlohmann::json& pod);
+nlohmann::json compactClaimant(nlohmann::json pod);
+
+}  // namespace gvirtus::webhook
