@@ -18,6 +18,10 @@ inline constexpr const char* kBackendDrainingAnnotation = "gvirtus.io/backend.dr
 
 // Pod label and annotations.
 inline constexpr const char* kEnabledLabel = "gvirtus.io/enabled";
+// On a pod that reaches a backend through a DRA claim (docs/dra.md): the backends'
+// NetworkPolicy lets it through to their port, and the webhook's peer publisher watches
+// such pods; the backend's peer list, from the claim's reservation, decides.
+inline constexpr const char* kDraLabel = "gvirtus.io/dra";
 inline constexpr const char* kContainersAnnotation = "gvirtus.io/containers";
 inline constexpr const char* kGpuMemoryAnnotation = "gvirtus.io/gpu-memory";
 inline constexpr const char* kGpusAnnotation = "gvirtus.io/gpus";

@@ -65,7 +65,8 @@ struct PeerPublisherOptions {
 struct ClaimantCaches {
   // Claims kept by isGvirtusClaim(), compactClaim() enough; all namespaces.
   ObjectCache* claims = nullptr;
-  // Pods kept by usesClaims(), compactClaimant() enough; all namespaces.
+  // Pods labelled gvirtus.io/dra=true kept by usesClaims(), compactClaimant() enough; all
+  // namespaces.
   ObjectCache* pods = nullptr;
 };
 

@@ -28,6 +28,7 @@
 #include "webhook/dra_slice.h"
 #include "webhook/metrics.h"
 #include "webhook/mutate_handler.h"
+#include "webhook/names.h"
 #include "webhook/options.h"
 #include "webhook/peer_publisher.h"
 #include "webhook/slice_publisher.h"
@@ -228,7 +229,8 @@ int run(const Options& options) {
       sliceCache =
           std::make_unique<ResourceCache>(*client, kResourceSlices, "", "", sliceFieldSelector());
       slices = std::make_unique<SlicePublisher>(*source, *sliceCache, sliceApi(*client));
-      // Every claim and every pod is watched, and only ours, compacted, are kept.
+      // Every claim is watched, and only this driver's, compacted, are kept; of the pods
+      // only those labelled gvirtus.io/dra=true, that use claims.
       ResourceCacheOptions claimOptions;
       claimOptions.keep = isGvirtusClaim;
       claimOptions.transform = compactClaim;
@@ -237,8 +239,8 @@ int run(const Options& options) {
       ResourceCacheOptions claimantOptions;
       claimantOptions.keep = usesClaims;
       claimantOptions.transform = compactClaimant;
-      claimantCache =
-          std::make_unique<ResourceCache>(*client, resources::kPods, "", "", "", claimantOptions);
+      claimantCache = std::make_unique<ResourceCache>(
+          *client, resources::kPods, "", std::string(kDraLabel) + "=true", "", claimantOptions);
     }
     source->setOnChange([&controller, &slices] {
       controller->backendsChanged();

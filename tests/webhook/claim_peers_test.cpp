@@ -27,15 +27,18 @@ json pod(const std::string& name, const std::string& uid) {
 
 TEST_CASE("a claim grants the pods reserved for it the backend pods its pools name",
           "[claim-peers]") {
-  const json c = claim({result("gpu.gvirtus.io", "gvirtus-system/be-1"),
-                        result("other.example.com", "gvirtus-system/be-2"),
-                        result("gpu.gvirtus.io", "gvirtus-system/be-1"),
-                        result("gpu.gvirtus.io", "gvirtus-system/be-3")},
-                       {pod("app-1", "u1"), pod("app-2", "u2"),
-                        {{"apiGroup", "apps"}, {"resource", "deployments"}, {"name", "d"}, {"uid", "u3"}},
-                        pod("", "u4")});
+  const json c =
+      claim({result("gpu.gvirtus.io", "gvirtus-system/be-1"),
+             result("other.example.com", "gvirtus-system/be-2"),
+             result("gpu.gvirtus.io", "gvirtus-system/be-1"),
+             result("gpu.gvirtus.io", "gvirtus-system/be-3")},
+            {pod("app-1", "u1"),
+             pod("app-2", "u2"),
+             {{"apiGroup", "apps"}, {"resource", "deployments"}, {"name", "d"}, {"uid", "u3"}},
+             pod("", "u4")});
   const ClaimPeers peers = claimPeers(c);
-  CHECK(peers.backendPods == std::vector<std::string>{"gvirtus-system/be-1", "gvirtus-system/be-3"});
+  CHECK(peers.backendPods ==
+        std::vector<std::string>{"gvirtus-system/be-1", "gvirtus-system/be-3"});
   CHECK(peers.reservedFor == std::vector<ClaimReservation>{{"app-1", "u1"}, {"app-2", "u2"}});
   CHECK(isGvirtusClaim(c));
   CHECK(claimPeers(compactClaim(c)) == peers);
@@ -51,7 +54,8 @@ TEST_CASE("a claim of another driver, not allocated, or with a pool naming no po
   CHECK_FALSE(isGvirtusClaim(waiting));
   CHECK(claimPeers(waiting) == ClaimPeers{});
   for (const char* pool : {"gvirtus-abcdef0123", "/be", "ns/", "a/b/c"}) {
-    CHECK(claimPeers(claim({result("gpu.gvirtus.io", pool)}, {pod("app", "u")})).backendPods.empty());
+    CHECK(
+        claimPeers(claim({result("gpu.gvirtus.io", pool)}, {pod("app", "u")})).backendPods.empty());
   }
 }
 
@@ -63,11 +67,12 @@ TEST_CASE("the caches keep only what the peers need", "[claim-peers]") {
   CHECK_FALSE(compact["metadata"].contains("managedFields"));
   CHECK(compact["metadata"]["uid"] == "cu");
 
-  const json p = {{"metadata", {{"name", "app"}, {"namespace", "team"}, {"uid", "u"}}},
-                  {"spec",
-                   {{"resourceClaims", json::array({{{"name", "gpu"}}})},
-                    {"containers", json::array({{{"name", "c"}}})}}},
-                  {"status", {{"phase", "Running"}, {"podIP", "10.1.0.5"}, {"hostIP", "10.0.0.9"}}}};
+  const json p = {
+      {"metadata", {{"name", "app"}, {"namespace", "team"}, {"uid", "u"}}},
+      {"spec",
+       {{"resourceClaims", json::array({{{"name", "gpu"}}})},
+        {"containers", json::array({{{"name", "c"}}})}}},
+      {"status", {{"phase", "Running"}, {"podIP", "10.1.0.5"}, {"hostIP", "10.0.0.9"}}}};
   CHECK(usesClaims(p));
   CHECK_FALSE(usesClaims(json{{"spec", {{"containers", json::array()}}}}));
   CHECK(compactClaimant(p) ==

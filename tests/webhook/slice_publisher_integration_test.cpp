@@ -72,16 +72,17 @@ json claim(const std::string& ns, const std::string& name, const std::string& me
 
 // A pod on the frontend node that uses the claim of the same name.
 json claimingPod(const std::string& ns, const std::string& name, const std::string& node) {
-  return {{"apiVersion", "v1"},
-          {"kind", "Pod"},
-          {"metadata", {{"name", name}, {"namespace", ns}}},
-          {"spec",
-           {{"nodeSelector", {{"kubernetes.io/hostname", node}}},
-            {"resourceClaims", json::array({{{"name", "gpu"}, {"resourceClaimName", name}}})},
-            {"containers",
-             json::array({{{"name", "app"},
-                           {"image", "app:1"},
-                           {"resources", {{"claims", json::array({{{"name", "gpu"}}})}}}}})}}}};
+  return {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"name", name}, {"namespace", ns}, {"labels", {{"gvirtus.io/dra", "true"}}}}},
+      {"spec",
+       {{"nodeSelector", {{"kubernetes.io/hostname", node}}},
+        {"resourceClaims", json::array({{{"name", "gpu"}, {"resourceClaimName", name}}})},
+        {"containers",
+         json::array({{{"name", "app"},
+                       {"image", "app:1"},
+                       {"resources", {{"claims", json::array({{{"name", "gpu"}}})}}}}})}}}};
 }
 
 struct DraCluster {
@@ -99,7 +100,7 @@ struct DraCluster {
   ResourceCache claims{
       *client, kResourceClaims, "", "", "", {.transform = compactClaim, .keep = isGvirtusClaim}};
   ResourceCache claimants{*client,   resources::kPods,
-                          ns.name(), "",
+                          ns.name(), "gvirtus.io/dra=true",
                           "",        {.transform = compactClaimant, .keep = usesClaims}};
   PeerPublisher peers{source.backendPods(),
                       source.frontendPods(),

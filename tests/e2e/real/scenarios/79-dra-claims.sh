@@ -3,9 +3,11 @@
 # applied to the running install, the webhook publishes each backend's GPU as a device of
 # gpu.gvirtus.io, kube-scheduler allocates claims from them, and the frontend node's
 # kubelet has the device plugin (--dra) prepare each claim: the properties.json in the pod
-# names the backend GPU the scheduler allocated, through containerd's CDI support. A claim
-# for more memory than any backend has stays Pending with the scheduler's reason. Deleting
-# the pods unprepares the claims on the node. The install is put back as it was at the end.
+# names the backend GPU the scheduler allocated, through containerd's CDI support, and the
+# pod reaches that backend (its NetworkPolicy admits gvirtus.io/dra, its peer list names
+# the pod); a claimant without the label does not. A claim for more memory than any backend
+# has stays Pending with the scheduler's reason. Deleting the pods unprepares the claims on
+# the node. The install is put back as it was at the end.
 # shellcheck source=../../scenarios/lib.sh
 source "$(dirname "$0")/../../scenarios/lib.sh"
 repo=$(cd "$(dirname "$0")/../../../.." && pwd)
@@ -31,6 +33,8 @@ k patch deployment gvirtus-webhook -n "$system_ns" --type=json \
   --patch-file "$repo/overlays/dra/webhook-args.yaml" >/dev/null
 k patch daemonset gvirtus-device-plugin -n "$system_ns" --type=json \
   --patch-file "$repo/overlays/dra/device-plugin-dra.yaml" >/dev/null
+k patch networkpolicy gvirtus-backend -n "$system_ns" --type=json \
+  --patch-file "$repo/overlays/dra/backend-networkpolicy.yaml" >/dev/null
 k rollout status deployment/gvirtus-webhook -n "$system_ns" --timeout=180s >/dev/null &&
   ok "webhook rolled out with --dra" || bad "webhook rollout"
 k rollout status daemonset/gvirtus-device-plugin -n "$system_ns" --timeout=180s >/dev/null &&
@@ -65,12 +69,15 @@ spec:
         - name: gpu
           exactly: {deviceClassName: gpu.gvirtus.io, capacity: {requests: {memory: 64Gi}}}
 YAML
+# claim_pod NAME TEMPLATE [LABELS]: a pod on the frontend node that uses a claim made from
+# TEMPLATE; labelled gvirtus.io/dra unless LABELS says otherwise.
 claim_pod() {
-  test_pod "$1" "" "      resources: {claims: [{name: gpu}]}
+  test_pod "$1" "  labels: {${3:-gvirtus.io/dra: \"true\"}}" "      resources: {claims: [{name: gpu}]}
   nodeSelector: {kubernetes.io/hostname: $frontend}
   resourceClaims: [{name: gpu, resourceClaimTemplateName: $2}]"
 }
 for pod in claim-1 claim-2; do claim_pod "$pod" gpu-4gi | k apply -f - >/dev/null; done
+claim_pod unlabelled gpu-4gi "app: unlabelled" | k apply -f - >/dev/null
 claim_pod too-big gpu-64gi | k apply -f - >/dev/null
 uids=()
 for pod in claim-1 claim-2; do
@@ -90,11 +97,28 @@ for pod in claim-1 claim-2; do
   [ -n "$want" ] && [ "$got" = "$want" ] &&
     ok "$pod: properties.json at \$GVIRTUS_CONFIG names $got, the device $pool/$device the scheduler allocated" ||
     bad "$pod: properties.json names \"$got\", allocated $pool/$device at \"$want\""
+  if [ "${E2E_BACKEND_ECHO:-0}" = 1 ] && [ -n "$want" ]; then
+    # Through the backend's NetworkPolicy (the label) and its shim's peer list (the
+    # claim's reservation, published by the webhook): the echo backend answers.
+    reached() { [ "$(k exec -n "$test_ns" "$pod" -- timeout 5 tcp-echo-probe "${want%:*}" "${want##*:}" 2>&1)" = gvirtus ]; }
+    eventually "$pod reaches its backend $want (on its peer list)" reached
+  fi
   uid=$(k get resourceclaim "$claim" -n "$test_ns" -o jsonpath='{.metadata.uid}')
   docker exec "$container" test -f "/etc/cdi/gvirtus.io-claim_$uid.json" &&
     ok "$pod: the claim's CDI spec is on $frontend" || bad "$pod: no CDI spec for claim $uid on $frontend"
   uids+=("$uid")
 done
+# A pod that holds a claim but not the label: prepared and running, but neither the
+# NetworkPolicy nor the peer list lets it reach a backend.
+running_unlabelled() { [ "$(jp pod unlabelled -n "$test_ns" -o 'jsonpath={.status.phase}')" = Running ]; }
+if eventually "a claimant without the label runs too" running_unlabelled && [ "${E2E_BACKEND_ECHO:-0}" = 1 ]; then
+  claim=$(jp pod unlabelled -n "$test_ns" -o 'jsonpath={.status.resourceClaimStatuses[0].resourceClaimName}')
+  pool=$(k get resourceclaim "$claim" -n "$test_ns" -o jsonpath='{.status.allocation.devices.results[0].pool}')
+  backend_ip=$(k get pod "${pool#*/}" -n "${pool%%/*}" -o jsonpath='{.status.podIP}')
+  reply=$(k exec -n "$test_ns" unlabelled -- timeout 5 tcp-echo-probe "$backend_ip" 9999 2>&1 || true)
+  [ "$reply" != gvirtus ] && ok "it cannot reach its backend $backend_ip:9999" ||
+    bad "a claimant without gvirtus.io/dra reached its backend"
+fi
 unschedulable() {
   [ "$(jp pod too-big -n "$test_ns" -o 'jsonpath={.status.conditions[?(@.type=="PodScheduled")].reason}')" = Unschedulable ]
 }
