@@ -3,7 +3,7 @@
 # the local cluster's real kubelet + containerd nodes, 20 GVirtuS pods (admitted by our
 # webhook through its Service, given a backend, a projected properties.json and a
 # virtual GPU from our device plugin) against 20 plain pods of the same image on the
-# same nodes; the memory of an idle node container; and, with every backend pod lost at
+# same nodes, and 20 pods that ask with a DRA claim instead (docs/dra.md); the memory of an idle node container; and, with every backend pod lost at
 # once, how long until a Deployment's frontends run again on new backend pods (issue 39).
 # Prints figures and ratios.
 #   tests/bench/real-nodes-bench.sh   (on a fresh cluster of tests/e2e/real/up.sh plus a
@@ -30,10 +30,11 @@ kubectl create namespace $ns >/dev/null
 wait_until 30 "the default ServiceAccount in $ns" kubectl -n $ns get serviceaccount default || true
 
 now_ms() { date +%s%3N; }
-# run_batch KIND LABELS: creates $pods pods at once, polls until all Running; prints
-# one create->Running latency (ms) per pod.
+# run_batch KIND LABELS [SPEC] [CONTAINER]: creates $pods pods at once, polls until all
+# Running; prints one create->Running latency (ms) per pod. SPEC and CONTAINER: more fields
+# of the pod's spec and of its container, in flow style, each with a leading ", ".
 run_batch() {
-  local kind=$1 labels=$2 i manifest="" created
+  local kind=$1 labels=$2 spec=${3:-} container=${4:-} i manifest="" created
   for i in $(seq 1 "$pods"); do
     manifest+="---
 apiVersion: v1
@@ -41,7 +42,8 @@ kind: Pod
 metadata: {name: $kind-$i, namespace: $ns, labels: {bench: $kind$labels}}
 spec:
   terminationGracePeriodSeconds: 1
-  containers: [{name: app, image: $E2E_TEST_IMAGE, command: [sleep, '3600']}]
+  containers: [{name: app, image: $E2E_TEST_IMAGE, command: [sleep, '3600']$container}]
+  ${spec#, }
 "
   done
   declare -A seen=()
@@ -73,14 +75,36 @@ plain=$(run_batch plain "")
 kubectl -n $ns delete pods -l bench=plain --wait=true >/dev/null
 say "$pods GVirtuS pods"
 gvirtus=$(run_batch gvirtus ', gvirtus.io/enabled: "true"')
-kubectl -n $ns delete pods -l bench=gvirtus --wait=false >/dev/null
+kubectl -n $ns delete pods -l bench=gvirtus --wait=true >/dev/null
+# The DRA path (docs/dra.md) on the same nodes: each pod's claim allocated by kube-scheduler
+# from the published backend GPUs and prepared by the device plugin (--dra).
+say "$pods GVirtuS pods with a DRA claim each"
+bash "$repo/tests/e2e/real/dra.sh" on || { say "DRA could not be turned on"; exit 1; }
+two_slices() {
+  [ "$(kubectl get resourceslices -o json | jq '[.items[] | select(.spec.driver == "gpu.gvirtus.io")] | length')" = 2 ]
+}
+wait_until 120 "both backends' GPUs published" two_slices || exit 1
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: gpu, namespace: $ns}
+spec: {spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.gvirtus.io}}]}}}
+YAML
+dra=$(run_batch dra ', gvirtus.io/dra: "true"' \
+  ', resourceClaims: [{name: gpu, resourceClaimTemplateName: gpu}]' ', resources: {claims: [{name: gpu}]}')
+kubectl -n $ns delete pods -l bench=dra --wait=true >/dev/null
+bash "$repo/tests/e2e/real/dra.sh" off || say "DRA could not be turned off"
 
 p50p=$(percentile 50 <<<"$plain") p95p=$(percentile 95 <<<"$plain")
 p50g=$(percentile 50 <<<"$gvirtus") p95g=$(percentile 95 <<<"$gvirtus")
+p50d=$(percentile 50 <<<"$dra") p95d=$(percentile 95 <<<"$dra")
 printf '\nreal nodes: %d pods each, create -> Running (client-side, polled every ~0.1 s)\n' "$pods"
-printf '  %-14s p50 %6s ms   p95 %6s ms\n' plain "$p50p" "$p95p" GVirtuS "$p50g" "$p95g"
+printf '  %-14s p50 %6s ms   p95 %6s ms\n' plain "$p50p" "$p95p" GVirtuS "$p50g" "$p95g" \
+  "GVirtuS (DRA)" "$p50d" "$p95d"
 awk -v a="$p50g" -v b="$p50p" -v c="$p95g" -v d="$p95p" \
   'BEGIN {printf "  ratio GVirtuS/plain: p50 %.2fx, p95 %.2fx\n", a / b, c / d}'
+awk -v a="$p50d" -v b="$p50g" -v c="$p95d" -v d="$p95g" \
+  'BEGIN {printf "  ratio DRA path/webhook path: p50 %.2fx, p95 %.2fx\n", a / b, c / d}'
 printf '\nnode container memory before any workload (docker stats):\n%s\n' "$idle"
 
 # Backend lost (issue 39): a Deployment's GVirtuS pods hold sessions on the backends; every

@@ -15,31 +15,17 @@ frontend=${E2E_FRONTEND_NODE:-fe-a}
 container=$(node_container "$frontend") || skip "needs the real-node harness (node containers)"
 k get deviceclasses.resource.k8s.io >/dev/null 2>&1 || skip "the API server serves no resource.k8s.io/v1"
 use_test_namespace
-dra_objects=(-f "$repo/overlays/dra/deviceclass.yaml" -f "$repo/overlays/dra/rbac.yaml" -f "$repo/overlays/dra/policy.yaml")
 restore() {
   dump_on_failure
   k delete namespace "$test_ns" --ignore-not-found --wait=true --timeout=120s >/dev/null 2>&1 || true
-  k apply -k "$repo/tests/e2e/overlay" >/dev/null 2>&1 || true
-  k delete "${dra_objects[@]}" --ignore-not-found >/dev/null 2>&1 || true
-  k delete resourceslices -l app.kubernetes.io/managed-by=gvirtus-webhook --ignore-not-found >/dev/null 2>&1 || true
-  k rollout status deployment/gvirtus-webhook -n "$system_ns" --timeout=180s >/dev/null 2>&1 || true
-  k rollout status daemonset/gvirtus-device-plugin -n "$system_ns" --timeout=180s >/dev/null 2>&1 || true
+  bash "$repo/tests/e2e/real/dra.sh" off || say "could not put the install back"
 }
 trap restore EXIT
 
 say "overlays/dra's changes on the running install"
-k apply "${dra_objects[@]}" >/dev/null
-k patch deployment gvirtus-webhook -n "$system_ns" --type=json \
-  --patch-file "$repo/overlays/dra/webhook-args.yaml" >/dev/null
-k patch daemonset gvirtus-device-plugin -n "$system_ns" --type=json \
-  --patch-file "$repo/overlays/dra/device-plugin-dra.yaml" >/dev/null
-k patch networkpolicy gvirtus-backend -n "$system_ns" --type=json \
-  --patch-file "$repo/overlays/dra/backend-networkpolicy.yaml" >/dev/null
-k rollout status deployment/gvirtus-webhook -n "$system_ns" --timeout=180s >/dev/null &&
-  ok "webhook rolled out with --dra" || bad "webhook rollout"
-k rollout status daemonset/gvirtus-device-plugin -n "$system_ns" --timeout=180s >/dev/null &&
-  ok "device plugin rolled out with --dra (ready: registered as the DRA driver too)" ||
-  bad "device plugin rollout"
+bash "$repo/tests/e2e/real/dra.sh" on &&
+  ok "webhook and device plugin rolled out with --dra (the device plugin ready: registered as the DRA driver too)" ||
+  { bad "overlays/dra's changes did not roll out"; finish; }
 registered() { docker exec "$container" test -S /var/lib/kubelet/plugins_registry/gpu.gvirtus.io-reg.sock; }
 eventually "the driver's registration socket is in $frontend's plugins_registry" registered
 slices() {

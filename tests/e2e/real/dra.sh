@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Turns overlays/dra's changes on (or off) on a running install of tests/e2e/overlay: the
+# DeviceClass, RBAC and policies, --dra on the webhook and the device plugin, and the
+# backends' NetworkPolicy for gvirtus.io/dra pods. Waits for both rollouts. Used by the DRA
+# scenario and by the real-nodes benchmark.
+#   dra.sh on|off
+set -uo pipefail
+repo=$(cd "$(dirname "$0")/../../.." && pwd)
+ns=gvirtus-system
+k() { kubectl --request-timeout=30s "$@"; }
+objects=(-f "$repo/overlays/dra/deviceclass.yaml" -f "$repo/overlays/dra/rbac.yaml" -f "$repo/overlays/dra/policy.yaml")
+case ${1:-} in
+  on)
+    k apply "${objects[@]}" >/dev/null &&
+      k patch deployment gvirtus-webhook -n $ns --type=json \
+        --patch-file "$repo/overlays/dra/webhook-args.yaml" >/dev/null &&
+      k patch daemonset gvirtus-device-plugin -n $ns --type=json \
+        --patch-file "$repo/overlays/dra/device-plugin-dra.yaml" >/dev/null &&
+      k patch networkpolicy gvirtus-backend -n $ns --type=json \
+        --patch-file "$repo/overlays/dra/backend-networkpolicy.yaml" >/dev/null || exit 1
+    ;;
+  off)
+    # The overlay's own objects again (arguments and the policy's rules are lists that apply
+    # replaces), then the DRA objects and the slices the webhook wrote.
+    k apply -k "$repo/tests/e2e/overlay" >/dev/null || exit 1
+    k delete "${objects[@]}" --ignore-not-found >/dev/null
+    k delete resourceslices -l app.kubernetes.io/managed-by=gvirtus-webhook --ignore-not-found >/dev/null
+    ;;
+  *)
+    echo "usage: dra.sh on|off" >&2
+    exit 2
+    ;;
+esac
+k rollout status deployment/gvirtus-webhook -n $ns --timeout=180s >/dev/null &&
+  k rollout status daemonset/gvirtus-device-plugin -n $ns --timeout=180s >/dev/null
