@@ -7,7 +7,8 @@
 # pod reaches that backend (its NetworkPolicy admits gvirtus.io/dra, its peer list names
 # the pod); a claimant without the label does not. A claim for more memory than any backend
 # has stays Pending with the scheduler's reason. Deleting the pods unprepares the claims on
-# the node. The install is put back as it was at the end.
+# the node. A burst of 50 claims never gives a device more than its memory, and a backend
+# pod deleted mid-run is withdrawn. The install is put back as it was at the end.
 # shellcheck source=../../scenarios/lib.sh
 source "$(dirname "$0")/../../scenarios/lib.sh"
 repo=$(cd "$(dirname "$0")/../../../.." && pwd)
@@ -111,9 +112,60 @@ unschedulable() {
 eventually "a claim of 64Gi (no backend has it) stays Pending, Unschedulable" unschedulable &&
   say "its reason: $(jp pod too-big -n "$test_ns" -o 'jsonpath={.status.conditions[?(@.type=="PodScheduled")].message}')"
 
-k delete pod claim-1 claim-2 -n "$test_ns" --wait=true --timeout=120s >/dev/null
+k delete pod claim-1 claim-2 unlabelled too-big -n "$test_ns" --wait=true --timeout=120s >/dev/null
 for uid in "${uids[@]}"; do
   unprepared() { ! docker exec "$container" test -e "/etc/cdi/gvirtus.io-claim_$uid.json"; }
   eventually "claim $uid unprepared: its CDI spec is gone from $frontend" unprepared
 done
+
+# The claims made for those pods go with them: the burst starts on free GPUs.
+released() { [ "$(k get resourceclaims -n "$test_ns" -o name | grep -c .)" = 0 ]; }
+eventually "the claims made for those pods are deleted with them" released
+
+# A burst: 50 pods with a claim of 3Gi each, created at once. Each backend GPU has 16Gi, so
+# 5 fit on each of the two and 40 stay Pending; no device is ever given more than its memory.
+cat <<YAML | k apply -f - >/dev/null
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: gpu-3gi, namespace: $test_ns}
+spec:
+  spec:
+    devices:
+      requests:
+        - name: gpu
+          exactly: {deviceClassName: gpu.gvirtus.io, capacity: {requests: {memory: 3Gi}}}
+YAML
+burst=""
+for i in $(seq 1 50); do burst+="---
+$(claim_pod "burst-$i" gpu-3gi)
+"; done
+k apply -f - <<<"$burst" >/dev/null
+# "POOL/DEVICE" of every allocated claim of the burst, one per line.
+allocated() {
+  k get resourceclaims -n "$test_ns" -o json | jq -r '.items[] | select(.metadata.name | startswith("burst-")) |
+    .status.allocation.devices.results[0]? | select(. != null) | "\(.pool)/\(.device)"'
+}
+pending() {
+  k get pods -n "$test_ns" -o json | jq '[.items[] | select(.metadata.name | startswith("burst-")) |
+    select(any(.status.conditions[]?; .type == "PodScheduled" and .reason == "Unschedulable"))] | length'
+}
+placed_and_refused() { [ "$(allocated | grep -c .)" = 10 ] && [ "$(pending)" = 40 ]; }
+eventually "50 claims at once: 10 allocated, 40 Pending Unschedulable" placed_and_refused
+per_device=$(allocated | sort | uniq -c | awk '{print $2 "=" $1}' | tr '\n' ' ')
+most=$(allocated | sort | uniq -c | awk '{print $1}' | sort -n | tail -1)
+[ "${most:-0}" -le 5 ] && ok "no device holds more than its 16Gi (5 of 3Gi): $per_device" ||
+  bad "a device was given more than its memory: $per_device"
+k delete pods -n "$test_ns" -l gvirtus.io/dra=true --wait=false >/dev/null
+
+# A backend removed mid-run: its slice is withdrawn (its DaemonSet's new pod gets its own).
+backend=$(k get pods -n "$system_ns" -l app.kubernetes.io/component=backend -o jsonpath='{.items[0].metadata.name}')
+slice_of() {
+  k get resourceslices -o json | jq -r --arg pool "$system_ns/$1" \
+    '.items[] | select(.spec.driver == "gpu.gvirtus.io" and .spec.pool.name == $pool) | .metadata.name'
+}
+[ -n "$(slice_of "$backend")" ] || bad "backend pod $backend has no slice"
+k delete pod "$backend" -n "$system_ns" --wait=false >/dev/null
+withdrawn() { [ -z "$(slice_of "$backend")" ]; }
+eventually "backend pod $backend deleted: its slice is withdrawn" withdrawn
+eventually "its replacement's GPUs are published again" two_slices
 finish
