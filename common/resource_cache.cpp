@@ -368,8 +368,11 @@ void ResourceCache::applyEvent(const WatchEvent& event) {
   }
   // An object no longer kept goes as a deleted one does.
   const bool kept = !options_.keep || options_.keep(event.object);
-  auto object = std::make_shared<const json>(options_.transform ? options_.transform(event.object)
-                                                                : event.object);
+  ObjectSnapshot object;
+  if (kept) {
+    object = std::make_shared<const json>(options_.transform ? options_.transform(event.object)
+                                                             : event.object);
+  }
   std::vector<StoreDelta> deltas;
   {
     std::lock_guard lock(mutex_);
@@ -389,7 +392,9 @@ void ResourceCache::applyEvent(const WatchEvent& event) {
       }
     } else if (event.type == "DELETED") {
       if (it != store_.end()) {
-        deltas.push_back({StoreDelta::Type::Deleted, key, it->second, object});
+        // Its last state as held, where the final one is not kept.
+        deltas.push_back(
+            {StoreDelta::Type::Deleted, key, it->second, object ? object : it->second});
         store_.erase(it);
       }
     } else {

@@ -50,6 +50,10 @@ std::filesystem::path ClaimFiles::propertiesPath(std::string_view uid) const {
   return claimsDir_ / std::string(uid) / "properties.json";
 }
 
+std::filesystem::path ClaimFiles::allocationPath(std::string_view uid) const {
+  return claimsDir_ / std::string(uid) / "allocation";
+}
+
 std::filesystem::path ClaimFiles::cdiSpecPath(std::string_view uid) const {
   return cdiDir_ / (kCdiSpecPrefix + std::string(uid) + ".json");
 }
@@ -58,9 +62,13 @@ std::string ClaimFiles::cdiDeviceName(std::string_view uid) {
   return std::string(dra::kClaimCdiKind) + "=" + std::string(uid);
 }
 
-Result<std::string> ClaimFiles::write(std::string_view uid, std::string_view properties) const {
+Result<std::string> ClaimFiles::write(std::string_view uid, std::string_view properties,
+                                      std::string_view allocation) const {
   if (auto valid = validateClaimUid(uid); !valid) {
     return fail(valid.error());
+  }
+  if (auto written = writeFileAtomically(allocationPath(uid), allocation, 0644); !written) {
+    return fail(written.error());
   }
   // Readable by the container's user, whoever that is: it names an address, no secret.
   if (auto written = writeFileAtomically(propertiesPath(uid), properties, 0644); !written) {
@@ -88,6 +96,10 @@ Result<void> ClaimFiles::remove(std::string_view uid) const {
     return fail("remove " + (claimsDir_ / std::string(uid)).string() + ": " + ec.message());
   }
   return {};
+}
+
+std::string ClaimFiles::preparedAllocation(std::string_view uid) const {
+  return prepared(uid) ? readWholeFile(allocationPath(uid)) : std::string();
 }
 
 bool ClaimFiles::prepared(std::string_view uid) const {

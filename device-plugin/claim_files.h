@@ -32,19 +32,24 @@ class ClaimFiles {
   // names it to the container runtime).
   ClaimFiles(std::filesystem::path stateDir, std::filesystem::path cdiDir);
 
-  // Writes the claim's properties.json, then its CDI spec (each atomically; the same content
-  // again changes nothing). Returns the CDI device name.
-  Result<std::string> write(std::string_view uid, std::string_view properties) const;
+  // Writes the claim's properties.json and `allocation` (what it was prepared for: the
+  // device and share the kubelet was told), then its CDI spec (each atomically; the same
+  // content again changes nothing). Returns the CDI device name.
+  Result<std::string> write(std::string_view uid, std::string_view properties,
+                            std::string_view allocation) const;
   // Removes the CDI spec first (no new container gets the device), then the claim's folder.
   // A claim with nothing on disk is no error.
   Result<void> remove(std::string_view uid) const;
   // True when the claim's properties.json and CDI spec are both there.
   bool prepared(std::string_view uid) const;
+  // What the claim was prepared for (write()'s `allocation`); empty when not prepared.
+  std::string preparedAllocation(std::string_view uid) const;
   // The UIDs of the claims prepared on disk, sorted.
   std::vector<std::string> preparedClaims() const;
 
   std::filesystem::path propertiesPath(std::string_view uid) const;
   std::filesystem::path cdiSpecPath(std::string_view uid) const;
+  std::filesystem::path allocationPath(std::string_view uid) const;
   static std::string cdiDeviceName(std::string_view uid);
 
  private:

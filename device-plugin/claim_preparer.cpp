@@ -81,7 +81,12 @@ Result<PreparedDevice> ClaimPreparer::prepareOne(const ClaimRef& ref,
                 "exactly one (count 1)");
   }
   PreparedDevice prepared{devices->front(), ClaimFiles::cdiDeviceName(ref.uid)};
-  if (files_.prepared(ref.uid)) {
+  // Prepared before for this very allocation: its backend stays. Files left for another
+  // (a claim deallocated and allocated again without an unprepare) are written anew.
+  const auto& device = prepared.allocated;
+  const std::string allocation =
+      device.pool + "/" + device.device + (device.shareId ? " share " + *device.shareId : "");
+  if (files_.preparedAllocation(ref.uid) == allocation) {
     return prepared;
   }
   if (!slices) {
@@ -99,7 +104,7 @@ Result<PreparedDevice> ClaimPreparer::prepareOne(const ClaimRef& ref,
   if (!properties) {
     return fail(properties.error().context(what));
   }
-  if (auto written = files_.write(ref.uid, *properties); !written) {
+  if (auto written = files_.write(ref.uid, *properties, allocation); !written) {
     return fail(written.error().context("prepare " + what));
   }
   return prepared;

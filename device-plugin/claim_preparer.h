@@ -53,10 +53,10 @@ class ClaimPreparer {
   // Each claim's device, or why it could not be prepared; keyed by UID. The claim is read
   // once per call and its UID compared with the kubelet's (a claim deleted and made again
   // under its name is another claim). It must have been allocated exactly one device of our
-  // driver: a GVirtuS frontend talks to one backend. A claim prepared before (its files are
-  // on disk) keeps the backend it was given, so a restarted plugin, or a backend whose slice
-  // is being rewritten, does not move a running pod; otherwise the device's slice names the
-  // backend.
+  // driver: a GVirtuS frontend talks to one backend. A claim prepared before for the same
+  // device and share (its files are on disk) keeps the backend it was given, so a restarted
+  // plugin, or a backend whose slice is being rewritten, does not move a running pod;
+  // otherwise the device's slice names the backend.
   std::map<std::string, Result<PreparedDevice>> prepare(const std::vector<ClaimRef>& claims);
 
   // Removes each claim's files; keyed by UID. Nothing on disk is no error: the kubelet

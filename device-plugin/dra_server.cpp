@@ -1,15 +1,18 @@
 #include "device-plugin/dra_server.h"
 
 #include <grpcpp/grpcpp.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 
+#include <algorithm>
 #include <chrono>
-#include <mutex>
 #include <string>
 
 #include "common/dra_names.h"
 #include "common/log.h"
 #include "common/stoppable_sleep.h"
+#include "common/unique_fd.h"
 #include "dra_v1.grpc.pb.h"
 #include "pluginregistration_v1.grpc.pb.h"
 
@@ -37,7 +40,21 @@ std::optional<SocketIdentity> socketIdentity(const std::filesystem::path& path) 
   return SocketIdentity{st.st_dev, st.st_ino};
 }
 
-// A socket left by an earlier run is ours to replace; anything else under the name is not.
+// True when something accepts connections on the unix socket at `path`.
+bool socketAnswers(const std::filesystem::path& path) {
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  const std::string text = path.string();
+  if (!fd.valid() || text.size() >= sizeof(address.sun_path)) {
+    return false;
+  }
+  std::copy(text.begin(), text.end(), address.sun_path);
+  return ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0;
+}
+
+// A socket left by an earlier run (nothing answers on it) is ours to replace; one another
+// process serves (a second instance) or anything else under the name is not.
 Result<void> clearSocketPath(const std::filesystem::path& path) {
   std::error_code ec;
   std::filesystem::create_directories(path.parent_path(), ec);
@@ -50,6 +67,9 @@ Result<void> clearSocketPath(const std::filesystem::path& path) {
   }
   if (!S_ISSOCK(st.st_mode)) {
     return fail(path.string() + " exists and is not a socket");
+  }
+  if (socketAnswers(path)) {
+    return fail(path.string() + " is served by another process (a second instance?)");
   }
   std::filesystem::remove(path, ec);
   if (ec) {
@@ -78,7 +98,6 @@ class DraService final : public drapb::DRAPlugin::Service {
     if (request->claims_size() > kMaxClaimsPerCall) {
       return tooMany(request->claims_size());
     }
-    std::lock_guard lock(mutex_);
     for (auto& [uid, result] : preparer_.prepare(claimRefs(request->claims()))) {
       auto& out = (*response->mutable_claims())[uid];
       if (!result) {
@@ -110,7 +129,6 @@ class DraService final : public drapb::DRAPlugin::Service {
     if (request->claims_size() > kMaxClaimsPerCall) {
       return tooMany(request->claims_size());
     }
-    std::lock_guard lock(mutex_);
     for (auto& [uid, result] : preparer_.unprepare(claimRefs(request->claims()))) {
       auto& out = (*response->mutable_claims())[uid];
       if (!result) {
@@ -131,10 +149,10 @@ class DraService final : public drapb::DRAPlugin::Service {
                                                                 std::to_string(kMaxClaimsPerCall));
   }
 
+  // Calls run side by side: the kubelet never prepares and unprepares one claim at once,
+  // and each file is replaced whole (common/atomic_file.h).
   ClaimPreparer& preparer_;
   DraCounters& counters_;
-  // One call at a time: a claim's files are written by one call, whatever the kubelet sends.
-  std::mutex mutex_;
 };
 
 class RegistrationService final : public pluginregistration::Registration::Service {
@@ -220,7 +238,14 @@ Result<std::unique_ptr<DraServer>> DraServer::start(Config config, ClaimPreparer
 DraServer::DraServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 DraServer::~DraServer() {
-  // The registration first: the kubelet stops sending work before the endpoint goes.
+  // The registration socket's file goes first: its removal is what tells the kubelet that
+  // the driver is gone, so it stops sending work before the endpoint closes. Each file only
+  // while it is still the one we bound.
+  std::error_code ec;
+  if (impl_->registrationSocket &&
+      socketIdentity(impl_->config.registrationSocket) == impl_->registrationSocket) {
+    std::filesystem::remove(impl_->config.registrationSocket, ec);
+  }
   for (auto* server : {impl_->registrationServer.get(), impl_->draServer.get()}) {
     if (server) {
       server->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
@@ -228,11 +253,6 @@ DraServer::~DraServer() {
     }
   }
   impl_->counters->registered.store(false);
-  std::error_code ec;
-  if (impl_->registrationSocket &&
-      socketIdentity(impl_->config.registrationSocket) == impl_->registrationSocket) {
-    std::filesystem::remove(impl_->config.registrationSocket, ec);
-  }
   if (impl_->pluginSocket && socketIdentity(impl_->config.pluginSocket) == impl_->pluginSocket) {
     std::filesystem::remove(impl_->config.pluginSocket, ec);
   }

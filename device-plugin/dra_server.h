@@ -35,13 +35,14 @@ class DraServer {
     std::filesystem::path registrationSocket;  // absolute, in plugins_registry
     std::filesystem::path pluginSocket;        // absolute: the endpoint the kubelet dials
   };
-  // Replaces a socket file an earlier run left at either path, then serves the DRA service
-  // and after it the registration (the kubelet dials the endpoint as soon as it reads it).
+  // Replaces a socket file an earlier run left at either path (one nothing answers on; a
+  // live one is another instance's, and an error), then serves the DRA service and after it
+  // the registration (the kubelet dials the endpoint as soon as it reads it).
   // `preparer` and `counters` must outlive the server.
   static Result<std::unique_ptr<DraServer>> start(Config config, ClaimPreparer& preparer,
                                                   DraCounters& counters);
-  // Stops serving and removes both socket files: the kubelet takes the registration
-  // socket's going as the driver's.
+  // Removes the registration socket (the kubelet takes its going as the driver's), stops
+  // serving, and removes the endpoint's socket.
   ~DraServer();
   DraServer(const DraServer&) = delete;
   DraServer& operator=(const DraServer&) = delete;

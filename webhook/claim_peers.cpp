@@ -71,6 +71,22 @@ ClaimPeers claimPeers(const json& claim) {
   return peers;
 }
 
+bool claimantUses(const json& pod, const std::string& claimName) {
+  const json* hostNetwork = memberAt(pod, {"spec", "hostNetwork"});
+  if (hostNetwork != nullptr && hostNetwork->is_boolean() && hostNetwork->get<bool>()) {
+    return false;
+  }
+  auto names = [&](std::initializer_list<std::string_view> path) {
+    const json* list = memberAt(pod, path);
+    return list != nullptr && list->is_array() &&
+           std::any_of(list->begin(), list->end(), [&](const json& entry) {
+             return stringAt(entry, {"resourceClaimName"}) == claimName;
+           });
+  };
+  return !claimName.empty() &&
+         (names({"spec", "resourceClaims"}) || names({"status", "resourceClaimStatuses"}));
+}
+
 bool isGvirtusClaim(const json& claim) {
   auto devices = dra::allocatedDevices(claim);
   return devices && !devices->empty();
@@ -93,6 +109,27 @@ json compactClaimant(json pod) {
   for (const char* field : {"phase", "podIP", "podIPs"}) {
     copyAt(pod, compact, {"status", field});
   }
+  copyAt(pod, compact, {"spec", "hostNetwork"});
+  // Of the claims it names, only the names.
+  auto claimNames = [&](std::initializer_list<std::string_view> path) {
+    const json* list = memberAt(pod, path);
+    if (list == nullptr || !list->is_array()) {
+      return;
+    }
+    json names = json::array();
+    for (const json& entry : *list) {
+      if (auto name = stringAt(entry, {"resourceClaimName"}); !name.empty()) {
+        names.push_back({{"resourceClaimName", name}});
+      }
+    }
+    json* target = &compact;
+    for (std::string_view part : path) {
+      target = &(*target)[std::string(part)];
+    }
+    *target = std::move(names);
+  };
+  claimNames({"spec", "resourceClaims"});
+  claimNames({"status", "resourceClaimStatuses"});
   return compact;
 }
 

@@ -33,9 +33,17 @@ struct ClaimPeers {
 // of ours or is reserved for no pod.
 ClaimPeers claimPeers(const nlohmann::json& claim);
 
+// Whether `pod` is one a claim's reservation may let in: it names the claim `claimName`
+// itself (spec.resourceClaims[].resourceClaimName, or the claim the controller made for it
+// from a template: status.resourceClaimStatuses[].resourceClaimName), so a reservation
+// written by anyone but the scheduler cannot add a pod that never asked; and it does not
+// share its node's network (its address would be the node's, which every process there has).
+bool claimantUses(const nlohmann::json& pod, const std::string& claimName);
+
 // The caches' filters and transforms (ResourceCacheOptions): a claim allocated a device of
 // our driver, kept as its name, UID, version and the status fields claimPeers() reads; a
-// pod that uses a claim, kept as its name, UID, version, phase and addresses.
+// pod that uses a claim, kept as its name, UID, version, phase, addresses, host network and
+// the claims it names.
 bool isGvirtusClaim(const nlohmann::json& claim);
 nlohmann::json compactClaim(nlohmann::json claim);
 bool usesClaims(const nlohmann::json& pod);

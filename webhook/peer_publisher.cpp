@@ -194,10 +194,12 @@ void PeerPublisher::refreshClaimLocked(const std::string& claimKey, Due& due) {
   if (auto held = claimPeers_.find(claimKey); held != claimPeers_.end()) {
     for (const auto& reservation : held->second.reservedFor) {
       // The pod the scheduler reserved the claim for, by UID: a pod made again under the
-      // name is another pod. Not finished, not being deleted, with an address.
+      // name is another pod. Not finished, not being deleted, naming the claim itself, not
+      // on its node's network, with an address.
       const ObjectSnapshot pod = claimants_.pods->get(ns, reservation.pod);
       if (!pod || stringAt(*pod, {"metadata", "uid"}) != reservation.uid || podFinished(*pod) ||
-          memberAt(*pod, {"metadata", "deletionTimestamp"}) != nullptr) {
+          memberAt(*pod, {"metadata", "deletionTimestamp"}) != nullptr ||
+          !claimantUses(*pod, name)) {
         continue;
       }
       const std::string ip = podIpv4(*pod);

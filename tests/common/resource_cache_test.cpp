@@ -260,6 +260,11 @@ TEST_CASE("keep holds only the objects asked for, and lets go of one no longer k
   REQUIRE(eventually([&] { return recorder.size() == 1; }));
   CHECK(recorder.take().at(0).starts_with("update ns1/b"));
   CHECK(cache.size() == 1);
+  server.deleteConfigMap("ns1", "c");  // never held: nothing
+  server.deleteConfigMap("ns1", "b");
+  REQUIRE(eventually([&] { return recorder.size() == 1; }));
+  CHECK(recorder.take() == std::vector<std::string>{"delete ns1/b"});
+  CHECK(cache.size() == 0);
 }
 
 TEST_CASE("bookmarks only advance the resourceVersion", "[resource_cache]") {

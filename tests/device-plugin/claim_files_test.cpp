@@ -34,7 +34,7 @@ TEST_CASE("a claim's files are written, listed and removed", "[dra-files]") {
   TempDir cdi;
   ClaimFiles files(state.path(), cdi.path());
   CHECK_FALSE(files.prepared("u-1"));
-  auto device = files.write("u-1", "{\"p\":1}");
+  auto device = files.write("u-1", "{\"p\":1}", "ns/be/gpu-0");
   REQUIRE(device.has_value());
   CHECK(*device == "gvirtus.io/claim=u-1");
   CHECK(readWholeFile(files.propertiesPath("u-1")) == "{\"p\":1}");
@@ -42,8 +42,10 @@ TEST_CASE("a claim's files are written, listed and removed", "[dra-files]") {
   const auto spec = nlohmann::json::parse(readWholeFile(files.cdiSpecPath("u-1")));
   CHECK(spec["devices"][0]["containerEdits"]["mounts"][0]["hostPath"] ==
         files.propertiesPath("u-1").string());
-  REQUIRE(files.write("u-2", "{}").has_value());
+  REQUIRE(files.write("u-2", "{}", "ns/be/gpu-1").has_value());
   CHECK(files.prepared("u-1"));
+  CHECK(files.preparedAllocation("u-1") == "ns/be/gpu-0");
+  CHECK(files.preparedAllocation("u-9").empty());
   CHECK(files.preparedClaims() == std::vector<std::string>{"u-1", "u-2"});
 
   REQUIRE(files.remove("u-1").has_value());
@@ -59,7 +61,7 @@ TEST_CASE("a claim UID that is not a plain name never reaches a file", "[dra-fil
   TempDir cdi;
   ClaimFiles files(state.path(), cdi.path());
   for (const char* uid : {"", "..", "../../etc", "a/b", "a b", "u\n"}) {
-    auto written = files.write(uid, "{}");
+    auto written = files.write(uid, "{}", "ns/be/gpu-0");
     REQUIRE_FALSE(written.has_value());
     CHECK_THAT(written.error().message, Catch::Contains("is not 1-64 letters"));
     CHECK_FALSE(files.remove(uid).has_value());

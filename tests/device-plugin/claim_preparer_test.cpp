@@ -71,6 +71,22 @@ TEST_CASE("a claim prepared before keeps its backend when the slices change", "[
   CHECK(f.source.sliceLists == 1);
 }
 
+TEST_CASE("files left for another allocation of the claim are written anew", "[dra-prepare]") {
+  Fixture f;
+  f.source.setSlices(
+      {backendSlice("gpus/be-a", "10.0.0.7", 9999), backendSlice("gpus/be-b", "10.0.0.8", 7777)});
+  f.source.putClaim(allocatedClaim("team", "c1", "u-1", {{"gpus/be-a", "gpu-0"}}));
+  REQUIRE(f.preparer.prepare({{"team", "c1", "u-1"}}).at("u-1").has_value());
+  // Deallocated and allocated again elsewhere with no unprepare between (lost kubelet state):
+  // the answer and the file name the new device, never the old backend.
+  f.source.putClaim(allocatedClaim("team", "c1", "u-1", {{"gpus/be-b", "gpu-0"}}));
+  auto again = f.preparer.prepare({{"team", "c1", "u-1"}});
+  REQUIRE(again.at("u-1").has_value());
+  CHECK(again.at("u-1")->allocated.pool == "gpus/be-b");
+  CHECK(f.preparedAddress("u-1") == "10.0.0.8:7777");
+  CHECK(f.source.sliceLists == 2);
+}
+
 TEST_CASE("claims that cannot be prepared say why, and leave nothing on disk", "[dra-prepare]") {
   Fixture f;
   f.source.setSlices({backendSlice("gpus/be-a", "10.0.0.7", 9999)});

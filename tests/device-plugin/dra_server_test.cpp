@@ -49,6 +49,19 @@ bool eventually(Predicate done) {
   return true;
 }
 
+// A socket file that nothing listens on, as a crashed process leaves it.
+void leaveStaleSocket(const std::filesystem::path& path) {
+  std::filesystem::create_directories(path.parent_path());
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  const std::string text = path.string();
+  std::copy(text.begin(), text.end(), address.sun_path);
+  REQUIRE(::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0);
+  ::close(fd);
+}
+
 bool isSocket(const std::filesystem::path& path) {
   std::error_code ec;
   return std::filesystem::is_socket(path, ec);
@@ -160,16 +173,23 @@ TEST_CASE("a call naming more claims than a node runs pods is refused unread", "
   CHECK(d.source.sliceLists == 0);
 }
 
-TEST_CASE("an old socket is replaced, anything else under its name is not", "[dra-server]") {
+TEST_CASE("an old socket is replaced, a live one or anything else under its name is not",
+          "[dra-server]") {
   Driver d;
+  // A crash leaves both files, with nothing serving them: the next start serves anyway.
+  for (const auto& path : {d.config.pluginSocket, d.config.registrationSocket}) {
+    leaveStaleSocket(path);
+    REQUIRE(isSocket(path));
+  }
   {
-    auto first = DraServer::start(d.config, d.preparer, d.counters);
-    REQUIRE(first.has_value());
-    // A crash leaves both files: the next start must serve anyway.
+    auto started = DraServer::start(d.config, d.preparer, d.counters);
+    REQUIRE(started.has_value());
+    CHECK((*started)->socketsIntact());
+    // A second instance finds them served: it takes nothing from the first.
     auto second = DraServer::start(d.config, d.preparer, d.counters);
-    REQUIRE(second.has_value());
-    CHECK((*second)->socketsIntact());
-    CHECK_FALSE((*first)->socketsIntact());
+    REQUIRE_FALSE(second.has_value());
+    CHECK_THAT(second.error().message, Catch::Contains("served by another process"));
+    CHECK((*started)->socketsIntact());
   }
   std::filesystem::create_directories(d.config.pluginSocket.parent_path());
   std::ofstream(d.config.pluginSocket) << "not a socket";

@@ -205,6 +205,12 @@ out=$(k get resourceslice gvirtus-rbac-foreign -o json | sed 's/"generation": 1/
 grep -q "ValidatingAdmissionPolicy 'gvirtus-webhook-slices'" <<<"$out" &&
   ok "another driver's slice is not changed" || bad "another driver's slice: update not refused: $out"
 k delete resourceslice gvirtus-rbac-foreign --ignore-not-found >/dev/null
+# Anyone else (here a cluster admin, as another driver's account would be) writing a slice
+# of gpu.gvirtus.io: refused by gvirtus-slices-writer.
+out=$(refusal gvirtus-slices-writer "$(slice gvirtus-rbac-forged gpu.gvirtus.io)" k)
+grep -q "ValidatingAdmissionPolicy 'gvirtus-slices-writer'" <<<"$out" &&
+  ok "a slice of gpu.gvirtus.io written by another account is refused: $(tail -1 <<<"$out")" ||
+  bad "a slice of gpu.gvirtus.io written by another account was not refused: $out"
 if out=$(slice gvirtus-rbac-own gpu.gvirtus.io | as_webhook create -f - 2>&1); then
   ok "a slice of gpu.gvirtus.io is created"
   as_webhook delete resourceslice gvirtus-rbac-own >/dev/null 2>&1 && ok "and deleted" || bad "cannot delete its own slice"

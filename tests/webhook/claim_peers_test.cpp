@@ -70,12 +70,36 @@ TEST_CASE("the caches keep only what the peers need", "[claim-peers]") {
   const json p = {
       {"metadata", {{"name", "app"}, {"namespace", "team"}, {"uid", "u"}}},
       {"spec",
-       {{"resourceClaims", json::array({{{"name", "gpu"}}})},
+       {{"resourceClaims", json::array({{{"name", "gpu"}, {"resourceClaimTemplateName", "t"}}})},
         {"containers", json::array({{{"name", "c"}}})}}},
-      {"status", {{"phase", "Running"}, {"podIP", "10.1.0.5"}, {"hostIP", "10.0.0.9"}}}};
+      {"status",
+       {{"phase", "Running"},
+        {"podIP", "10.1.0.5"},
+        {"hostIP", "10.0.0.9"},
+        {"resourceClaimStatuses",
+         json::array({{{"name", "gpu"}, {"resourceClaimName", "app-gpu-x7k2"}}})}}}};
   CHECK(usesClaims(p));
   CHECK_FALSE(usesClaims(json{{"spec", {{"containers", json::array()}}}}));
-  CHECK(compactClaimant(p) ==
-        json{{"metadata", {{"name", "app"}, {"namespace", "team"}, {"uid", "u"}}},
-             {"status", {{"phase", "Running"}, {"podIP", "10.1.0.5"}}}});
+  const json claimant = compactClaimant(p);
+  CHECK(claimant == json{{"metadata", {{"name", "app"}, {"namespace", "team"}, {"uid", "u"}}},
+                         {"spec", {{"resourceClaims", json::array()}}},
+                         {"status",
+                          {{"phase", "Running"},
+                           {"podIP", "10.1.0.5"},
+                           {"resourceClaimStatuses",
+                            json::array({{{"resourceClaimName", "app-gpu-x7k2"}}})}}}});
+  CHECK(claimantUses(claimant, "app-gpu-x7k2"));
+}
+
+TEST_CASE("a reservation lets in only a pod that names the claim, off its node's network",
+          "[claim-peers]") {
+  const json byName = {
+      {"spec", {{"resourceClaims", json::array({{{"name", "gpu"}, {"resourceClaimName", "c"}}})}}}};
+  CHECK(claimantUses(byName, "c"));
+  CHECK_FALSE(claimantUses(byName, "other"));
+  CHECK_FALSE(claimantUses(byName, ""));
+  CHECK_FALSE(claimantUses(json{{"spec", {{"resourceClaims", json::array()}}}}, "c"));
+  json onHost = byName;
+  onHost["spec"]["hostNetwork"] = true;
+  CHECK_FALSE(claimantUses(onHost, "c"));
 }

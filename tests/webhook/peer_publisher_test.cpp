@@ -434,10 +434,14 @@ json gpuClaim(const std::string& name, const std::string& backendPod, json reser
         {"reservedFor", std::move(reservedFor)}}}};
 }
 
+// A pod that names claim c1 (or `claim`).
 json claimant(const std::string& name, const std::string& uid, const std::string& ip,
-              const std::string& phase = "Running") {
-  json pod = {{"metadata", {{"name", name}, {"namespace", "team-b"}, {"uid", uid}}},
-              {"status", {{"phase", phase}}}};
+              const std::string& phase = "Running", const std::string& claim = "c1") {
+  json pod = {
+      {"metadata", {{"name", name}, {"namespace", "team-b"}, {"uid", uid}}},
+      {"spec",
+       {{"resourceClaims", json::array({{{"name", "gpu"}, {"resourceClaimName", claim}}})}}},
+      {"status", {{"phase", phase}}}};
   if (!ip.empty()) {
     pod["status"]["podIP"] = ip;
   }
@@ -496,6 +500,18 @@ TEST_CASE("with DRA, the pods reserved a claim on a backend's device are its pee
   CHECK(api.lastValue("gvirtus-system/be-1") == "10.1.0.9,10.2.0.7");
   claims.remove("team-b", "c1");
   CHECK(sync(publisher, "gvirtus-system/be-1") == "wrote");
+  CHECK(api.lastValue("gvirtus-system/be-1") == "10.1.0.9");
+
+  // A reservation for a pod that does not name the claim (written by anyone but the
+  // scheduler), or for a pod on its node's network: not let in.
+  claimants.put(claimant("other", "other-uid", "10.2.0.9", "Running", "c-else"));
+  json onHost = claimant("host", "host-uid", "10.0.0.77");
+  onHost["spec"]["hostNetwork"] = true;
+  claimants.put(onHost);
+  claims.put(
+      gpuClaim("c1", "gvirtus-system/be-1",
+               json::array({reservation("other", "other-uid"), reservation("host", "host-uid")})));
+  CHECK(sync(publisher, "gvirtus-system/be-1") == "unchanged");
   CHECK(api.lastValue("gvirtus-system/be-1") == "10.1.0.9");
 }
 
