@@ -32,4 +32,17 @@ case ${1:-} in
     ;;
 esac
 k rollout status deployment/gvirtus-webhook -n $ns --timeout=180s >/dev/null &&
-  k rollout status daemonset/gvirtus-device-plugin -n $ns --timeout=180s >/dev/null
+  k rollout status daemonset/gvirtus-device-plugin -n $ns --timeout=180s >/dev/null || exit 1
+# A rollout is complete before the old pods are gone: wait until only the new ones are
+# left, so that what runs next (a scenario counting the webhook's pods) finds the install
+# as it was.
+settled() {
+  local want
+  want=$(k get deployment gvirtus-webhook -n $ns -o jsonpath='{.spec.replicas}')
+  [ "$(k get pods -n $ns -l app.kubernetes.io/component=webhook -o name | grep -c .)" = "$want" ] &&
+    ! k get pods -n $ns -l app.kubernetes.io/component=device-plugin \
+      -o jsonpath='{range .items[*]}{.metadata.deletionTimestamp}{"\n"}{end}' | grep -q .
+}
+for _ in $(seq 1 120); do settled && exit 0; sleep 1; done
+echo "dra.sh: old webhook or device plugin pods still there after 120 s" >&2
+exit 1
