@@ -234,6 +234,9 @@ int run(const Options& options) {
       ResourceCacheOptions claimOptions;
       claimOptions.keep = isGvirtusClaim;
       claimOptions.transform = compactClaim;
+      // Without the claims (a ClusterRole older than --dra, an API server without
+      // resource.k8s.io/v1) no claimant is a peer, and the GVirtuS pods' lists go on.
+      claimOptions.absentMeansEmpty = true;
       claimCache =
           std::make_unique<ResourceCache>(*client, dra::kResourceClaims, "", "", "", claimOptions);
       ResourceCacheOptions claimantOptions;
