@@ -240,6 +240,9 @@ claim() {
 out=$(refusal gvirtus-claims "$(claim gpu.gvirtus.io '"capacity":{"requests":{"memroy":"1Gi"}}')" k)
 grep -q 'capacity "memroy"' <<<"$out" && ok "capacity memroy: $(sed 's/.*denied request: //' <<<"$out")" ||
   bad "a claim for capacity memroy was not refused by gvirtus-claims: $out"
+out=$(claim gpu.gvirtus.io '"count":2' | k create --dry-run=server -f - 2>&1 || true)
+grep -q 'one device of DeviceClass gpu.gvirtus.io' <<<"$out" && ok "count 2: refused, one backend per claim" ||
+  bad "a claim for 2 devices was not refused: $out"
 selector='"selectors":[{"cel":{"expression":"device.attributes[\"gpu.gvirtus.io\"].modle == \"x\""}}]'
 out=$(claim gpu.gvirtus.io "$selector" | k create --dry-run=server -f - 2>&1 || true)
 grep -q 'names "modle"' <<<"$out" && ok "selector naming modle: refused" || bad "a selector naming modle was not refused: $out"
