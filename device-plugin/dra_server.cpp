@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/stoppable_sleep.h"
 #include "common/unique_fd.h"
+#include "device-plugin/plugin_supervisor.h"  // identify(), FileIdentity
 #include "dra_v1.grpc.pb.h"
 #include "pluginregistration_v1.grpc.pb.h"
 
@@ -26,18 +27,11 @@ constexpr auto kShutdownGrace = 2s;
 // More claims in one call than a node runs pods is not the kubelet.
 constexpr int kMaxClaimsPerCall = 1024;
 
-// Device and inode of a socket file, to tell ours from one put in its place.
-struct SocketIdentity {
-  dev_t device = 0;
-  ino_t inode = 0;
-  bool operator==(const SocketIdentity&) const = default;
-};
-std::optional<SocketIdentity> socketIdentity(const std::filesystem::path& path) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) {
-    return std::nullopt;
-  }
-  return SocketIdentity{st.st_dev, st.st_ino};
+// Whether the file at `path` is still the socket we bound (held: identify() at bind time).
+// While bound, its inode stays ours: device and inode alone name it (FileIdentity::sameFile).
+bool stillOurs(const std::filesystem::path& path, const std::optional<FileIdentity>& held) {
+  const auto now = identify(path);
+  return held && now && now->sameFile(*held);
 }
 
 // True when something accepts connections on the unix socket at `path`.
@@ -205,8 +199,8 @@ struct DraServer::Impl {
   std::unique_ptr<RegistrationService> registration;
   std::unique_ptr<grpc::Server> draServer;
   std::unique_ptr<grpc::Server> registrationServer;
-  std::optional<SocketIdentity> pluginSocket;
-  std::optional<SocketIdentity> registrationSocket;
+  std::optional<FileIdentity> pluginSocket;
+  std::optional<FileIdentity> registrationSocket;
 };
 
 Result<std::unique_ptr<DraServer>> DraServer::start(Config config, ClaimPreparer& preparer,
@@ -226,12 +220,12 @@ Result<std::unique_ptr<DraServer>> DraServer::start(Config config, ClaimPreparer
   if (!impl->draServer) {
     return fail("cannot serve gRPC on unix socket " + impl->config.pluginSocket.string());
   }
-  impl->pluginSocket = socketIdentity(impl->config.pluginSocket);
+  impl->pluginSocket = identify(impl->config.pluginSocket);
   impl->registrationServer = serve(impl->config.registrationSocket, impl->registration.get());
   if (!impl->registrationServer) {
     return fail("cannot serve gRPC on unix socket " + impl->config.registrationSocket.string());
   }
-  impl->registrationSocket = socketIdentity(impl->config.registrationSocket);
+  impl->registrationSocket = identify(impl->config.registrationSocket);
   return std::make_unique<DraServer>(std::move(impl));
 }
 
@@ -242,8 +236,7 @@ DraServer::~DraServer() {
   // the driver is gone, so it stops sending work before the endpoint closes. Each file only
   // while it is still the one we bound.
   std::error_code ec;
-  if (impl_->registrationSocket &&
-      socketIdentity(impl_->config.registrationSocket) == impl_->registrationSocket) {
+  if (stillOurs(impl_->config.registrationSocket, impl_->registrationSocket)) {
     std::filesystem::remove(impl_->config.registrationSocket, ec);
   }
   for (auto* server : {impl_->registrationServer.get(), impl_->draServer.get()}) {
@@ -253,15 +246,14 @@ DraServer::~DraServer() {
     }
   }
   impl_->counters->registered.store(false);
-  if (impl_->pluginSocket && socketIdentity(impl_->config.pluginSocket) == impl_->pluginSocket) {
+  if (stillOurs(impl_->config.pluginSocket, impl_->pluginSocket)) {
     std::filesystem::remove(impl_->config.pluginSocket, ec);
   }
 }
 
 bool DraServer::socketsIntact() const {
-  return impl_->pluginSocket && impl_->registrationSocket &&
-         socketIdentity(impl_->config.pluginSocket) == impl_->pluginSocket &&
-         socketIdentity(impl_->config.registrationSocket) == impl_->registrationSocket;
+  return stillOurs(impl_->config.pluginSocket, impl_->pluginSocket) &&
+         stillOurs(impl_->config.registrationSocket, impl_->registrationSocket);
 }
 
 void serveDra(const DraServer::Config& config, ClaimPreparer& preparer, DraCounters& counters,

@@ -13,6 +13,7 @@
 #include "device-plugin/dra_test_support.h"
 #include "dra_v1.grpc.pb.h"
 #include "pluginregistration_v1.grpc.pb.h"
+#include "support/eventually.h"
 #include "support/temp_dir.h"
 
 using namespace gvirtus;
@@ -20,6 +21,7 @@ using namespace gvirtus::device_plugin;
 using gvirtus::device_plugin::test::allocatedClaim;
 using gvirtus::device_plugin::test::backendSlice;
 using gvirtus::device_plugin::test::FakeClaimSource;
+using gvirtus::testing::eventually;
 using gvirtus::testing::TempDir;
 namespace drapb = k8s::io::kubelet::pkg::apis::dra::v1;
 using namespace std::chrono_literals;
@@ -34,19 +36,6 @@ std::unique_ptr<grpc::ClientContext> withDeadline() {
   auto context = std::make_unique<grpc::ClientContext>();
   context->set_deadline(std::chrono::system_clock::now() + 5s);
   return context;
-}
-
-// Waits, up to 10 s, for `done`.
-template <typename Predicate>
-bool eventually(Predicate done) {
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      return false;
-    }
-    std::this_thread::sleep_for(20ms);
-  }
-  return true;
 }
 
 // A socket file that nothing listens on, as a crashed process leaves it.

@@ -7,6 +7,9 @@
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../../.." && pwd)
 ns=gvirtus-system
+log_tag="dra"
+# shellcheck source=../../lib/log.sh
+source "$repo/tests/lib/log.sh"
 k() { kubectl --request-timeout=30s "$@"; }
 objects=(-f "$repo/overlays/dra/deviceclass.yaml" -f "$repo/overlays/dra/rbac.yaml" -f "$repo/overlays/dra/policy.yaml")
 case ${1:-} in
@@ -43,6 +46,4 @@ settled() {
     ! k get pods -n $ns -l app.kubernetes.io/component=device-plugin \
       -o jsonpath='{range .items[*]}{.metadata.deletionTimestamp}{"\n"}{end}' | grep -q .
 }
-for _ in $(seq 1 120); do settled && exit 0; sleep 1; done
-echo "dra.sh: old webhook or device plugin pods still there after 120 s" >&2
-exit 1
+wait_until 120 "the old webhook and device plugin pods to go" settled
