@@ -1,7 +1,11 @@
 /* libnvidia-ml.so.1 of the GVirtuS stand-in image (Dockerfile.gvirtus-standin): one GPU
  * of 16 GiB, nothing used, so that the backend shim publishes a GPU and pods asking for GPU
  * memory or a KAI gpu-fraction can be placed and counted on machines without one. It
- * answers the seven NVML calls the shim makes, with NVML's C signatures; no CUDA runs. */
+ * answers the seven NVML calls the shim makes, with NVML's C signatures; no CUDA runs.
+ * GVIRTUS_STANDIN_GPU_GIB (1 to 1024) makes the GPU bigger or smaller: the e2e scenarios
+ * roll a bigger backend out that way. */
+#include <stdlib.h>
+
 typedef struct {
   unsigned long long total, free, used;
 } nvml_memory;
@@ -10,11 +14,19 @@ typedef struct {
 } nvml_utilization;
 
 enum { kSuccess = 0, kUninitialized = 1, kInvalidArgument = 2 };
-static const unsigned long long kTotalBytes = 16ull << 30;
+static unsigned long long total_bytes = 16ull << 30;
 static int initialized;
 static int device;
 
 int nvmlInit_v2(void) {
+  const char* gib = getenv("GVIRTUS_STANDIN_GPU_GIB");
+  if (gib != NULL) {
+    char* end = NULL;
+    const long value = strtol(gib, &end, 10);
+    if (end != gib && *end == '\0' && value >= 1 && value <= 1024) {
+      total_bytes = (unsigned long long)value << 30;
+    }
+  }
   ++initialized;
   return kSuccess;
 }
@@ -37,9 +49,9 @@ int nvmlDeviceGetHandleByIndex_v2(unsigned int index, void** handle) {
 }
 int nvmlDeviceGetMemoryInfo(void* handle, nvml_memory* memory) {
   if (handle != &device) return kInvalidArgument;
-  memory->total = kTotalBytes;
+  memory->total = total_bytes;
   memory->used = 0;
-  memory->free = kTotalBytes;
+  memory->free = total_bytes;
   return kSuccess;
 }
 int nvmlDeviceGetUtilizationRates(void* handle, nvml_utilization* utilization) {

@@ -7,6 +7,7 @@
 #include <random>
 #include <string_view>
 #include <tuple>
+#include <unordered_map>
 
 #include <unistd.h>
 
@@ -165,12 +166,18 @@ void BackendChooser::forgetGoneLocked(const Backend& backend, TimePoint now) {
   if (matched == matched_.end() || it == assignments_.end()) {
     return;
   }
+  // The backend's pods by name, once: a lookup per reservation, not a walk of every pod.
+  std::unordered_map<std::string_view, const AssignedPod*> listed;
+  listed.reserve(backend.assigned.size());
+  for (const AssignedPod& pod : backend.assigned) {
+    listed.emplace(pod.pod, &pod);
+  }
   auto listedNow = [&](const Reservation& r) -> const AssignedPod* {
     if (r.seenAs.empty()) {
       return nullptr;
     }
-    auto found = std::ranges::find(backend.assigned, r.seenAs, &AssignedPod::pod);
-    return found == backend.assigned.end() ? nullptr : &*found;
+    auto found = listed.find(r.seenAs);
+    return found == listed.end() ? nullptr : found->second;
   };
   // The list leaves out pods created before the window, as of when it was built (a
   // snapshot a few seconds old at most): such an absence says nothing.

@@ -56,13 +56,14 @@ FollowerApi followerApi(KubeClient& client) {
 
 BackendFollower::BackendFollower(ObjectCache& backendPods, ObjectCache& frontendPods,
                                  FollowerApi api, EventRecorder* events, WebhookMetrics* metrics,
-                                 BackendFollowerOptions options)
+                                 BackendFollowerOptions options, ClaimantCaches claimants)
     : backendPods_(backendPods),
       frontendPods_(frontendPods),
       api_(std::move(api)),
       events_(events),
       metrics_(metrics),
       options_(std::move(options)),
+      claimants_(claimants),
       leader_(ControllerOptions{.name = "backend-follower",
                                 .workers = kWorkers,
                                 .backoffInitial = options_.backoffInitial,
@@ -81,6 +82,16 @@ BackendFollower::BackendFollower(ObjectCache& backendPods, ObjectCache& frontend
                                   }
                                 },
                             .onDelete = [this](const json& pod) { backendChanged(pod); }});
+  if (claimants_.claims != nullptr && claimants_.pods != nullptr) {
+    claimants_.claims->addHandlers(
+        {.onAdd = [this](const json& claim) { claimChanged(claim, false); },
+         .onUpdate = [this](const json&, const json& now) { claimChanged(now, false); },
+         .onDelete = [this](const json& claim) { claimChanged(claim, true); }});
+    claimants_.pods->addHandlers(
+        {.onAdd = [this](const json& pod) { claimantChanged(pod, false); },
+         .onUpdate = [this](const json&, const json& now) { claimantChanged(now, false); },
+         .onDelete = [this](const json& pod) { claimantChanged(pod, true); }});
+  }
 }
 
 bool BackendFollower::massNotReady() const {
@@ -146,6 +157,11 @@ void BackendFollower::backendChanged(const json& backend) {
     if (auto it = followers_.find(cacheKey(backend)); it != followers_.end()) {
       pods.assign(it->second.begin(), it->second.end());
     }
+    if (auto it = claimFollowers_.find(cacheKey(backend)); it != claimFollowers_.end()) {
+      for (const auto& [claim, claimant] : it->second) {
+        pods.push_back(claimant);
+      }
+    }
   }
   for (const auto& pod : pods) {
     enqueue(pod);
@@ -163,6 +179,11 @@ void BackendFollower::enqueueAll() {
     for (const auto& [backend, followers] : followers_) {
       pods.insert(pods.end(), followers.begin(), followers.end());
     }
+    for (const auto& [backend, entries] : claimFollowers_) {
+      for (const auto& [claim, claimant] : entries) {
+        pods.push_back(claimant);
+      }
+    }
   }
   for (const auto& pod : pods) {
     enqueue(pod);
@@ -170,6 +191,9 @@ void BackendFollower::enqueueAll() {
 }
 
 Result<SyncResult> BackendFollower::sync(const std::string& key) {
+  if (key.starts_with(kClaimantPrefix)) {
+    return syncClaimant(key);
+  }
   const auto [ns, name] = splitCacheKey(key);
   const ObjectSnapshot pod = frontendPods_.get(ns, name);
   if (!pod) {
@@ -185,24 +209,27 @@ Result<SyncResult> BackendFollower::sync(const std::string& key) {
   const auto created = parseRfc3339(stringAt(*pod, {"metadata", "creationTimestamp"}));
   const BackendLoss loss =
       backendLoss(*given, backend.get(), created.value_or(TimePoint{}), at, options_.grace);
-  const std::string uid = stringAt(*pod, {"metadata", "uid"});
+  return act(*pod, key, loss, "backend pod " + given->backendPod + " serves again at " + given->ip);
+}
+
+Result<SyncResult> BackendFollower::act(const json& pod, const std::string& key,
+                                        const BackendLoss& loss, const std::string& servingAgain,
+                                        bool recreatable, const std::string& advice) {
+  const std::string uid = stringAt(pod, {"metadata", "uid"});
   switch (loss.kind) {
     case BackendLoss::Kind::kServing:
-      if (backendLostCondition(*pod) == "True") {
+      if (backendLostCondition(pod) == "True") {
         {
           std::lock_guard lock(mutex_);
           acted_.erase(uid);
         }
-        if (auto set =
-                setCondition(*pod, false, "BackendServing",
-                             "backend pod " + given->backendPod + " serves again at " + given->ip);
-            !set) {
+        if (auto set = setCondition(pod, false, "BackendServing", servingAgain); !set) {
           return fail(set.error());
         }
       }
       return SyncResult{};
     case BackendLoss::Kind::kWaiting: {
-      const Duration left = std::chrono::duration_cast<Duration>(*loss.recheckAt - at);
+      const Duration left = std::chrono::duration_cast<Duration>(*loss.recheckAt - now());
       return SyncResult{std::max<Duration>(left, std::chrono::seconds(1))};
     }
     case BackendLoss::Kind::kNotReady:
@@ -225,21 +252,21 @@ Result<SyncResult> BackendFollower::sync(const std::string& key) {
       return SyncResult{};  // deleted or marked; the watch has not brought it yet
     }
   }
-  const std::string owner = controllingOwner(*pod);
+  const std::string owner = recreatable ? controllingOwner(pod) : "";
   if (!owner.empty()) {
-    if (auto done = recreate(*pod, owner, loss.why); !done) {
+    if (auto done = recreate(pod, owner, loss.why); !done) {
       return fail(done.error());
     }
     std::lock_guard lock(mutex_);
     acted_.insert(uid);
     return SyncResult{};
   }
-  if (backendLostCondition(*pod) == "True") {
+  if (backendLostCondition(pod) == "True") {
     return SyncResult{};  // marked before: the Event was written then
   }
   const std::string reason =
       loss.kind == BackendLoss::Kind::kGone ? "BackendGone" : "BackendNotReady";
-  if (auto set = setCondition(*pod, true, reason, loss.why); !set) {
+  if (auto set = setCondition(pod, true, reason, loss.why); !set) {
     return fail(set.error());
   }
   {
@@ -250,12 +277,10 @@ Result<SyncResult> BackendFollower::sync(const std::string& key) {
     metrics_->backendLost("marked");
   }
   if (events_ != nullptr) {
-    events_->record(referenceTo(*pod, "v1", "Pod"), EventType::Warning, names::kBackendLostReason,
-                    loss.why +
-                        "; this pod has no owner to recreate it and its containers keep the old "
-                        "address: delete it, and create it again for a new backend");
+    events_->record(referenceTo(pod, "v1", "Pod"), EventType::Warning, names::kBackendLostReason,
+                    loss.why + "; " + advice);
   }
-  log::warn("a bare GVirtuS pod lost its backend; marked, not deleted",
+  log::warn("a GVirtuS pod lost its backend; marked, not deleted",
             {{"pod", key}, {"why", loss.why}});
   return SyncResult{};
 }
@@ -318,9 +343,12 @@ void BackendFollower::run(std::stop_token stop) {
   log::info("backend follower started", {{"grace", formatDuration(options_.grace)}});
   // Every following pod once the caches have synced: a backend may have gone while no
   // replica led.
-  leader_.run(stop,
-              {.synced = [this] { return backendPods_.hasSynced() && frontendPods_.hasSynced(); },
-               .enqueueAll = [this] { enqueueAll(); }});
+  leader_.run(stop, {.synced =
+                         [this] {
+                           return backendPods_.hasSynced() && frontendPods_.hasSynced() &&
+                                  claimantsSynced();
+                         },
+                     .enqueueAll = [this] { enqueueAll(); }});
   log::info("backend follower stopped");
 }
 

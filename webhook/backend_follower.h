@@ -17,6 +17,7 @@
 #include "common/leader_controller.h"
 #include "common/object_cache.h"
 #include "webhook/backend_loss.h"
+#include "webhook/claim_peers.h"
 
 // The backend follower (issue 39): GVirtuS pods follow their backend. A pod's
 // properties.json names the address it was given at release, and a container restarted
@@ -37,6 +38,17 @@
 // restarts at once the first time. A container restarted in between would read the old
 // address. A new pod has its address written before its first container starts (the
 // gate is removed in the same patch), so the race cannot be lost.
+//
+// With --dra (docs/dra.md) the pods labelled gvirtus.io/dra=true that hold a claim follow
+// the backend pods their claims' devices belong to, as the scheduler reserved the claims for
+// them (webhook/claim_peers.h), and are recreated or marked alike: a recreated pod's new
+// claim, made from its template, is allocated a live backend's device. A pod whose lost
+// device comes through a claim it names directly (spec.resourceClaims[].resourceClaimName,
+// a claim other pods may share) is marked and never deleted: kube-controller-manager
+// deallocates such a claim only once no pod is reserved on it, and the scheduler reserves
+// a recreated pod on the old allocation while its predecessor terminates, so deleting
+// would recreate pods on the lost backend again and again. The device plugin never moves a
+// prepared claim: a new pod is the only way to a new address here too.
 namespace gvirtus::webhook {
 
 class WebhookMetrics;
@@ -85,16 +97,20 @@ class BackendFollower {
   // Adds its handlers to both caches, which must not have started: `backendPods` (the
   // backend pods, whole) and `frontendPods` (the GVirtuS pods, frontendFields()).
   // `events` and `metrics` may be null. All must outlive the follower.
+  // With `claimants` (both caches set, not started either), the claimant pods are followed
+  // too.
   BackendFollower(ObjectCache& backendPods, ObjectCache& frontendPods, FollowerApi api,
                   EventRecorder* events, WebhookMetrics* metrics,
-                  BackendFollowerOptions options = {});
+                  BackendFollowerOptions options = {}, ClaimantCaches claimants = {});
 
   // The leader's work: runs until `stop`. May run again after it returned.
   void run(std::stop_token stop);
 
-  // Acts on one GVirtuS pod ("namespace/name") as backendLoss() decides; asks to be synced
-  // again when the decision waits on time (a grace running out).
+  // Acts on one GVirtuS pod ("namespace/name"), or one claimant pod
+  // ("claimant:namespace/name"), as backendLoss() decides; asks to be synced again when the
+  // decision waits on time (a grace running out).
   Result<SyncResult> sync(const std::string& pod);
+  static constexpr std::string_view kClaimantPrefix = "claimant:";
 
  private:
   // followedBackend(), for a backend pod of options_.backendNamespace only.
@@ -103,6 +119,28 @@ class BackendFollower {
   void backendChanged(const nlohmann::json& pod);
   void enqueue(const std::string& pod);
   void enqueueAll();
+  // Acts on `loss` for `pod` (`key` its queue key): deleted when it has an owner that
+  // recreates it and `recreatable`, marked otherwise, its Event saying `advice`.
+  // `servingAgain` is the condition's message when a marked pod's backend serves again.
+  Result<SyncResult> act(const nlohmann::json& pod, const std::string& key, const BackendLoss& loss,
+                         const std::string& servingAgain, bool recreatable = true,
+                         const std::string& advice = kBareAdvice);
+  static constexpr const char* kBareAdvice =
+      "this pod has no owner to recreate it and its containers keep the old address: delete "
+      "it, and create it again for a new backend";
+  // The claimant half (backend_follower_claims.cpp).
+  void claimChanged(const nlohmann::json& claim, bool gone);
+  void claimantChanged(const nlohmann::json& pod, bool gone);
+  Result<SyncResult> syncClaimant(const std::string& key);
+  // A backend pod (of options_.backendNamespace) that a claimant follows, and through which
+  // claim: one it names directly (byName), or one made for it from a template.
+  struct ClaimedBackend {
+    std::string backendPod;
+    std::string claim;
+    bool byName = false;
+  };
+  std::vector<ClaimedBackend> claimedBackends(const nlohmann::json& pod) const;
+  bool claimantsSynced() const;
   Result<void> recreate(const nlohmann::json& pod, const std::string& owner,
                         const std::string& why);
   Result<void> setCondition(const nlohmann::json& pod, bool lost, const std::string& reason,
@@ -117,11 +155,18 @@ class BackendFollower {
   EventRecorder* events_;
   WebhookMetrics* metrics_;
   const BackendFollowerOptions options_;
+  const ClaimantCaches claimants_;
   LeaderController leader_;
 
   std::mutex mutex_;
   // By backend pod ("namespace/name"): the GVirtuS pods that follow it.
   std::map<std::string, std::set<std::string>> followers_;
+  // By backend pod: (claim, claimant key) of each pod a claim's reservation names, for each
+  // of the claim's backend pods; and by claim, (backend pod, claimant key) of what it put
+  // there. Read from the claims alone: a sync checks the pod.
+  using ClaimEntries = std::set<std::pair<std::string, std::string>>;
+  std::map<std::string, ClaimEntries> claimFollowers_;
+  std::map<std::string, ClaimEntries> indexedOfClaim_;
   // The UIDs of the pods deleted or marked: until the watch brings the change, a sync does
   // not act on one again. Forgotten when the pod is.
   std::set<std::string> acted_;

@@ -51,7 +51,7 @@ BackendLoss backendLoss(const FollowedBackend& followed, const json* backend, Ti
     return {BackendLoss::Kind::kGone, name + " is gone", std::nullopt};
   }
   const std::string ip = podIpv4(*backend);
-  if (!ip.empty() && ip != followed.ip) {
+  if (!ip.empty() && !followed.ip.empty() && ip != followed.ip) {
     return {BackendLoss::Kind::kGone,
             name + " has a new address " + ip + " (this pod was given " + followed.ip + ")",
             std::nullopt};

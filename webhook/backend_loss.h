@@ -14,7 +14,10 @@ namespace gvirtus::webhook {
 using TimePoint = std::chrono::system_clock::time_point;
 
 // What a released GVirtuS pod was given: the backend pod ("namespace/name") and the address
-// written into its properties.json.
+// written into its properties.json. A DRA claimant's (webhook/claim_peers.h) has no
+// address: its claim records the device's pool, which names the backend pod, and not the
+// slice's address, so any address of that pod is the one it was given. The backend pods
+// are a DaemonSet's, whose names are never reused.
 struct FollowedBackend {
   std::string backendPod;
   std::string ip;
@@ -42,7 +45,8 @@ struct BackendLoss {
 
 // Decides on `backend` (the cache's backend pod, null when there is none of that name) for a
 // pod that was given `followed` and created at `created`, at `now`:
-// - absent, or at another address than the pod was given: gone at once. A new pod that
+// - absent, or at another address than the pod was given (when it names one): gone at once. A new
+// pod that
 //   took the name (a StatefulSet's) or an address reused by another pod serve other
 //   sessions; the pod's properties.json names neither. Absent only counts once the pod
 //   is kAbsentSettle old: either webhook replica admits pods, and the leader's cache may

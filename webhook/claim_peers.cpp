@@ -4,6 +4,8 @@
 
 #include "common/dra_claim.h"
 #include "common/json_access.h"
+#include "common/pod_status.h"
+#include "webhook/names.h"
 
 namespace gvirtus::webhook {
 namespace {
@@ -87,6 +89,29 @@ bool claimantUses(const json& pod, const std::string& claimName) {
          (names({"spec", "resourceClaims"}) || names({"status", "resourceClaimStatuses"}));
 }
 
+bool holdsReservation(const json& pod, const ClaimReservation& reservation,
+                      const std::string& claimName) {
+  return stringAt(pod, {"metadata", "name"}) == reservation.pod &&
+         stringAt(pod, {"metadata", "uid"}) == reservation.uid && !podFinished(pod) &&
+         memberAt(pod, {"metadata", "deletionTimestamp"}) == nullptr &&
+         claimantUses(pod, claimName);
+}
+
+std::vector<std::string> claimNames(const json& pod) {
+  std::vector<std::string> names;
+  for (auto path : {std::initializer_list<std::string_view>{"spec", "resourceClaims"},
+                    std::initializer_list<std::string_view>{"status", "resourceClaimStatuses"}}) {
+    const json* list = memberAt(pod, path);
+    for (size_t i = 0; list != nullptr && list->is_array() && i < list->size(); ++i) {
+      std::string name = stringAt((*list)[i], {"resourceClaimName"});
+      if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end()) {
+        names.push_back(std::move(name));
+      }
+    }
+  }
+  return names;
+}
+
 bool isGvirtusClaim(const json& claim) {
   auto devices = dra::allocatedDevices(claim);
   return devices && !devices->empty();
@@ -106,6 +131,24 @@ bool usesClaims(const json& pod) {
 
 json compactClaimant(json pod) {
   json compact = compactMetadata(pod);
+  copyAt(pod, compact, {"metadata", "creationTimestamp"});
+  // The backend follower's: the controlling owner (whether one replaces the pod), and its
+  // own condition.
+  if (const json* owners = memberAt(pod, {"metadata", "ownerReferences"});
+      owners != nullptr && owners->is_array()) {
+    for (const json& owner : *owners) {
+      if (const json* controller = member(owner, "controller");
+          controller != nullptr && *controller == true) {
+        compact["metadata"]["ownerReferences"] = json::array({{{"kind", stringAt(owner, {"kind"})},
+                                                               {"name", stringAt(owner, {"name"})},
+                                                               {"controller", true}}});
+        break;
+      }
+    }
+  }
+  if (const json* lost = podCondition(pod, names::kBackendLostCondition); lost != nullptr) {
+    compact["status"]["conditions"] = json::array({*lost});
+  }
   for (const char* field : {"phase", "podIP", "podIPs"}) {
     copyAt(pod, compact, {"status", field});
   }

@@ -9,7 +9,20 @@
 // gpu.gvirtus.io, is a peer of the backend pod that device belongs to. Read from what only
 // the scheduler writes (the claim's status: its allocation and reservedFor) and from the
 // pod's own status (its UID and address): nothing a tenant writes in its claims or pods.
+namespace gvirtus {
+class ObjectCache;
+}
+
 namespace gvirtus::webhook {
+
+// The caches a claimant's decisions read (the peer publisher's, the backend follower's).
+struct ClaimantCaches {
+  // Claims kept by isGvirtusClaim(), compactClaim() enough; all namespaces.
+  ObjectCache* claims = nullptr;
+  // Pods labelled gvirtus.io/dra=true kept by usesClaims(), compactClaimant() enough; all
+  // namespaces.
+  ObjectCache* pods = nullptr;
+};
 
 // A pod the claim is reserved for: always in the claim's namespace.
 struct ClaimReservation {
@@ -40,10 +53,20 @@ ClaimPeers claimPeers(const nlohmann::json& claim);
 // share its node's network (its address would be the node's, which every process there has).
 bool claimantUses(const nlohmann::json& pod, const std::string& claimName);
 
+// Whether `pod` is the live pod `reservation` of the claim `claimName` names: the same UID,
+// not finished, not being deleted, and claimantUses(). A pod made again under the name is
+// another pod, which the scheduler has not reserved the claim for.
+bool holdsReservation(const nlohmann::json& pod, const ClaimReservation& reservation,
+                      const std::string& claimName);
+
+// The names of the claims `pod` names (claimantUses()), each once.
+std::vector<std::string> claimNames(const nlohmann::json& pod);
+
 // The caches' filters and transforms (ResourceCacheOptions): a claim allocated a device of
 // our driver, kept as its name, UID, version and the status fields claimPeers() reads; a
-// pod that uses a claim, kept as its name, UID, version, phase, addresses, host network and
-// the claims it names.
+// pod that uses a claim, kept as its name, UID, version, creation time, controlling owner,
+// phase, addresses, host network, the claims it names, and its condition
+// gvirtus.io/BackendLost (the backend follower's).
 bool isGvirtusClaim(const nlohmann::json& claim);
 nlohmann::json compactClaim(nlohmann::json claim);
 bool usesClaims(const nlohmann::json& pod);

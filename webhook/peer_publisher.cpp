@@ -197,9 +197,7 @@ void PeerPublisher::refreshClaimLocked(const std::string& claimKey, Due& due) {
       // name is another pod. Not finished, not being deleted, naming the claim itself, not
       // on its node's network, with an address.
       const ObjectSnapshot pod = claimants_.pods->get(ns, reservation.pod);
-      if (!pod || stringAt(*pod, {"metadata", "uid"}) != reservation.uid || podFinished(*pod) ||
-          memberAt(*pod, {"metadata", "deletionTimestamp"}) != nullptr ||
-          !claimantUses(*pod, name)) {
+      if (!pod || !holdsReservation(*pod, reservation, name)) {
         continue;
       }
       const std::string ip = podIpv4(*pod);

@@ -61,15 +61,7 @@ struct PeerPublisherOptions {
 // backend, as the cache's last event of each pod left them, and no pod.
 // With --dra (docs/dra.md), the pods that hold claims count too: a pod kube-scheduler
 // reserved a claim for that was allocated a device of gpu.gvirtus.io is a peer of that
-// device's backend pod (webhook/claim_peers.h), at its current address.
-struct ClaimantCaches {
-  // Claims kept by isGvirtusClaim(), compactClaim() enough; all namespaces.
-  ObjectCache* claims = nullptr;
-  // Pods labelled gvirtus.io/dra=true kept by usesClaims(), compactClaimant() enough; all
-  // namespaces.
-  ObjectCache* pods = nullptr;
-};
-
+// device's backend pod (webhook/claim_peers.h), at its current address (ClaimantCaches).
 class PeerPublisher {
  public:
   // Adds its handlers to both caches, which must not have started: `backendPods` (the

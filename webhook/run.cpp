@@ -270,7 +270,8 @@ int run(const Options& options) {
         followerOptions.grace = options.backendLostGrace;
         follower = std::make_unique<BackendFollower>(
             clusterSource->backendPods(), clusterSource->frontendPods(),
-            followerApi(*followerClient), events.get(), &metrics, followerOptions);
+            followerApi(*followerClient), events.get(), &metrics, followerOptions,
+            ClaimantCaches{claimCache.get(), claimantCache.get()});
       }
     }
     leaderWork = {controller.get(), autoscaler.get(), peers.get(), follower.get(), slices.get()};

@@ -322,3 +322,160 @@ TEST_CASE("most backend pods not ready at once move no pod, but a backend pod go
   REQUIRE(f.follower.sync("team-a/web-b"));
   CHECK(f.api.deleteCount() == 2);
 }
+
+// --dra: pods that hold a claim follow the backend pods their claims were allocated from.
+namespace {
+
+// A claim of team-a allocated gpu-0 of `backendPod`'s pool, reserved for `pods` (by name,
+// their UIDs "uid-NAME"), as compactClaim() keeps it.
+json allocatedClaim(const std::string& name, const std::string& backendPod,
+                    const std::vector<std::string>& pods) {
+  json reservedFor = json::array();
+  for (const auto& pod : pods) {
+    reservedFor.push_back({{"resource", "pods"}, {"name", pod}, {"uid", "uid-" + pod}});
+  }
+  return compactClaim(
+      {{"metadata", {{"name", name}, {"namespace", "team-a"}, {"uid", "claim-" + name}}},
+       {"status",
+        {{"allocation",
+          {{"devices",
+            {{"results", json::array({{{"driver", "gpu.gvirtus.io"},
+                                       {"request", "gpu"},
+                                       {"pool", backendPod},
+                                       {"device", "gpu-0"}}})}}}}},
+         {"reservedFor", std::move(reservedFor)}}}});
+}
+
+// A pod labelled gvirtus.io/dra that names `claim` (made for it from a template), as
+// compactClaimant() keeps it.
+json claimant(const std::string& name, const std::string& claim, bool owned) {
+  json pod = {{"metadata",
+               {{"name", name},
+                {"namespace", "team-a"},
+                {"uid", "uid-" + name},
+                {"creationTimestamp", "2026-11-26T10:00:00Z"},
+                {"labels", {{"gvirtus.io/dra", "true"}}}}},
+              {"spec", {{"resourceClaims", json::array({{{"name", "gpu"}}})}}},
+              {"status",
+               {{"phase", "Running"},
+                {"podIP", "10.1.0.7"},
+                {"resourceClaimStatuses",
+                 json::array({{{"name", "gpu"}, {"resourceClaimName", claim}}})}}}};
+  if (owned) {
+    pod["metadata"]["ownerReferences"] = json::array(
+        {{{"kind", "ReplicaSet"}, {"name", "infer-1"}, {"controller", true}, {"uid", "rs"}}});
+  }
+  return compactClaimant(pod);
+}
+
+struct ClaimFixture {
+  FakeObjectCache backends, frontends, claims, claimants;
+  FakeApi api{claimants};
+  MetricsRegistry registry;
+  WebhookMetrics metrics{registry};
+  TimePoint now = *gvirtus::parseRfc3339("2026-11-26T11:00:10Z");
+  BackendFollower follower{backends,
+                           frontends,
+                           api.api(),
+                           nullptr,
+                           &metrics,
+                           BackendFollowerOptions{.grace = std::chrono::seconds(30),
+                                                  .backoffInitial = std::chrono::milliseconds(20),
+                                                  .backoffMax = std::chrono::milliseconds(100),
+                                                  .now = [this] { return now; }},
+                           ClaimantCaches{&claims, &claimants}};
+
+  ClaimFixture() {
+    for (FakeObjectCache* cache : {&backends, &frontends, &claims, &claimants}) {
+      cache->start();
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a claimant whose claim's backend pod is gone is deleted for its owner",
+          "[backend-follower][dra]") {
+  ClaimFixture f;
+  f.backends.put(backendPod("be-1", "10.0.0.1"));
+  f.claims.put(allocatedClaim("infer-a-gpu", "gvirtus-system/be-1", {"infer-a"}));
+  f.claimants.put(claimant("infer-a", "infer-a-gpu", true));
+  REQUIRE(f.follower.sync("claimant:team-a/infer-a"));
+  CHECK(f.api.deleteCount() == 0);  // serving: left alone
+
+  f.backends.remove("gvirtus-system", "be-1");
+  REQUIRE(f.follower.sync("claimant:team-a/infer-a"));
+  REQUIRE(f.api.deleteCount() == 1);
+  CHECK(f.api.deletes[0] == "team-a/infer-a uid-infer-a");
+  CHECK(metricValue(f.registry.render(),
+                    R"(gvirtus_webhook_backend_lost_pods_total{action="recreated"})") == 1);
+  REQUIRE(f.follower.sync("claimant:team-a/infer-a"));  // being deleted now
+  CHECK(f.api.deleteCount() == 1);
+}
+
+TEST_CASE("only the pod the scheduler reserved the claim for, using it itself, follows it",
+          "[backend-follower][dra]") {
+  ClaimFixture f;  // no backend pod: be-1 is gone
+  f.claims.put(allocatedClaim("shared", "gvirtus-system/be-1", {"reserved"}));
+  // Names the claim but is not reserved: kube-scheduler never let it use the device.
+  f.claimants.put(claimant("unreserved", "shared", true));
+  // Reserved by name, but another pod now (a new UID under the name).
+  json again = claimant("reserved", "shared", true);
+  again["metadata"]["uid"] = "uid-new";
+  f.claimants.put(again);
+  // Reserved, but on its node's network; and one whose claim names a pool elsewhere.
+  f.claims.put(allocatedClaim("host", "gvirtus-system/be-1", {"host"}));
+  json host = claimant("host", "host", true);
+  host["spec"]["hostNetwork"] = true;
+  f.claimants.put(host);
+  f.claims.put(allocatedClaim("old", "old-gvirtus/be-1", {"old"}));
+  f.claimants.put(claimant("old", "old", true));
+  for (const char* key : {"claimant:team-a/unreserved", "claimant:team-a/reserved",
+                          "claimant:team-a/host", "claimant:team-a/old"}) {
+    REQUIRE(f.follower.sync(key));
+  }
+  CHECK(f.api.deleteCount() == 0);
+  CHECK(f.api.statusCount() == 0);
+}
+
+TEST_CASE("a bare claimant is marked; the leader follows claimants without being asked",
+          "[backend-follower][dra]") {
+  ClaimFixture f;
+  f.backends.put(backendPod("be-1", "10.0.0.1"));
+  std::jthread leader([&f](std::stop_token stop) { f.follower.run(stop); });
+  // The pods come before their claims are allocated and reserved: the claims' events index
+  // them.
+  f.claimants.put(claimant("infer-a", "infer-a-gpu", true));
+  f.claimants.put(claimant("lonely", "lonely-gpu", false));
+  f.claims.put(allocatedClaim("infer-a-gpu", "gvirtus-system/be-1", {"infer-a"}));
+  f.claims.put(allocatedClaim("lonely-gpu", "gvirtus-system/be-1", {"lonely"}));
+  // Not ready past the grace.
+  f.backends.put(backendPod("be-1", "10.0.0.1", "False"));
+  f.now += std::chrono::seconds(60);
+  REQUIRE(eventually([&] { return f.api.deleteCount() == 1; }));
+  CHECK(f.api.deletes[0] == "team-a/infer-a uid-infer-a");
+  REQUIRE(eventually([&] { return condition(f.claimants, "lonely") == "True"; }));
+  CHECK(f.api.statuses.back()["status"]["conditions"][0]["reason"] == "BackendNotReady");
+  // Serving again at its address: the mark goes back.
+  f.backends.put(backendPod("be-1", "10.0.0.1", "True"));
+  REQUIRE(eventually([&] { return condition(f.claimants, "lonely") == "False"; }));
+  CHECK(f.api.deleteCount() == 1);
+}
+
+TEST_CASE("a claimant of a claim it names itself is marked, never deleted",
+          "[backend-follower][dra]") {
+  // Deleting it would not help: the claim stays allocated to the lost device while any pod
+  // is reserved on it, and the scheduler reserves the recreated pod on it at once.
+  ClaimFixture f;  // be-1 is gone
+  f.claims.put(allocatedClaim("shared", "gvirtus-system/be-1", {"infer-a"}));
+  json pod = claimant("infer-a", "shared", true);
+  pod["spec"]["resourceClaims"][0]["resourceClaimName"] = "shared";
+  f.claimants.put(compactClaimant(pod));
+  REQUIRE(f.follower.sync("claimant:team-a/infer-a"));
+  CHECK(f.api.deleteCount() == 0);
+  REQUIRE(f.api.statusCount() == 1);
+  CHECK(condition(f.claimants, "infer-a") == "True");
+  const std::string message = f.api.statuses[0]["status"]["conditions"][0]["message"];
+  CHECK(message.find("backend pod gvirtus-system/be-1 is gone") != std::string::npos);
+  CHECK(message.find("claim shared") != std::string::npos);
+}

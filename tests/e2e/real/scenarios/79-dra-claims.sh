@@ -7,8 +7,12 @@
 # pod reaches that backend (its NetworkPolicy admits gvirtus.io/dra, its peer list names
 # the pod); a claimant without the label does not. A claim for more memory than any backend
 # has stays Pending with the scheduler's reason. Deleting the pods unprepares the claims on
-# the node. A burst of 50 claims never gives a device more than its memory, and a backend
-# pod deleted mid-run is withdrawn. The install is put back as it was at the end.
+# the node. A burst of 50 claims never gives a device more than its memory. Then the
+# backends are rolled to GPUs of 80Gi (the stand-in NVML's GVIRTUS_STANDIN_GPU_GIB), which
+# both removes backends mid-run and makes bigger ones appear: each old backend's slice is
+# withdrawn, the waiting 64Gi claim runs on a new one, and a Deployment's pod whose claim
+# was on an old backend is recreated by the backend follower onto a new one. The install is
+# put back as it was at the end.
 # shellcheck source=../../scenarios/lib.sh
 source "$(dirname "$0")/../../scenarios/lib.sh"
 repo=$(cd "$(dirname "$0")/../../../.." && pwd)
@@ -16,10 +20,21 @@ frontend=${E2E_FRONTEND_NODE:-fe-a}
 container=$(node_container "$frontend") || skip "needs the real-node harness (node containers)"
 k get deviceclasses.resource.k8s.io >/dev/null 2>&1 || skip "the API server serves no resource.k8s.io/v1"
 use_test_namespace
+backends_rolled=false
 restore() {
   dump_on_failure
   k delete namespace "$test_ns" --ignore-not-found --wait=true --timeout=120s >/dev/null 2>&1 || true
+  if [ "$backends_rolled" = true ]; then
+    k set env daemonset/gvirtus-backend -n "$system_ns" -c backend GVIRTUS_STANDIN_GPU_GIB- >/dev/null &&
+      k rollout status daemonset/gvirtus-backend -n "$system_ns" --timeout=300s >/dev/null &&
+      wait_until 120 "the old backend pods to go" no_backend_terminating ||
+      say "could not put the backends back"
+  fi
   bash "$repo/tests/e2e/real/dra.sh" off || say "could not put the install back"
+}
+no_backend_terminating() {
+  ! k get pods -n "$system_ns" -l app.kubernetes.io/component=backend \
+    -o jsonpath='{range .items[*]}{.metadata.deletionTimestamp}{"\n"}{end}' | grep -q .
 }
 trap restore EXIT
 
@@ -112,14 +127,15 @@ unschedulable() {
 eventually "a claim of 64Gi (no backend has it) stays Pending, Unschedulable" unschedulable &&
   say "its reason: $(jp pod too-big -n "$test_ns" -o 'jsonpath={.status.conditions[?(@.type=="PodScheduled")].message}')"
 
-k delete pod claim-1 claim-2 unlabelled too-big -n "$test_ns" --wait=true --timeout=120s >/dev/null
+# too-big waits on, for a bigger backend.
+k delete pod claim-1 claim-2 unlabelled -n "$test_ns" --wait=true --timeout=120s >/dev/null
 for uid in "${uids[@]}"; do
   unprepared() { ! docker exec "$container" test -e "/etc/cdi/gvirtus.io-claim_$uid.json"; }
   eventually "claim $uid unprepared: its CDI spec is gone from $frontend" unprepared
 done
 
 # The claims made for those pods go with them: the burst starts on free GPUs.
-released() { [ "$(k get resourceclaims -n "$test_ns" -o name | grep -c .)" = 0 ]; }
+released() { [ "$(k get resourceclaims -n "$test_ns" -o name | grep -vc too-big)" = 0 ]; }
 eventually "the claims made for those pods are deleted with them" released
 
 # A burst: 50 pods with a claim of 3Gi each, created at once. Each backend GPU has 16Gi, so
@@ -137,7 +153,7 @@ spec:
 YAML
 burst=""
 for i in $(seq 1 50); do burst+="---
-$(claim_pod "burst-$i" gpu-3gi)
+$(claim_pod "burst-$i" gpu-3gi 'gvirtus.io/dra: "true", burst: "true"')
 "; done
 k apply -f - <<<"$burst" >/dev/null
 # "POOL/DEVICE" of every allocated claim of the burst, one per line.
@@ -155,17 +171,79 @@ per_device=$(allocated | sort | uniq -c | awk '{print $2 "=" $1}' | tr '\n' ' ')
 most=$(allocated | sort | uniq -c | awk '{print $1}' | sort -n | tail -1)
 [ "${most:-0}" -le 5 ] && ok "no device holds more than its 16Gi (5 of 3Gi): $per_device" ||
   bad "a device was given more than its memory: $per_device"
-k delete pods -n "$test_ns" -l gvirtus.io/dra=true --wait=false >/dev/null
+k delete pods -n "$test_ns" -l burst=true --wait=true --timeout=120s >/dev/null
 
-# A backend removed mid-run: its slice is withdrawn (its DaemonSet's new pod gets its own).
-backend=$(k get pods -n "$system_ns" -l app.kubernetes.io/component=backend -o jsonpath='{.items[0].metadata.name}')
+# A Deployment's pod with a claim, on a backend that is about to go.
+cat <<YAML | k apply -f - >/dev/null
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: infer, namespace: $test_ns}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: infer}}
+  template:
+    metadata: {labels: {app: infer, gvirtus.io/dra: "true"}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      nodeSelector: {kubernetes.io/hostname: $frontend}
+      resourceClaims: [{name: gpu, resourceClaimTemplateName: gpu-4gi}]
+      containers:
+        - {name: app, image: $test_image, command: ["sleep", "3600"], resources: {claims: [{name: gpu}]}}
+YAML
+# "POD UID POOL" of the infer pod that runs (not being deleted), its claim's pool.
+infer_pod() {
+  local line name uid claim
+  line=$(jp pods -n "$test_ns" -l app=infer -o 'jsonpath={range .items[*]}{.metadata.name} {.metadata.uid} {.status.phase} {.metadata.deletionTimestamp}{"\n"}{end}' |
+    awk '$3 == "Running" && NF == 3' | head -1)
+  read -r name uid _ <<<"$line"
+  [ -n "$name" ] || return 1
+  claim=$(jp pod "$name" -n "$test_ns" -o 'jsonpath={.status.resourceClaimStatuses[0].resourceClaimName}')
+  echo "$name $uid $(k get resourceclaim "$claim" -n "$test_ns" -o 'jsonpath={.status.allocation.devices.results[0].pool}')"
+}
+infer_runs() { [ -n "$(infer_pod | awk '$3 != ""')" ]; }
+eventually "a Deployment's pod with a claim of 4Gi runs" infer_runs || finish
+read -r old_pod old_uid old_pool <<<"$(infer_pod)"
+say "$old_pod runs with its claim on $old_pool"
+
+# The backends rolled to GPUs of 80Gi: every backend pod of now goes, and bigger ones come.
+mapfile -t old_backends < <(k get pods -n "$system_ns" -l app.kubernetes.io/component=backend \
+  -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}')
+backends_rolled=true
+k set env daemonset/gvirtus-backend -n "$system_ns" -c backend GVIRTUS_STANDIN_GPU_GIB=80 >/dev/null
 slice_of() {
   k get resourceslices -o json | jq -r --arg pool "$system_ns/$1" \
     '.items[] | select(.spec.driver == "gpu.gvirtus.io" and .spec.pool.name == $pool) | .metadata.name'
 }
-[ -n "$(slice_of "$backend")" ] || bad "backend pod $backend has no slice"
-k delete pod "$backend" -n "$system_ns" --wait=false >/dev/null
-withdrawn() { [ -z "$(slice_of "$backend")" ]; }
-eventually "backend pod $backend deleted: its slice is withdrawn" withdrawn
-eventually "its replacement's GPUs are published again" two_slices
+for backend in "${old_backends[@]}"; do
+  withdrawn() { [ -z "$(slice_of "$backend")" ]; }
+  timeout_s=300 eventually "backend pod $backend gone: its slice is withdrawn" withdrawn
+done
+k rollout status daemonset/gvirtus-backend -n "$system_ns" --timeout=300s >/dev/null ||
+  bad "the backends did not roll out"
+big_slices() {
+  [ "$(k get resourceslices -o json | jq '[.items[] | select(.spec.driver == "gpu.gvirtus.io") |
+    .spec.devices[] | select(.capacity.memory.value == "80Gi")] | length')" = 2 ]
+}
+eventually "the new backends' GPUs of 80Gi are published" big_slices
+too_big_runs() { [ "$(jp pod too-big -n "$test_ns" -o 'jsonpath={.status.phase}')" = Running ]; }
+if eventually "the claim of 64Gi that waited runs on a bigger backend" too_big_runs; then
+  claim=$(jp pod too-big -n "$test_ns" -o 'jsonpath={.status.resourceClaimStatuses[0].resourceClaimName}')
+  pool=$(k get resourceclaim "$claim" -n "$test_ns" -o jsonpath='{.status.allocation.devices.results[0].pool}')
+  [[ " ${old_backends[*]} " != *" ${pool#*/} "* ]] && ok "its device is on the new backend pod $pool" ||
+    bad "the 64Gi claim was allocated on $pool, an old backend"
+fi
+# The backend follower deleted the Deployment's pod once its backend was gone; the pod
+# its ReplicaSet made has a claim on a new backend.
+recreated() {
+  local name uid pool
+  read -r name uid pool <<<"$(infer_pod)"
+  [ -n "$pool" ] && [ "$uid" != "$old_uid" ] && [[ " ${old_backends[*]} " != *" ${pool#*/} "* ]]
+}
+eventually "$old_pod (claim on $old_pool, gone) is recreated, its new claim on a new backend" recreated &&
+  say "now: $(infer_pod)"
+event() {
+  k get events -n "$test_ns" --field-selector reason=BackendLostRecreated \
+    -o jsonpath='{range .items[*]}{.involvedObject.name}{"\n"}{end}' | grep -qx "$old_pod"
+}
+eventually "an Event BackendLostRecreated on $old_pod says why" event
 finish
