@@ -317,7 +317,9 @@ Result<void> BackendFollower::recreate(const json& pod, const std::string& owner
 
 Result<void> BackendFollower::setCondition(const json& pod, bool lost, const std::string& reason,
                                            const std::string& message) {
+  // The pod's UID too: a pod made again under the name meanwhile is not marked (409).
   const json patch = {
+      {"metadata", {{"uid", stringAt(pod, {"metadata", "uid"})}}},
       {"status",
        {{"conditions", json::array({{{"type", names::kBackendLostCondition},
                                      {"status", lost ? "True" : "False"},
@@ -327,8 +329,8 @@ Result<void> BackendFollower::setCondition(const json& pod, bool lost, const std
   auto patched = api_.patchStatus(stringAt(pod, {"metadata", "namespace"}),
                                   stringAt(pod, {"metadata", "name"}), patch.dump());
   if (!patched) {
-    if (patched.error().isNotFound()) {
-      return {};
+    if (patched.error().isNotFound() || patched.error().isConflict()) {
+      return {};  // gone, or another pod under the name: the cache brings it
     }
     if (metrics_ != nullptr && lost) {
       metrics_->backendLost("failed");

@@ -89,22 +89,21 @@ std::vector<BackendFollower::ClaimedBackend> BackendFollower::claimedBackends(
       continue;
     }
     const ClaimPeers peers = claimPeers(*claim);
-    const bool reserved = std::any_of(
-        peers.reservedFor.begin(), peers.reservedFor.end(),
-        [&](const ClaimReservation& reservation) {
-          return reservation.pod == name && holdsReservation(pod, reservation, claimName);
-        });
+    const bool reserved = std::any_of(peers.reservedFor.begin(), peers.reservedFor.end(),
+                                      [&](const ClaimReservation& reservation) {
+                                        return reservation.pod == name &&
+                                               holdsReservation(pod, reservation, claimName);
+                                      });
     if (!reserved) {
       continue;
     }
     // Named in the spec: a claim of its own standing. Otherwise the claim controller made it
     // for this pod from a template, and named it in the status only.
     const json* named = memberAt(pod, {"spec", "resourceClaims"});
-    const bool byName =
-        named != nullptr && named->is_array() &&
-        std::any_of(named->begin(), named->end(), [&](const json& entry) {
-          return stringAt(entry, {"resourceClaimName"}) == claimName;
-        });
+    const bool byName = named != nullptr && named->is_array() &&
+                        std::any_of(named->begin(), named->end(), [&](const json& entry) {
+                          return stringAt(entry, {"resourceClaimName"}) == claimName;
+                        });
     for (const auto& backendPod : peers.backendPods) {
       if (backendPod.starts_with(options_.backendNamespace + "/")) {
         backends.push_back({backendPod, claimName, byName});
@@ -121,6 +120,11 @@ Result<SyncResult> BackendFollower::syncClaimant(const std::string& key) {
   const auto [ns, name] = splitCacheKey(key.substr(kClaimantPrefix.size()));
   const ObjectSnapshot pod = claimants_.pods->get(ns, name);
   if (!pod) {
+    return SyncResult{};
+  }
+  // A pod the webhook gave a backend itself follows that one (sync()), and only that one:
+  // two decisions on one pod would take each other's condition back.
+  if (const ObjectSnapshot wired = frontendPods_.get(ns, name); wired && followed(*wired)) {
     return SyncResult{};
   }
   const std::vector<ClaimedBackend> backends = claimedBackends(*pod);
@@ -146,17 +150,20 @@ Result<SyncResult> BackendFollower::syncClaimant(const std::string& key) {
     return 3;
   };
   BackendLoss worst;
-  const ClaimedBackend* through = nullptr;
+  // A lost device of a claim the pod names itself: recreating the pod would not help.
+  const ClaimedBackend* lostByName = nullptr;
   for (const auto& claimed : backends) {
     const auto [backendNs, backendName] = splitCacheKey(claimed.backendPod);
     const ObjectSnapshot backend = backendPods_.get(backendNs, backendName);
-    BackendLoss loss = backendLoss(FollowedBackend{claimed.backendPod, ""}, backend.get(),
-                                   created, at, options_.grace);
+    BackendLoss loss = backendLoss(FollowedBackend{claimed.backendPod, ""}, backend.get(), created,
+                                   at, options_.grace);
+    if (claimed.byName && lostByName == nullptr && rank(loss.kind) <= 1) {
+      lostByName = &claimed;
+    }
     if (rank(loss.kind) < rank(worst.kind) ||
         (loss.kind == worst.kind && loss.kind == BackendLoss::Kind::kWaiting &&
          *loss.recheckAt < *worst.recheckAt)) {
       worst = std::move(loss);
-      through = &claimed;
     }
   }
   std::string listed;
@@ -164,10 +171,11 @@ Result<SyncResult> BackendFollower::syncClaimant(const std::string& key) {
     listed += (listed.empty() ? "" : ", ") + claimed.backendPod;
   }
   const std::string servingAgain = "backend pod " + listed + " serves again";
-  if (through == nullptr || !through->byName) {
+  if (lostByName == nullptr) {
     return act(*pod, key, worst, servingAgain);
   }
-  worst.why += " (allocated to claim " + through->claim + ")";
+  worst.why +=
+      " (claim " + lostByName->claim + " holds backend pod " + lostByName->backendPod + ")";
   return act(*pod, key, worst, servingAgain, false,
              "the claim is named by the pod and may be shared: it is allocated again only once "
              "no pod uses it, so delete every pod that uses it (or scale their owner to 0 and "

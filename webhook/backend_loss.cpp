@@ -85,7 +85,12 @@ BackendLoss backendLoss(const FollowedBackend& followed, const json* backend, Ti
           name + " has not been ready for " + formatDuration(grace) + " or more", std::nullopt};
 }
 
-std::string controllingOwner(const json& pod) {
+namespace {
+
+// The pod's controlling owner when it is a workload controller that replaces its deleted
+// pods; null otherwise. Its API group is checked where the reference names one (a whole
+// pod; a compact record keeps only such an owner, without it).
+const json* replacingOwner(const json& pod) {
   const json* owners = memberAt(pod, {"metadata", "ownerReferences"});
   for (size_t i = 0; owners != nullptr && owners->is_array() && i < owners->size(); ++i) {
     const json& owner = (*owners)[i];
@@ -94,15 +99,35 @@ std::string controllingOwner(const json& pod) {
       continue;
     }
     const std::string kind = stringAt(owner, {"kind"});
-    for (const char* replacing :
-         {"ReplicaSet", "ReplicationController", "StatefulSet", "Job", "DaemonSet"}) {
-      if (kind == replacing) {
-        return kind + " " + stringAt(owner, {"name"});
+    const json* apiVersion = member(owner, "apiVersion");
+    for (const auto& [replacing, version] :
+         {std::pair{"ReplicaSet", "apps/v1"}, std::pair{"StatefulSet", "apps/v1"},
+          std::pair{"DaemonSet", "apps/v1"}, std::pair{"Job", "batch/v1"},
+          std::pair{"ReplicationController", "v1"}}) {
+      if (kind == replacing && (apiVersion == nullptr || *apiVersion == version)) {
+        return &owner;
       }
     }
-    return "";
+    return nullptr;
   }
-  return "";
+  return nullptr;
+}
+
+}  // namespace
+
+std::string controllingOwner(const json& pod) {
+  const json* owner = replacingOwner(pod);
+  return owner == nullptr ? "" : stringAt(*owner, {"kind"}) + " " + stringAt(*owner, {"name"});
+}
+
+json compactOwners(const json& pod) {
+  const json* owner = replacingOwner(pod);
+  if (owner == nullptr) {
+    return nullptr;
+  }
+  return json::array({{{"kind", stringAt(*owner, {"kind"})},
+                       {"name", stringAt(*owner, {"name"})},
+                       {"controller", true}}});
 }
 
 std::string backendLostCondition(const json& pod) {

@@ -62,10 +62,15 @@ BackendLoss backendLoss(const FollowedBackend& followed, const nlohmann::json* b
                         TimePoint created, TimePoint now, Duration grace);
 
 // The pod's controlling owner ("ReplicaSet web-5d8f") when it is one of the workload
-// controllers that create a new pod when one of theirs is deleted (ReplicaSet,
-// ReplicationController, StatefulSet, Job, DaemonSet); empty otherwise. An Argo Workflow or
-// a Spark driver owns its pods too, but does not replace them: such a pod counts as bare.
+// controllers that create a new pod when one of theirs is deleted (apps/v1 ReplicaSet,
+// StatefulSet and DaemonSet, batch/v1 Job, v1 ReplicationController); empty otherwise. An
+// Argo Workflow, a Spark driver or a Job of another API group (Volcano's) owns its pods
+// too, but does not replace them: such a pod counts as bare.
 std::string controllingOwner(const nlohmann::json& pod);
+
+// What the caches keep of a pod's owners for controllingOwner(): that one owner (kind, name,
+// controller), or null.
+nlohmann::json compactOwners(const nlohmann::json& pod);
 
 // The status of the pod's condition gvirtus.io/BackendLost ("True", "False"), empty when it
 // has none.

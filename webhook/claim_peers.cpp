@@ -5,6 +5,7 @@
 #include "common/dra_claim.h"
 #include "common/json_access.h"
 #include "common/pod_status.h"
+#include "webhook/backend_loss.h"
 #include "webhook/names.h"
 
 namespace gvirtus::webhook {
@@ -134,17 +135,8 @@ json compactClaimant(json pod) {
   copyAt(pod, compact, {"metadata", "creationTimestamp"});
   // The backend follower's: the controlling owner (whether one replaces the pod), and its
   // own condition.
-  if (const json* owners = memberAt(pod, {"metadata", "ownerReferences"});
-      owners != nullptr && owners->is_array()) {
-    for (const json& owner : *owners) {
-      if (const json* controller = member(owner, "controller");
-          controller != nullptr && *controller == true) {
-        compact["metadata"]["ownerReferences"] = json::array({{{"kind", stringAt(owner, {"kind"})},
-                                                               {"name", stringAt(owner, {"name"})},
-                                                               {"controller", true}}});
-        break;
-      }
-    }
+  if (json owners = compactOwners(pod); !owners.is_null()) {
+    compact["metadata"]["ownerReferences"] = std::move(owners);
   }
   if (const json* lost = podCondition(pod, names::kBackendLostCondition); lost != nullptr) {
     compact["status"]["conditions"] = json::array({*lost});

@@ -8,6 +8,7 @@
 
 #include "common/json_access.h"
 #include "common/log.h"
+#include "webhook/claim_wiring.h"
 #include "webhook/metrics.h"
 #include "webhook/names.h"
 #include "webhook/scheduling_map.h"
@@ -132,6 +133,21 @@ AdmissionResponse MutateHandler::reviewPod(const AdmissionRequest& request, Revi
     }
   }
 
+  if (gvirtus && !config_.claimTemplate.empty()) {
+    // The claim path: kube-scheduler allocates the backend GPU (docs/dra.md).
+    if (auto wired = wireClaim(doc, config_.claimTemplate); !wired) {
+      return deny(400, wired.error().message);
+    }
+    if (auto ignored = ignoredOnClaimPath(doc); !ignored.empty()) {
+      std::string keys;
+      for (const auto& key : ignored) {
+        keys += (keys.empty() ? "" : ", ") + key;
+      }
+      response.warnings.push_back("GVirtuS pods get their GPU from ResourceClaimTemplate " +
+                                  config_.claimTemplate + " here; ignored: " + keys);
+    }
+    return patched(ReviewResult::Patched);
+  }
   if (gvirtus) {
     auto requirements = requirementsFromPod(doc);
     if (!requirements) {

@@ -33,6 +33,9 @@ struct MutateConfig {
   size_t largeReviewValues = 10'000;
   int largeReviewsAtOnce = 2;
   std::chrono::milliseconds largeReviewWait{3000};
+  // Non-empty (--dra-claim-template): GVirtuS pods get a claim from the ResourceClaimTemplate
+  // of this name in their namespace (webhook/claim_wiring.h), and no backend of the webhook.
+  std::string claimTemplate = {};
 };
 
 // The outcome of one review, as metrics count it.

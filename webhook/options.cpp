@@ -1,5 +1,6 @@
 #include "webhook/options.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 
@@ -16,6 +17,15 @@ Result<void> checkReadable(const std::string& path) {
     return fail("cannot read \"" + path + "\"");
   }
   return {};
+}
+
+// An object name as the API takes it (a DNS subdomain): 1 to 253 of lower-case letters,
+// digits, '-' and '.', starting and ending with a letter or digit.
+bool isDnsSubdomain(const std::string& name) {
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  return !name.empty() && name.size() <= 253 && alnum(name.front()) && alnum(name.back()) &&
+         std::all_of(name.begin(), name.end(),
+                     [&](char c) { return alnum(c) || c == '-' || c == '.'; });
 }
 
 }  // namespace
@@ -90,6 +100,10 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
                 "publish each backend's GPUs as ResourceSlices of the DRA driver gpu.gvirtus.io, "
                 "for pods that ask with a ResourceClaim (Kubernetes 1.34 and later; the leader "
                 "writes them)");
+  flags.addString("dra-claim-template", &options.draClaimTemplate,
+                  "with --dra: GVirtuS pods get a ResourceClaim from the ResourceClaimTemplate of "
+                  "this name in their own namespace (the operator creates it there) instead of a "
+                  "backend chosen by the webhook; empty: off");
   flags.addString("autoscale-candidates", &options.autoscale.candidates,
                   "label selector of GPU nodes the leader may opt in as backends when pods "
                   "wait (e.g. gvirtus.io/backend.candidate=true); empty: no autoscaling");
@@ -149,6 +163,21 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
   }
   if (options.dra && !options.staticBackends.empty()) {
     return bad("--dra: not with --static-backends (no pod says what GPUs they have)");
+  }
+  if (!options.draClaimTemplate.empty()) {
+    if (!options.dra) {
+      return bad("--dra-claim-template: needs --dra (the devices the claims are allocated from)");
+    }
+    if (!isDnsSubdomain(options.draClaimTemplate)) {
+      return bad("--dra-claim-template: \"" + options.draClaimTemplate +
+                 "\" is not an object name (lower-case letters, digits, '-' and '.', at most "
+                 "253)");
+    }
+    if (!options.schedulerName.empty()) {
+      return bad(
+          "--dra-claim-template: not with --scheduler-name (KAI-Scheduler does not share a "
+          "device among claims: docs/dra.md)");
+    }
   }
   if (options.autoscale.enabled()) {
     if (!options.staticBackends.empty()) {

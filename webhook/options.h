@@ -53,6 +53,9 @@ struct Options {
   // Publish the backends' GPUs as ResourceSlices of the DRA driver gpu.gvirtus.io
   // (docs/dra.md): needs resource.k8s.io/v1 (Kubernetes 1.34 and later).
   bool dra = false;
+  // With --dra: GVirtuS pods get a claim from the ResourceClaimTemplate of this name in their
+  // own namespace instead of a backend from the webhook (docs/dra.md); empty: off.
+  std::string draClaimTemplate;
 
   // TLS from files (else the webhook runs its own CA, which needs the API server).
   bool tlsFromFiles() const { return !tlsCertFile.empty(); }

@@ -2,6 +2,7 @@
 
 #include "common/ipv4_resolver.h"
 #include "common/json_access.h"
+#include "webhook/backend_loss.h"
 #include "webhook/names.h"
 
 namespace gvirtus::webhook {
@@ -33,18 +34,10 @@ json frontendFields(json pod) {
       }
     }
   }
-  // Of the owners only the controlling one, whom the backend follower asks for a new pod.
-  if (const json* owners = memberAt(pod, {"metadata", "ownerReferences"});
-      owners != nullptr && owners->is_array()) {
-    for (const auto& owner : *owners) {
-      if (const json* controller = member(owner, "controller");
-          controller != nullptr && *controller == true) {
-        metadata["ownerReferences"] = json::array({{{"kind", stringAt(owner, {"kind"})},
-                                                    {"name", stringAt(owner, {"name"})},
-                                                    {"controller", true}}});
-        break;
-      }
-    }
+  // Of the owners only one that replaces its pods, whom the backend follower asks for a new
+  // pod.
+  if (json owners = compactOwners(pod); !owners.is_null()) {
+    metadata["ownerReferences"] = std::move(owners);
   }
   // Of the scheduling gates only ours, and only while the pod carries it (a waiting pod is
   // no peer of its backend yet): most pods are released and keep none.

@@ -170,6 +170,7 @@ int run(const Options& options) {
   BackendChooser chooser(chooserOptions);
   MutateConfig config;
   config.wiring = {options.addGpuLimit, options.schedulerName, options.kaiQueue};
+  config.claimTemplate = options.draClaimTemplate;
   config.plugins = options.plugins;
   config.maxRequestBytes = options.maxRequestBytes;
   MutateHandler handler(config, *source, chooser, &metrics);

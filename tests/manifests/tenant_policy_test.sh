@@ -249,6 +249,33 @@ refused "delete a pod that is not a GVirtuS pod" $D "no other pod" "$webhook" \
 refused "delete its own replica" $D "no other pod" "$webhook" delete pod "$webhook_pod" -n "$ns" --wait=false
 allowed "delete an owned GVirtuS pod given a backend pod" "$webhook" delete pod owned -n "$tenant_ns" --wait=false
 
+say "webhook as the backend follower of DRA claimants (pods labelled gvirtus.io/dra): status, deletes"
+# claimant NAME CLAIM CONTROLLER: a pod labelled gvirtus.io/dra with the one claim entry
+# CLAIM, owned by the ConfigMap as if it were a ReplicaSet (its controller when CONTROLLER).
+claimant() {
+  pod "$1" '{"gvirtus.io/dra": "true"}' '{}' '[]' | jq --argjson claim "$2" --arg uid "$owner_uid" \
+    --argjson controller "$3" '.spec.resourceClaims = [$claim] |
+      .spec.containers[0].resources = {claims: [{name: $claim.name}]} |
+      .metadata.ownerReferences = [{"apiVersion": "v1", "kind": "ReplicaSet", "name": "owner",
+        "uid": $uid, "controller": $controller}]'
+}
+from_template='{"name": "gpu", "resourceClaimTemplateName": "gpu-4gi"}'
+allowed "create an owned claimant, its claim from a template" "$tenant" create -f - \
+  < <(claimant from-template "$from_template" true)
+allowed "create an owned claimant of a claim by name" "$tenant" create -f - \
+  < <(claimant by-name '{"name": "gpu", "resourceClaimName": "shared"}' true)
+allowed "create a bare claimant" "$tenant" create -f - < <(claimant lone "$from_template" false)
+allowed "condition gvirtus.io/BackendLost of a claimant" "$webhook" patch pod lone/status -n "$tenant_ns" -p "$lost"
+refused "another condition of a claimant" $W "only the condition gvirtus.io/BackendLost" "$webhook" \
+  patch pod lone/status -n "$tenant_ns" -p '{"status": {"conditions": [{"type": "Ready", "status": "False"}]}}'
+refused "an annotation of a claimant" $W "the status of pods labelled gvirtus.io/dra" "$webhook" \
+  patch pod lone -n "$tenant_ns" --type=merge -p '{"metadata": {"annotations": {"gvirtus.io/backend": "10.0.0.1:9999"}}}'
+refused "delete a bare claimant" $D "no bare pod" "$webhook" delete pod lone -n "$tenant_ns" --wait=false
+refused "delete a claimant of a claim by name (recreating it would not help)" $D "no bare pod" "$webhook" \
+  delete pod by-name -n "$tenant_ns" --wait=false
+allowed "delete an owned claimant whose claim came from a template" "$webhook" \
+  delete pod from-template -n "$tenant_ns" --wait=false
+
 say "webhook as the backend autoscaler (overlays/autoscale's RBAC): the backend keys of nodes"
 k apply -f "$repo/overlays/autoscale/rbac.yaml" >/dev/null
 N=gvirtus-webhook-nodes

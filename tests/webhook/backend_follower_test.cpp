@@ -441,6 +441,7 @@ TEST_CASE("only the pod the scheduler reserved the claim for, using it itself, f
 TEST_CASE("a bare claimant is marked; the leader follows claimants without being asked",
           "[backend-follower][dra]") {
   ClaimFixture f;
+  f.now += std::chrono::seconds(60);  // before the workers read it: 70 s after be-1's change
   f.backends.put(backendPod("be-1", "10.0.0.1"));
   std::jthread leader([&f](std::stop_token stop) { f.follower.run(stop); });
   // The pods come before their claims are allocated and reserved: the claims' events index
@@ -451,7 +452,6 @@ TEST_CASE("a bare claimant is marked; the leader follows claimants without being
   f.claims.put(allocatedClaim("lonely-gpu", "gvirtus-system/be-1", {"lonely"}));
   // Not ready past the grace.
   f.backends.put(backendPod("be-1", "10.0.0.1", "False"));
-  f.now += std::chrono::seconds(60);
   REQUIRE(eventually([&] { return f.api.deleteCount() == 1; }));
   CHECK(f.api.deletes[0] == "team-a/infer-a uid-infer-a");
   REQUIRE(eventually([&] { return condition(f.claimants, "lonely") == "True"; }));
@@ -478,4 +478,48 @@ TEST_CASE("a claimant of a claim it names itself is marked, never deleted",
   const std::string message = f.api.statuses[0]["status"]["conditions"][0]["message"];
   CHECK(message.find("backend pod gvirtus-system/be-1 is gone") != std::string::npos);
   CHECK(message.find("claim shared") != std::string::npos);
+}
+
+TEST_CASE("a claimant with a lost claim of its own naming is marked even when another is lost",
+          "[backend-follower][dra]") {
+  ClaimFixture f;  // be-1 and be-2 are gone
+  f.claims.put(allocatedClaim("infer-a-gpu", "gvirtus-system/be-1", {"infer-a"}));
+  f.claims.put(allocatedClaim("shared", "gvirtus-system/be-2", {"infer-a"}));
+  json pod = claimant("infer-a", "infer-a-gpu", true);
+  pod["spec"]["resourceClaims"].push_back({{"name", "more"}, {"resourceClaimName", "shared"}});
+  f.claimants.put(compactClaimant(pod));
+  REQUIRE(f.follower.sync("claimant:team-a/infer-a"));
+  CHECK(f.api.deleteCount() == 0);
+  CHECK(condition(f.claimants, "infer-a") == "True");
+}
+
+TEST_CASE("a claimant the webhook gave a backend itself follows that backend only",
+          "[backend-follower][dra]") {
+  ClaimFixture f;
+  f.backends.put(backendPod("be-1", "10.0.0.1"));  // the webhook's choice serves
+  f.frontends.put(frontend("infer-a", true));
+  f.claims.put(allocatedClaim("infer-a-gpu", "gvirtus-system/be-gone", {"infer-a"}));
+  f.claimants.put(claimant("infer-a", "infer-a-gpu", true));
+  REQUIRE(f.follower.sync("claimant:team-a/infer-a"));
+  CHECK(f.api.deleteCount() == 0);
+  CHECK(f.api.statusCount() == 0);
+}
+
+TEST_CASE("only owners that replace their pods count, by kind and API group", "[backend-loss]") {
+  auto owned = [](const std::string& apiVersion, const std::string& kind) {
+    return json{{"metadata",
+                 {{"ownerReferences", json::array({{{"apiVersion", apiVersion},
+                                                    {"kind", kind},
+                                                    {"name", "w"},
+                                                    {"controller", true}}})}}}};
+  };
+  CHECK(controllingOwner(owned("apps/v1", "ReplicaSet")) == "ReplicaSet w");
+  CHECK(controllingOwner(owned("batch/v1", "Job")) == "Job w");
+  CHECK(controllingOwner(owned("batch.volcano.sh/v1alpha1", "Job")).empty());
+  CHECK(controllingOwner(owned("argoproj.io/v1alpha1", "Workflow")).empty());
+  // What the caches keep says the same without the group.
+  CHECK(controllingOwner(json{
+            {"metadata", {{"ownerReferences", compactOwners(owned("apps/v1", "StatefulSet"))}}}}) ==
+        "StatefulSet w");
+  CHECK(compactOwners(owned("batch.volcano.sh/v1alpha1", "Job")).is_null());
 }

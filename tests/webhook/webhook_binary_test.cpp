@@ -100,7 +100,12 @@ TEST_CASE("bad flags exit 2 with one line naming the flag", "[webhook-binary]") 
            {{"--autoscale-candidates", "pool=gpu", "--scale-up-after", "0s"},
             "gvirtus-webhook: --scale-up-after: must be positive"},
            {{"--autoscale-max", "0"}, "gvirtus-webhook: --autoscale-max: "},
-           {{"--kube-api-qps", "0"}, "gvirtus-webhook: --kube-api-qps: "}}) {
+           {{"--kube-api-qps", "0"}, "gvirtus-webhook: --kube-api-qps: "},
+           {{"--dra-claim-template", "gpu"}, "gvirtus-webhook: --dra-claim-template: needs --dra"},
+           {{"--dra", "--dra-claim-template", "GPU_16Gi"},
+            "gvirtus-webhook: --dra-claim-template: \"GPU_16Gi\" is not an object name"},
+           {{"--dra", "--dra-claim-template", "gpu", "--scheduler-name", "kai-scheduler"},
+            "gvirtus-webhook: --dra-claim-template: not with --scheduler-name"}}) {
     std::vector<std::string> argv = {webhookBinary()};
     argv.insert(argv.end(), c.args.begin(), c.args.end());
     auto [code, output] = runCommand(argv);

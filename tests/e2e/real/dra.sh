@@ -2,8 +2,9 @@
 # Turns overlays/dra's changes on (or off) on a running install of tests/e2e/overlay: the
 # DeviceClass, RBAC and policies, --dra on the webhook and the device plugin, and the
 # backends' NetworkPolicy for gvirtus.io/dra pods. Waits for both rollouts. Used by the DRA
-# scenario and by the real-nodes benchmark.
-#   dra.sh on|off
+# scenario and by the real-nodes benchmark. With a TEMPLATE, the webhook also gives
+# gvirtus.io/enabled pods a claim from that ResourceClaimTemplate (--dra-claim-template).
+#   dra.sh on [TEMPLATE] | off
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../../.." && pwd)
 ns=gvirtus-system
@@ -14,9 +15,13 @@ k() { kubectl --request-timeout=30s "$@"; }
 objects=(-f "$repo/overlays/dra/deviceclass.yaml" -f "$repo/overlays/dra/rbac.yaml" -f "$repo/overlays/dra/policy.yaml")
 case ${1:-} in
   on)
+    args=$(cat "$repo/overlays/dra/webhook-args.yaml")
+    if [ -n "${2:-}" ]; then
+      args+="
+- {op: add, path: /spec/template/spec/containers/0/args/-, value: --dra-claim-template=$2}"
+    fi
     k apply "${objects[@]}" >/dev/null &&
-      k patch deployment gvirtus-webhook -n $ns --type=json \
-        --patch-file "$repo/overlays/dra/webhook-args.yaml" >/dev/null &&
+      k patch deployment gvirtus-webhook -n $ns --type=json -p "$args" >/dev/null &&
       k patch daemonset gvirtus-device-plugin -n $ns --type=json \
         --patch-file "$repo/overlays/dra/device-plugin-dra.yaml" >/dev/null &&
       k patch networkpolicy gvirtus-backend -n $ns --type=json \
@@ -30,7 +35,7 @@ case ${1:-} in
     k delete resourceslices -l app.kubernetes.io/managed-by=gvirtus-webhook --ignore-not-found >/dev/null
     ;;
   *)
-    echo "usage: dra.sh on|off" >&2
+    echo "usage: dra.sh on [TEMPLATE] | off" >&2
     exit 2
     ;;
 esac

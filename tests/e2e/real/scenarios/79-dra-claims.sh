@@ -7,7 +7,9 @@
 # pod reaches that backend (its NetworkPolicy admits gvirtus.io/dra, its peer list names
 # the pod); a claimant without the label does not. A claim for more memory than any backend
 # has stays Pending with the scheduler's reason. Deleting the pods unprepares the claims on
-# the node. A burst of 50 claims never gives a device more than its memory. Then the
+# the node. With --dra-claim-template, a pod labelled gvirtus.io/enabled alone gets its
+# claim from the webhook and runs the same way. A burst of 50 claims never gives a device
+# more than its memory. Then the
 # backends are rolled to GPUs of 80Gi (the stand-in NVML's GVIRTUS_STANDIN_GPU_GIB), which
 # both removes backends mid-run and makes bigger ones appear: each old backend's slice is
 # withdrawn, the waiting 64Gi claim runs on a new one, and a Deployment's pod whose claim
@@ -33,14 +35,15 @@ restore() {
   bash "$repo/tests/e2e/real/dra.sh" off || say "could not put the install back"
 }
 no_backend_terminating() {
-  ! k get pods -n "$system_ns" -l app.kubernetes.io/component=backend \
-    -o jsonpath='{range .items[*]}{.metadata.deletionTimestamp}{"\n"}{end}' | grep -q .
+  local deleting
+  deleting=$(k get pods -n "$system_ns" -l app.kubernetes.io/component=backend \
+    -o jsonpath='{range .items[*]}{.metadata.deletionTimestamp}{"\n"}{end}') && [ -z "$deleting" ]
 }
 trap restore EXIT
 
 say "overlays/dra's changes on the running install"
-bash "$repo/tests/e2e/real/dra.sh" on &&
-  ok "webhook and device plugin rolled out with --dra (the device plugin ready: registered as the DRA driver too)" ||
+bash "$repo/tests/e2e/real/dra.sh" on gvirtus-gpu &&
+  ok "webhook (--dra, --dra-claim-template=gvirtus-gpu) and device plugin (--dra) rolled out, the device plugin ready: registered as the DRA driver too" ||
   { bad "overlays/dra's changes did not roll out"; finish; }
 registered() { docker exec "$container" test -S /var/lib/kubelet/plugins_registry/gpu.gvirtus.io-reg.sock; }
 eventually "the driver's registration socket is in $frontend's plugins_registry" registered
@@ -63,6 +66,16 @@ spec:
 ---
 apiVersion: resource.k8s.io/v1
 kind: ResourceClaimTemplate
+metadata: {name: gvirtus-gpu, namespace: $test_ns}
+spec:
+  spec:
+    devices:
+      requests:
+        - name: gpu
+          exactly: {deviceClassName: gpu.gvirtus.io, capacity: {requests: {memory: 2Gi}}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
 metadata: {name: gpu-64gi, namespace: $test_ns}
 spec:
   spec:
@@ -80,11 +93,20 @@ claim_pod() {
 }
 for pod in claim-1 claim-2; do claim_pod "$pod" gpu-4gi | k apply -f - >/dev/null; done
 claim_pod unlabelled gpu-4gi "app: unlabelled" | k apply -f - >/dev/null
+# A GVirtuS pod as on the label path: the webhook gives it the claim (--dra-claim-template).
+test_pod wired '  labels: {gvirtus.io/enabled: "true"}' "  nodeSelector: {kubernetes.io/hostname: $frontend}" |
+  k apply -f - >/dev/null
+wiring=$(k get pod wired -n "$test_ns" -o json | jq -c '{dra: .metadata.labels["gvirtus.io/dra"],
+  template: .spec.resourceClaims[0].resourceClaimTemplateName, uses: .spec.containers[0].resources.claims[0].name,
+  gpu: .spec.containers[0].resources.limits["nvidia.com/gpu"], gates: .spec.schedulingGates}')
+[ "$wiring" = '{"dra":"true","template":"gvirtus-gpu","uses":"gvirtus-gpu","gpu":null,"gates":null}' ] &&
+  ok "a pod labelled gvirtus.io/enabled got the claim from the webhook, and nothing of the label path" ||
+  bad "the webhook wired: $wiring"
 claim_pod too-big gpu-64gi | k apply -f - >/dev/null
 uids=()
-for pod in claim-1 claim-2; do
+for pod in claim-1 claim-2 wired; do
   running() { [ "$(jp pod "$pod" -n "$test_ns" -o 'jsonpath={.status.phase}')" = Running ]; }
-  eventually "$pod (a claim of 4Gi) runs on $frontend" running || continue
+  eventually "$pod (with a claim) runs on $frontend" running || continue
   claim=$(jp pod "$pod" -n "$test_ns" -o 'jsonpath={.status.resourceClaimStatuses[0].resourceClaimName}')
   result=$(k get resourceclaim "$claim" -n "$test_ns" -o json |
     jq -c '.status.allocation.devices.results[0] | {pool, device}')
@@ -128,7 +150,7 @@ eventually "a claim of 64Gi (no backend has it) stays Pending, Unschedulable" un
   say "its reason: $(jp pod too-big -n "$test_ns" -o 'jsonpath={.status.conditions[?(@.type=="PodScheduled")].message}')"
 
 # too-big waits on, for a bigger backend.
-k delete pod claim-1 claim-2 unlabelled -n "$test_ns" --wait=true --timeout=120s >/dev/null
+k delete pod claim-1 claim-2 wired unlabelled -n "$test_ns" --wait=true --timeout=120s >/dev/null
 for uid in "${uids[@]}"; do
   unprepared() { ! docker exec "$container" test -e "/etc/cdi/gvirtus.io-claim_$uid.json"; }
   eventually "claim $uid unprepared: its CDI spec is gone from $frontend" unprepared
@@ -208,6 +230,7 @@ say "$old_pod runs with its claim on $old_pool"
 # The backends rolled to GPUs of 80Gi: every backend pod of now goes, and bigger ones come.
 mapfile -t old_backends < <(k get pods -n "$system_ns" -l app.kubernetes.io/component=backend \
   -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}')
+[ ${#old_backends[@]} = 2 ] || { bad "2 backend pods expected, found: ${old_backends[*]}"; finish; }
 backends_rolled=true
 k set env daemonset/gvirtus-backend -n "$system_ns" -c backend GVIRTUS_STANDIN_GPU_GIB=80 >/dev/null
 slice_of() {

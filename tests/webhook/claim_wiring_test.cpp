@@ -1,0 +1,84 @@
+// The claim path of a GVirtuS pod (--dra-claim-template): what wireClaim() adds, and the
+// review that takes it instead of choosing a backend. On real nodes:
+// tests/e2e/real/scenarios/79-dra-claims.sh.
+#include "webhook/claim_wiring.h"
+
+#include <catch2/catch.hpp>
+
+#include "common/metrics.h"
+#include "webhook/fixtures.h"
+#include "webhook/metrics.h"
+#include "webhook/mutate_handler.h"
+
+using namespace gvirtus::webhook;
+using namespace gvirtus::webhook::testing;
+
+TEST_CASE("a claim from the template for the pod, used by each wired container", "[claim-wiring]") {
+  json pod = gvirtusPod({"app", "sidecar"});
+  pod["metadata"]["annotations"]["gvirtus.io/containers"] = "app";
+  REQUIRE(wireClaim(pod, "gpu-16gi"));
+  CHECK(pod["spec"]["resourceClaims"] ==
+        json::array({{{"name", "gvirtus-gpu"}, {"resourceClaimTemplateName", "gpu-16gi"}}}));
+  CHECK(pod["spec"]["containers"][0]["resources"]["claims"] ==
+        json::array({{{"name", "gvirtus-gpu"}}}));
+  CHECK_FALSE(pod["spec"]["containers"][1].value("resources", json::object()).contains("claims"));
+  CHECK(pod["metadata"]["labels"]["gvirtus.io/dra"] == "true");
+  CHECK(pod["metadata"]["labels"]["gvirtus.io/enabled"] == "true");
+
+  // Again: nothing more.
+  const json once = pod;
+  REQUIRE(wireClaim(pod, "gpu-16gi"));
+  CHECK(pod == once);
+}
+
+TEST_CASE("the pod's own claims stay; an entry of ours under its name is refused",
+          "[claim-wiring]") {
+  json pod = gvirtusPod();
+  pod["spec"]["resourceClaims"] =
+      json::array({{{"name", "scratch"}, {"resourceClaimName", "shared-disk"}}});
+  pod["spec"]["containers"][0]["resources"] = {{"claims", json::array({{{"name", "scratch"}}})}};
+  REQUIRE(wireClaim(pod, "gpu"));
+  CHECK(pod["spec"]["resourceClaims"].size() == 2);
+  CHECK(pod["spec"]["containers"][0]["resources"]["claims"].size() == 2);
+
+  json forged = gvirtusPod();
+  forged["spec"]["resourceClaims"] =
+      json::array({{{"name", "gvirtus-gpu"}, {"resourceClaimTemplateName", "huge"}}});
+  auto wired = wireClaim(forged, "gpu");
+  REQUIRE_FALSE(wired);
+  CHECK_THAT(wired.error().message, Catch::Contains("does not use ResourceClaimTemplate gpu"));
+
+  json unknown = gvirtusPod();
+  unknown["metadata"]["annotations"]["gvirtus.io/containers"] = "nope";
+  CHECK_FALSE(wireClaim(unknown, "gpu"));
+}
+
+TEST_CASE("with a claim template the review wires the claim and chooses no backend",
+          "[claim-wiring][mutate]") {
+  FakeBackendSource source{{backend("10.0.0.1", 0, 16, "backend-a")}};
+  BackendChooser chooser;
+  gvirtus::MetricsRegistry registry;
+  WebhookMetrics metrics{registry};
+  MutateConfig config;
+  config.claimTemplate = "gpu-16gi";
+  MutateHandler handler{config, source, chooser, &metrics};
+
+  json pod = gvirtusPod();
+  pod["metadata"]["annotations"]["gvirtus.io/gpu-memory"] = "8Gi";
+  auto response = handler.handle(admissionReview(pod).dump());
+  REQUIRE(response.status == 200);
+  const json answer = json::parse(response.body);
+  CHECK(answer["response"]["allowed"] == true);
+  const json out = applied(pod, patchOf(answer));
+  CHECK(out["spec"]["resourceClaims"][0]["resourceClaimTemplateName"] == "gpu-16gi");
+  CHECK(out["metadata"]["labels"]["gvirtus.io/dra"] == "true");
+  // None of the webhook path: no backend, gate, properties volume or GPU limit.
+  CHECK_FALSE(out["metadata"]["annotations"].contains("gvirtus.io/backend"));
+  CHECK_FALSE(out["spec"].contains("schedulingGates"));
+  CHECK_FALSE(out["spec"].contains("volumes"));
+  CHECK_FALSE(out["spec"]["containers"][0]["resources"].contains("limits"));
+  CHECK(chooser.recentAssignments("10.0.0.1:9999") == 0);
+  REQUIRE(answer["response"]["warnings"].size() == 1);
+  CHECK_THAT(answer["response"]["warnings"][0].get<std::string>(),
+             Catch::Contains("ignored: gvirtus.io/gpu-memory"));
+}

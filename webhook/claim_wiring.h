@@ -1,0 +1,32 @@
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+
+// The claim path of a GVirtuS pod (--dra-claim-template, docs/dra.md): instead of a backend
+// chosen by the webhook, the pod gets a ResourceClaim made from the operator's template in
+// its own namespace, which kube-scheduler allocates a backend GPU for and the device
+// plugin's DRA driver prepares.
+namespace gvirtus::webhook {
+
+// The pod's claim entry (spec.resourceClaims[].name) that the webhook adds.
+inline constexpr const char* kClaimEntryName = "gvirtus-gpu";
+
+// Adds, where missing: spec.resourceClaims {name: gvirtus-gpu, resourceClaimTemplateName:
+// `claimTemplate`}; resources.claims {name: gvirtus-gpu} in each wired container
+// (wiredContainers()); the label gvirtus.io/dra=true, which the backends' NetworkPolicy and
+// the webhook's peer publisher select. Errors (denials): an unknown container name in
+// gvirtus.io/containers, or a claim entry gvirtus-gpu of the pod's own naming something
+// else. Running it again changes nothing.
+Result<void> wireClaim(nlohmann::json& pod, const std::string& claimTemplate);
+
+// The pod's annotations that only the webhook's own choice of a backend reads
+// (gvirtus.io/gpu-memory, gvirtus.io/gpus, gvirtus.io/backend-policy, gvirtus.io/backend,
+// KAI's gpu-fraction and gpu-memory): on the claim path the template decides, so they are
+// ignored, and the review warns.
+std::vector<std::string> ignoredOnClaimPath(const nlohmann::json& pod);
+
+}  // namespace gvirtus::webhook
