@@ -43,6 +43,8 @@ const char* stateName(PodExplanation::State state) {
       return "no-backend";
     case PodExplanation::State::BackendLost:
       return "backend-lost";
+    case PodExplanation::State::Claim:
+      return "claim";
   }
   return "not-gvirtus";
 }
@@ -195,6 +197,15 @@ PodExplanation explainPod(const json& pod, const std::vector<json>& events,
     } else {
       out.summary += " on node " + it->node + (it->ready ? "" : ", not Ready now") + ")";
     }
+    return out;
+  }
+  if (const json* claims = memberAt(pod, {"spec", "resourceClaims"});
+      labelOf(pod, names::kDraLabel) == "true" && claims != nullptr && !claims->empty()) {
+    out.state = PodExplanation::State::Claim;
+    out.summary =
+        "gets its GPU through a DRA claim (DeviceClass gpu.gvirtus.io): kube-scheduler "
+        "allocates its backend, and `kubectl get resourceclaims -n " +
+        out.ns + "` shows which (docs/dra.md)";
     return out;
   }
   if (labelOf(pod, names::kEnabledLabel) != "true") {

@@ -45,7 +45,9 @@ struct WaitingView {
 
 // The answer to `why POD`.
 struct PodExplanation {
-  enum class State { NotGvirtus, Assigned, Waiting, NoBackend, BackendLost };
+  // Claim: a DRA claimant (gvirtus.io/dra, docs/dra.md), whose backend kube-scheduler
+  // allocated through its claim.
+  enum class State { NotGvirtus, Assigned, Waiting, NoBackend, BackendLost, Claim };
   State state = State::NotGvirtus;
   std::string ns;
   std::string name;

@@ -1,5 +1,7 @@
 #include "webhook/claim_wiring.h"
 
+#include <algorithm>
+
 #include "common/json_access.h"
 #include "webhook/names.h"
 #include "webhook/pod_wiring.h"
@@ -64,6 +66,32 @@ Result<void> wireClaim(json& pod, const std::string& claimTemplate) {
     }
   }
   pod["metadata"]["labels"][kDraLabel] = "true";
+  // What the webhook path writes, left by the pod's author: other parts of the webhook
+  // read them (peer lists, GPU shares, the waiting-pod controller's gate), so a pod whose
+  // backend comes from its claim must not carry them.
+  if (json* annotations = &pod["metadata"]["annotations"]; annotations->is_object()) {
+    for (const char* key :
+         {kBackendAnnotation, kBackendPodAnnotation, kBackendGpuAnnotation, kPropertiesAnnotation,
+          kAssignedByAnnotation, kBackendStatusAnnotation}) {
+      annotations->erase(key);
+    }
+    if (annotations->empty()) {
+      pod["metadata"].erase("annotations");
+    }
+  } else {
+    pod["metadata"].erase("annotations");
+  }
+  if (json* gates = &spec["schedulingGates"]; gates->is_array()) {
+    gates->erase(std::remove_if(
+                     gates->begin(), gates->end(),
+                     [](const json& gate) { return stringAt(gate, {"name"}) == kSchedulingGate; }),
+                 gates->end());
+    if (gates->empty()) {
+      spec.erase("schedulingGates");
+    }
+  } else {
+    spec.erase("schedulingGates");
+  }
   return {};
 }
 

@@ -18,7 +18,10 @@ inline constexpr const char* kClaimEntryName = "gvirtus-gpu";
 // Adds, where missing: spec.resourceClaims {name: gvirtus-gpu, resourceClaimTemplateName:
 // `claimTemplate`}; resources.claims {name: gvirtus-gpu} in each wired container
 // (wiredContainers()); the label gvirtus.io/dra=true, which the backends' NetworkPolicy and
-// the webhook's peer publisher select. Errors (denials): an unknown container name in
+// the webhook's peer publisher select. Removes what only the webhook path writes, were
+// the pod's author to write it: the assignment annotations (gvirtus.io/backend,
+// backend-pod, backend-gpu, properties, assigned-by, backend-status) and the scheduling
+// gate gvirtus.io/backend. Errors (denials): an unknown container name in
 // gvirtus.io/containers, or a claim entry gvirtus-gpu of the pod's own naming something
 // else. Running it again changes nothing.
 Result<void> wireClaim(nlohmann::json& pod, const std::string& claimTemplate);

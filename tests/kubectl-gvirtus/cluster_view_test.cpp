@@ -287,3 +287,16 @@ TEST_CASE("ages print as kubectl prints them", "[view]") {
 }
 
 }  // namespace
+
+TEST_CASE("why: a pod that gets its GPU through a DRA claim says so", "[view]") {
+  json pod = gvirtusPod("team-a", "app", "2026-11-22T09:00:00Z");
+  pod["metadata"]["labels"]["gvirtus.io/dra"] = "true";
+  pod["spec"]["resourceClaims"] =
+      json::array({{{"name", "gvirtus-gpu"}, {"resourceClaimTemplateName", "gvirtus-gpu"}}});
+  auto e = explainPod(pod, {}, {}, kNone, kNow);
+  CHECK(e.state == PodExplanation::State::Claim);
+  CHECK_THAT(e.summary, Catch::Contains("through a DRA claim"));
+  // Without the claim it is what it was.
+  pod["spec"].erase("resourceClaims");
+  CHECK(explainPod(pod, {}, {}, kNone, kNow).state == PodExplanation::State::NoBackend);
+}

@@ -270,6 +270,16 @@ refused "another condition of a claimant" $W "only the condition gvirtus.io/Back
   patch pod lone/status -n "$tenant_ns" -p '{"status": {"conditions": [{"type": "Ready", "status": "False"}]}}'
 refused "an annotation of a claimant" $W "the status of pods labelled gvirtus.io/dra" "$webhook" \
   patch pod lone -n "$tenant_ns" --type=merge -p '{"metadata": {"annotations": {"gvirtus.io/backend": "10.0.0.1:9999"}}}'
+refused "an annotation of a claimant through its status" $W "the status of pods labelled gvirtus.io/dra" "$webhook" \
+  patch pod lone/status -n "$tenant_ns" -p '{"metadata": {"annotations": {"gvirtus.io/backend": "10.0.0.1:9999"}}}'
+# Labelled both ways, which a GVirtuS pod of --dra-claim-template is: what the webhook path
+# writes is refused all the same.
+refused "create a claimant that names a backend of the webhook path" $P "through its DRA claim.*gvirtus.io/backend" \
+  "$tenant" create -f - < <(claimant forged "$from_template" true | jq '.metadata.labels["gvirtus.io/enabled"] = "true" |
+    .metadata.annotations = {"gvirtus.io/backend": "10.0.0.1:9999", "gvirtus.io/backend-pod": "gvirtus-system/be-1"}')
+refused "create a claimant with the webhook's gate" $P "through its DRA claim" "$tenant" create -f - \
+  < <(claimant gated "$from_template" true | jq --argjson gate "$gate" \
+    '.metadata.labels["gvirtus.io/enabled"] = "true" | .spec.schedulingGates = $gate')
 refused "delete a bare claimant" $D "no bare pod" "$webhook" delete pod lone -n "$tenant_ns" --wait=false
 refused "delete a claimant of a claim by name (recreating it would not help)" $D "no bare pod" "$webhook" \
   delete pod by-name -n "$tenant_ns" --wait=false

@@ -82,3 +82,22 @@ TEST_CASE("with a claim template the review wires the claim and chooses no backe
   CHECK_THAT(answer["response"]["warnings"][0].get<std::string>(),
              Catch::Contains("ignored: gvirtus.io/gpu-memory"));
 }
+
+TEST_CASE("what only the webhook path writes is removed, were the author to write it",
+          "[claim-wiring]") {
+  // Read elsewhere: a forged backend would put the pod on that backend's peer list and
+  // count a share against its GPU; a forged gate would have the waiting-pod controller give
+  // it a second backend.
+  json pod = gvirtusPod();
+  pod["metadata"]["annotations"]["gvirtus.io/backend"] = "10.0.0.9:9999";
+  pod["metadata"]["annotations"]["gvirtus.io/backend-pod"] = "gvirtus-system/be-9";
+  pod["metadata"]["annotations"]["gvirtus.io/backend-gpu"] = "0";
+  pod["metadata"]["annotations"]["gvirtus.io/assigned-by"] = "gvirtus-webhook-x";
+  pod["metadata"]["annotations"]["gvirtus.io/backend-status"] = "waiting";
+  pod["metadata"]["annotations"]["example.com/note"] = "kept";
+  pod["spec"]["schedulingGates"] =
+      json::array({{{"name", "gvirtus.io/backend"}}, {{"name", "example.com/later"}}});
+  REQUIRE(wireClaim(pod, "gpu"));
+  CHECK(pod["metadata"]["annotations"] == json{{"example.com/note", "kept"}});
+  CHECK(pod["spec"]["schedulingGates"] == json::array({{{"name", "example.com/later"}}}));
+}

@@ -104,6 +104,8 @@ TEST_CASE("bad flags exit 2 with one line naming the flag", "[webhook-binary]") 
            {{"--dra-claim-template", "gpu"}, "gvirtus-webhook: --dra-claim-template: needs --dra"},
            {{"--dra", "--dra-claim-template", "GPU_16Gi"},
             "gvirtus-webhook: --dra-claim-template: \"GPU_16Gi\" is not an object name"},
+           {{"--dra", "--dra-claim-template", "gpu..16gi"},
+            "gvirtus-webhook: --dra-claim-template: \"gpu..16gi\" is not an object name"},
            {{"--dra", "--dra-claim-template", "gpu", "--scheduler-name", "kai-scheduler"},
             "gvirtus-webhook: --dra-claim-template: not with --scheduler-name"}}) {
     std::vector<std::string> argv = {webhookBinary()};

@@ -4,6 +4,7 @@
 # backends' NetworkPolicy for gvirtus.io/dra pods. Waits for both rollouts. Used by the DRA
 # scenario and by the real-nodes benchmark. With a TEMPLATE, the webhook also gives
 # gvirtus.io/enabled pods a claim from that ResourceClaimTemplate (--dra-claim-template).
+# `off` applies DRA_OVERLAY (default tests/e2e/overlay; the KAI scenarios' is overlay-kai).
 #   dra.sh on [TEMPLATE] | off
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../../.." && pwd)
@@ -30,7 +31,7 @@ case ${1:-} in
   off)
     # The overlay's own objects again (arguments and the policy's rules are lists that apply
     # replaces), then the DRA objects and the slices the webhook wrote.
-    k apply -k "$repo/tests/e2e/overlay" >/dev/null || exit 1
+    k apply -k "$repo/${DRA_OVERLAY:-tests/e2e/overlay}" >/dev/null || exit 1
     k delete "${objects[@]}" --ignore-not-found >/dev/null
     k delete resourceslices -l app.kubernetes.io/managed-by=gvirtus-webhook --ignore-not-found >/dev/null
     ;;

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# DRA claims under KAI-Scheduler v0.12.0 (issue 38, docs/dra.md), tried rather than read.
+# KAI allocates claims itself (its binder writes the allocation and the reservation) with
+# the upstream allocator and no optional feature, so a device published with
+# allowMultipleAllocations goes whole to one claim. With overlays/dra's changes on and
+# the one opted-in backend's one GPU of 16Gi: two pods with a claim of 4Gi each, for
+# kai-scheduler. One runs on a frontend node (the slice's node selector holds), its
+# properties.json naming that GPU, its claim holding no share of it; the other stays
+# Pending although the GPU has room for both, where kube-scheduler places both (79).
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
+repo=$(cd "$(dirname "$0")/../../.." && pwd)
+k get deviceclasses.resource.k8s.io >/dev/null 2>&1 || skip "the API server serves no resource.k8s.io/v1"
+cleanup() {
+  k delete namespace "$test_ns" --ignore-not-found --wait=true --timeout=120s >/dev/null 2>&1 || true
+  DRA_OVERLAY=tests/e2e/overlay-kai bash "$repo/tests/e2e/real/dra.sh" off || say "could not put the install back"
+}
+sole_backend_node
+k label node "$node" gvirtus.io/backend.allowed=true --overwrite >/dev/null
+
+bash "$repo/tests/e2e/real/dra.sh" on && ok "overlays/dra's changes on, over the KAI install" ||
+  { bad "overlays/dra's changes did not roll out"; finish; }
+one_slice() {
+  [ "$(k get resourceslices -o json | jq '[.items[] | select(.spec.driver == "gpu.gvirtus.io")] | length')" = 1 ]
+}
+eventually "the backend's GPU is published" one_slice || finish
+cat <<YAML | k apply -f - >/dev/null
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: gpu-4gi, namespace: $test_ns}
+spec:
+  spec:
+    devices:
+      requests:
+        - name: gpu
+          exactly: {deviceClassName: gpu.gvirtus.io, capacity: {requests: {memory: 4Gi}}}
+YAML
+for pod in kai-claim-1 kai-claim-2; do
+  test_pod "$pod" '  labels: {gvirtus.io/dra: "true", kai.scheduler/queue: team-a}' "      resources: {claims: [{name: gpu}]}
+  schedulerName: kai-scheduler
+  resourceClaims: [{name: gpu, resourceClaimTemplateName: gpu-4gi}]" | k apply -f - >/dev/null
+done
+one_runs() { running kai-claim-1 || running kai-claim-2; }
+eventually "KAI binds one of the two and it runs" one_runs || finish
+if running kai-claim-1; then first=kai-claim-1 second=kai-claim-2; else first=kai-claim-2 second=kai-claim-1; fi
+bound=$(field "$first" '{.spec.nodeName}')
+[ "$(k get node "$bound" -o 'jsonpath={.metadata.labels.gvirtus\.io/frontend\.allowed}')" = true ] &&
+  ok "$first runs on $bound, a frontend node (the slice's node selector)" || bad "$first runs on $bound"
+claim=$(field "$first" '{.status.resourceClaimStatuses[0].resourceClaimName}')
+result=$(k get resourceclaim "$claim" -n "$test_ns" -o json | jq -c '.status.allocation.devices.results[0]')
+say "its allocation, by KAI: $result"
+want=$(k get resourceslices -o json | jq -r '.items[] | select(.spec.driver == "gpu.gvirtus.io") |
+  .spec.devices[0] | "\(.attributes.ip.string):\(.attributes.port.int)"')
+# shellcheck disable=SC2016  # the pod's shell expands it
+got=$(k exec -n "$test_ns" "$first" -- sh -c 'cat "$GVIRTUS_CONFIG"' 2>&1 |
+  jq -r '.communicator[0].endpoint | "\(.server_address):\(.port)"' 2>/dev/null || true)
+[ -n "$want" ] && [ "$got" = "$want" ] && ok "its properties.json names the GPU's backend $got" ||
+  bad "its properties.json names \"$got\", the GPU is at \"$want\""
+[ "$(jq -r '.shareID // ""' <<<"$result")" = "" ] &&
+  ok "its claim holds the device whole: no shareID (KAI does not honour consumable capacity)" ||
+  bad "KAI gave a share: $result"
+# KAI looks at every pod it knows in each session: once it has bound a plain pod created
+# now, it has looked at the second claim pod again.
+test_pod kai-canary '  labels: {kai.scheduler/queue: team-a}' "  schedulerName: kai-scheduler" |
+  k apply -f - >/dev/null
+canary_bound() { [ -n "$(field kai-canary '{.spec.nodeName}')" ]; }
+eventually "KAI binds a plain pod created after both" canary_bound
+[ -z "$(field "$second" '{.spec.nodeName}')" ] && [ "$(field "$second" '{.status.phase}')" = Pending ] &&
+  ok "$second stays Pending: the GPU, with 12Gi and 2 sessions left, went whole to one claim" ||
+  bad "$second: $(field "$second" '{.status.phase}') on \"$(field "$second" '{.spec.nodeName}')\""
+kai_reason() {
+  k get events -n "$test_ns" --field-selector "involvedObject.name=$second" \
+    -o 'jsonpath={range .items[*]}{.source.component}{.reportingComponent} {.reason}: {.message}{"\n"}{end}' |
+    grep -i kai
+}
+eventually "KAI says why (an Event from kai-scheduler)" kai_reason && say "$(kai_reason | tail -1)"
+finish
