@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # DRA claims under KAI-Scheduler v0.12.0 (issue 38, docs/dra.md), tried rather than read.
 # KAI allocates claims itself (its binder writes the allocation and the reservation) with
-# the upstream allocator and no optional feature, so a device published with
-# allowMultipleAllocations goes whole to one claim. With overlays/dra's changes on and
-# the one opted-in backend's one GPU of 16Gi: two pods with a claim of 4Gi each, for
-# kai-scheduler. One runs on a frontend node (the slice's node selector holds), its
-# properties.json naming that GPU, its claim holding no share of it; the other stays
-# Pending although the GPU has room for both, where kube-scheduler places both (79).
+# the upstream allocator and no optional feature. With overlays/dra's changes on and the
+# one opted-in backend's one GPU of 16Gi:
+# - a claim that asks for memory (consumable capacity) is never allocated: KAI's Event
+#   says the DRAConsumableCapacity feature is disabled;
+# - of two pods with a claim for the device whole (no capacity asked), one runs on a
+#   frontend node (the slice's node selector holds), its properties.json naming that GPU,
+#   its claim holding no share of it; the other stays Pending: the device, which
+#   kube-scheduler shares among claims (79), goes whole to one claim.
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 repo=$(cd "$(dirname "$0")/../../.." && pwd)
@@ -34,12 +36,40 @@ spec:
       requests:
         - name: gpu
           exactly: {deviceClassName: gpu.gvirtus.io, capacity: {requests: {memory: 4Gi}}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: gpu-whole, namespace: $test_ns}
+spec:
+  spec:
+    devices:
+      requests:
+        - name: gpu
+          exactly: {deviceClassName: gpu.gvirtus.io}
 YAML
-for pod in kai-claim-1 kai-claim-2; do
-  test_pod "$pod" '  labels: {gvirtus.io/dra: "true", kai.scheduler/queue: team-a}' "      resources: {claims: [{name: gpu}]}
+# kai_claim_pod NAME TEMPLATE: a pod for kai-scheduler in queue team-a, with a claim.
+kai_claim_pod() {
+  test_pod "$1" '  labels: {gvirtus.io/dra: "true", kai.scheduler/queue: team-a}' "      resources: {claims: [{name: gpu}]}
   schedulerName: kai-scheduler
-  resourceClaims: [{name: gpu, resourceClaimTemplateName: gpu-4gi}]" | k apply -f - >/dev/null
-done
+  resourceClaims: [{name: gpu, resourceClaimTemplateName: $2}]" | k apply -f - >/dev/null
+}
+kai_events() {
+  k get events -n "$test_ns" --field-selector "involvedObject.name=$1" \
+    -o 'jsonpath={range .items[*]}{.source.component}{.reportingComponent} {.reason}: {.message}{"\n"}{end}' |
+    grep -i kai
+}
+
+say "a claim that asks for 4Gi of the GPU"
+kai_claim_pod kai-capacity gpu-4gi
+no_capacity() { kai_events kai-capacity | grep -q "DRAConsumableCapacity feature is disabled"; }
+eventually "KAI does not allocate it, and says why" no_capacity &&
+  say "$(kai_events kai-capacity | grep DRAConsumableCapacity | tail -1 | cut -c1-240)"
+[ -z "$(field kai-capacity '{.spec.nodeName}')" ] && ok "kai-capacity stays Pending" ||
+  bad "kai-capacity bound to $(field kai-capacity '{.spec.nodeName}')"
+k delete pod kai-capacity -n "$test_ns" --wait=false >/dev/null
+
+say "two claims for the GPU whole"
+for pod in kai-claim-1 kai-claim-2; do kai_claim_pod "$pod" gpu-whole; done
 one_runs() { running kai-claim-1 || running kai-claim-2; }
 eventually "KAI binds one of the two and it runs" one_runs || finish
 if running kai-claim-1; then first=kai-claim-1 second=kai-claim-2; else first=kai-claim-2 second=kai-claim-1; fi
@@ -66,12 +96,9 @@ test_pod kai-canary '  labels: {kai.scheduler/queue: team-a}' "  schedulerName: 
 canary_bound() { [ -n "$(field kai-canary '{.spec.nodeName}')" ]; }
 eventually "KAI binds a plain pod created after both" canary_bound
 [ -z "$(field "$second" '{.spec.nodeName}')" ] && [ "$(field "$second" '{.status.phase}')" = Pending ] &&
-  ok "$second stays Pending: the GPU, with 12Gi and 2 sessions left, went whole to one claim" ||
+  ok "$second stays Pending: the GPU went whole to one claim" ||
   bad "$second: $(field "$second" '{.status.phase}') on \"$(field "$second" '{.spec.nodeName}')\""
-kai_reason() {
-  k get events -n "$test_ns" --field-selector "involvedObject.name=$second" \
-    -o 'jsonpath={range .items[*]}{.source.component}{.reportingComponent} {.reason}: {.message}{"\n"}{end}' |
-    grep -i kai
-}
-eventually "KAI says why (an Event from kai-scheduler)" kai_reason && say "$(kai_reason | tail -1)"
+second_reason() { kai_events "$second" | grep -q Unschedulable; }
+eventually "KAI says why (an Event from kai-scheduler)" second_reason &&
+  say "$(kai_events "$second" | tail -1 | cut -c1-240)"
 finish

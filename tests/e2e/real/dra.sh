@@ -31,6 +31,15 @@ case ${1:-} in
   off)
     # The overlay's own objects again (arguments and the policy's rules are lists that apply
     # replaces), then the DRA objects and the slices the webhook wrote.
+    # A list that apply merges by name (volumes, mounts) keeps what the patch added, and a
+    # second `on` would add it twice: the device plugin is put back whole first, by a
+    # replace, so that the apply below changes nothing more of it.
+    k get daemonset gvirtus-device-plugin -n $ns -o json |
+      jq '.spec.template.spec |= (
+        del(.volumes[]? | select(.name == "dra-plugin" or .name == "plugins-registry")) |
+        del(.containers[0].volumeMounts[]? | select(.name == "dra-plugin" or .name == "plugins-registry")) |
+        .containers[0].args |= map(select(. != "--dra")) | .automountServiceAccountToken = false)' |
+      k replace -f - >/dev/null || exit 1
     k apply -k "$repo/${DRA_OVERLAY:-tests/e2e/overlay}" >/dev/null || exit 1
     k delete "${objects[@]}" --ignore-not-found >/dev/null
     k delete resourceslices -l app.kubernetes.io/managed-by=gvirtus-webhook --ignore-not-found >/dev/null
