@@ -50,11 +50,14 @@ json frontend(const std::string& name, bool owned) {
 }
 
 // The API server's side: deletes mark the pod deleting (the kubelet ends it later), status
-// patches merge the condition by type; both reach the cache as the watch would bring them.
+// patches merge the condition by type; both reach the cache that holds the pod (the GVirtuS
+// pods', else the claimants') as the watch would bring them.
 struct FakeApi {
-  explicit FakeApi(FakeObjectCache& cache) : pods(cache) {}
+  FakeApi(FakeObjectCache& gvirtusCache, FakeObjectCache& claimantCache)
+      : gvirtusPods(gvirtusCache), claimantPods(claimantCache) {}
 
-  FakeObjectCache& pods;
+  FakeObjectCache& gvirtusPods;
+  FakeObjectCache& claimantPods;
   std::mutex mutex;
   std::vector<std::string> deletes;  // "namespace/name uid"
   std::vector<json> statuses;
@@ -73,6 +76,7 @@ struct FakeApi {
           --failDeletes;
           return gvirtus::fail("refused", failStatus);
         }
+        FakeObjectCache& pods = holding(ns, name);
         auto pod = pods.get(ns, name);
         if (!pod) {
           return gvirtus::fail("not found", 404);
@@ -87,7 +91,7 @@ struct FakeApi {
         stored = *pod;
         stored["metadata"]["deletionTimestamp"] = "2026-11-26T12:00:00Z";
       }
-      pods.put(stored);
+      holding(ns, name).put(stored);
       return {};
     };
     out.patchStatus = [this](const std::string& ns, const std::string& name,
@@ -97,6 +101,7 @@ struct FakeApi {
         std::lock_guard lock(mutex);
         json patch = json::parse(text);
         statuses.push_back(patch);
+        FakeObjectCache& pods = holding(ns, name);
         auto pod = pods.get(ns, name);
         if (!pod) {
           return gvirtus::fail("not found", 404);
@@ -107,10 +112,13 @@ struct FakeApi {
         stored = *pod;
         stored["status"]["conditions"] = patch["status"]["conditions"];
       }
-      pods.put(stored);
+      holding(ns, name).put(stored);
       return {};
     };
     return out;
+  }
+  FakeObjectCache& holding(const std::string& ns, const std::string& name) {
+    return gvirtusPods.get(ns, name) ? gvirtusPods : claimantPods;
   }
   size_t deleteCount() {
     std::lock_guard lock(mutex);
@@ -128,8 +136,8 @@ std::string condition(const FakeObjectCache& pods, const std::string& name) {
 }
 
 struct Fixture {
-  FakeObjectCache backends, frontends;
-  FakeApi api{frontends};
+  FakeObjectCache backends, frontends, claims, claimants;
+  FakeApi api{frontends, claimants};
   MetricsRegistry registry;
   WebhookMetrics metrics{registry};
   TimePoint now = *gvirtus::parseRfc3339("2026-11-26T11:00:10Z");
@@ -141,11 +149,13 @@ struct Fixture {
                            BackendFollowerOptions{.grace = std::chrono::seconds(30),
                                                   .backoffInitial = std::chrono::milliseconds(20),
                                                   .backoffMax = std::chrono::milliseconds(100),
-                                                  .now = [this] { return now; }}};
+                                                  .now = [this] { return now; }},
+                           ClaimantCaches{&claims, &claimants}};
 
   Fixture() {
-    backends.start();
-    frontends.start();
+    for (FakeObjectCache* cache : {&backends, &frontends, &claims, &claimants}) {
+      cache->start();
+    }
   }
 };
 
@@ -368,35 +378,11 @@ json claimant(const std::string& name, const std::string& claim, bool owned) {
   return compactClaimant(pod);
 }
 
-struct ClaimFixture {
-  FakeObjectCache backends, frontends, claims, claimants;
-  FakeApi api{claimants};
-  MetricsRegistry registry;
-  WebhookMetrics metrics{registry};
-  TimePoint now = *gvirtus::parseRfc3339("2026-11-26T11:00:10Z");
-  BackendFollower follower{backends,
-                           frontends,
-                           api.api(),
-                           nullptr,
-                           &metrics,
-                           BackendFollowerOptions{.grace = std::chrono::seconds(30),
-                                                  .backoffInitial = std::chrono::milliseconds(20),
-                                                  .backoffMax = std::chrono::milliseconds(100),
-                                                  .now = [this] { return now; }},
-                           ClaimantCaches{&claims, &claimants}};
-
-  ClaimFixture() {
-    for (FakeObjectCache* cache : {&backends, &frontends, &claims, &claimants}) {
-      cache->start();
-    }
-  }
-};
-
 }  // namespace
 
 TEST_CASE("a claimant whose claim's backend pod is gone is deleted for its owner",
           "[backend-follower][dra]") {
-  ClaimFixture f;
+  Fixture f;
   f.backends.put(backendPod("be-1", "10.0.0.1"));
   f.claims.put(allocatedClaim("infer-a-gpu", "gvirtus-system/be-1", {"infer-a"}));
   f.claimants.put(claimant("infer-a", "infer-a-gpu", true));
@@ -415,7 +401,7 @@ TEST_CASE("a claimant whose claim's backend pod is gone is deleted for its owner
 
 TEST_CASE("only the pod the scheduler reserved the claim for, using it itself, follows it",
           "[backend-follower][dra]") {
-  ClaimFixture f;  // no backend pod: be-1 is gone
+  Fixture f;  // no backend pod: be-1 is gone
   f.claims.put(allocatedClaim("shared", "gvirtus-system/be-1", {"reserved"}));
   // Names the claim but is not reserved: kube-scheduler never let it use the device.
   f.claimants.put(claimant("unreserved", "shared", true));
@@ -440,7 +426,7 @@ TEST_CASE("only the pod the scheduler reserved the claim for, using it itself, f
 
 TEST_CASE("a bare claimant is marked; the leader follows claimants without being asked",
           "[backend-follower][dra]") {
-  ClaimFixture f;
+  Fixture f;
   f.now += std::chrono::seconds(60);  // before the workers read it: 70 s after be-1's change
   f.backends.put(backendPod("be-1", "10.0.0.1"));
   std::jthread leader([&f](std::stop_token stop) { f.follower.run(stop); });
@@ -466,7 +452,7 @@ TEST_CASE("a claimant of a claim it names itself is marked, never deleted",
           "[backend-follower][dra]") {
   // Deleting it would not help: the claim stays allocated to the lost device while any pod
   // is reserved on it, and the scheduler reserves the recreated pod on it at once.
-  ClaimFixture f;  // be-1 is gone
+  Fixture f;  // be-1 is gone
   f.claims.put(allocatedClaim("shared", "gvirtus-system/be-1", {"infer-a"}));
   json pod = claimant("infer-a", "shared", true);
   pod["spec"]["resourceClaims"][0]["resourceClaimName"] = "shared";
@@ -482,7 +468,7 @@ TEST_CASE("a claimant of a claim it names itself is marked, never deleted",
 
 TEST_CASE("a claimant with a lost claim of its own naming is marked even when another is lost",
           "[backend-follower][dra]") {
-  ClaimFixture f;  // be-1 and be-2 are gone
+  Fixture f;  // be-1 and be-2 are gone
   f.claims.put(allocatedClaim("infer-a-gpu", "gvirtus-system/be-1", {"infer-a"}));
   f.claims.put(allocatedClaim("shared", "gvirtus-system/be-2", {"infer-a"}));
   json pod = claimant("infer-a", "infer-a-gpu", true);
@@ -495,7 +481,7 @@ TEST_CASE("a claimant with a lost claim of its own naming is marked even when an
 
 TEST_CASE("a claimant the webhook gave a backend itself follows that backend only",
           "[backend-follower][dra]") {
-  ClaimFixture f;
+  Fixture f;
   f.backends.put(backendPod("be-1", "10.0.0.1"));  // the webhook's choice serves
   f.frontends.put(frontend("infer-a", true));
   f.claims.put(allocatedClaim("infer-a-gpu", "gvirtus-system/be-gone", {"infer-a"}));

@@ -11,6 +11,8 @@
 #   kube-scheduler shares among claims (79), goes whole to one claim.
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
+# shellcheck source=../real/dra_lib.sh
+source "$(dirname "$0")/../real/dra_lib.sh"
 repo=$(cd "$(dirname "$0")/../../.." && pwd)
 k get deviceclasses.resource.k8s.io >/dev/null 2>&1 || skip "the API server serves no resource.k8s.io/v1"
 cleanup() {
@@ -26,27 +28,7 @@ one_slice() {
   [ "$(k get resourceslices -o json | jq '[.items[] | select(.spec.driver == "gpu.gvirtus.io")] | length')" = 1 ]
 }
 eventually "the backend's GPU is published" one_slice || finish
-cat <<YAML | k apply -f - >/dev/null
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {name: gpu-4gi, namespace: $test_ns}
-spec:
-  spec:
-    devices:
-      requests:
-        - name: gpu
-          exactly: {deviceClassName: gpu.gvirtus.io, capacity: {requests: {memory: 4Gi}}}
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {name: gpu-whole, namespace: $test_ns}
-spec:
-  spec:
-    devices:
-      requests:
-        - name: gpu
-          exactly: {deviceClassName: gpu.gvirtus.io}
-YAML
+{ claim_template gpu-4gi 4Gi; claim_template gpu-whole; } | k apply -f - >/dev/null
 # kai_claim_pod NAME TEMPLATE: a pod for kai-scheduler in queue team-a, with a claim.
 kai_claim_pod() {
   test_pod "$1" '  labels: {gvirtus.io/dra: "true", kai.scheduler/queue: team-a}' "      resources: {claims: [{name: gpu}]}
@@ -76,14 +58,10 @@ if running kai-claim-1; then first=kai-claim-1 second=kai-claim-2; else first=ka
 bound=$(field "$first" '{.spec.nodeName}')
 [ "$(k get node "$bound" -o 'jsonpath={.metadata.labels.gvirtus\.io/frontend\.allowed}')" = true ] &&
   ok "$first runs on $bound, a frontend node (the slice's node selector)" || bad "$first runs on $bound"
-claim=$(field "$first" '{.status.resourceClaimStatuses[0].resourceClaimName}')
-result=$(k get resourceclaim "$claim" -n "$test_ns" -o json | jq -c '.status.allocation.devices.results[0]')
+result=$(allocation "$first")
 say "its allocation, by KAI: $result"
-want=$(k get resourceslices -o json | jq -r '.items[] | select(.spec.driver == "gpu.gvirtus.io") |
-  .spec.devices[0] | "\(.attributes.ip.string):\(.attributes.port.int)"')
-# shellcheck disable=SC2016  # the pod's shell expands it
-got=$(k exec -n "$test_ns" "$first" -- sh -c 'cat "$GVIRTUS_CONFIG"' 2>&1 |
-  jq -r '.communicator[0].endpoint | "\(.server_address):\(.port)"' 2>/dev/null || true)
+want=$(device_endpoint "$(jq -r .pool <<<"$result")" "$(jq -r .device <<<"$result")")
+got=$(config_endpoint "$first")
 [ -n "$want" ] && [ "$got" = "$want" ] && ok "its properties.json names the GPU's backend $got" ||
   bad "its properties.json names \"$got\", the GPU is at \"$want\""
 [ "$(jq -r '.shareID // ""' <<<"$result")" = "" ] &&

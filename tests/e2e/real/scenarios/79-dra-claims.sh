@@ -17,6 +17,8 @@
 # put back as it was at the end.
 # shellcheck source=../../scenarios/lib.sh
 source "$(dirname "$0")/../../scenarios/lib.sh"
+# shellcheck source=../dra_lib.sh
+source "$(dirname "$0")/../dra_lib.sh"
 repo=$(cd "$(dirname "$0")/../../../.." && pwd)
 frontend=${E2E_FRONTEND_NODE:-fe-a}
 container=$(node_container "$frontend") || skip "needs the real-node harness (node containers)"
@@ -53,37 +55,8 @@ slices() {
 two_slices() { [ "$(slices)" = 2 ]; }
 eventually "both backends' GPUs are published" two_slices || finish
 
-cat <<YAML | k apply -f - >/dev/null
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {name: gpu-4gi, namespace: $test_ns}
-spec:
-  spec:
-    devices:
-      requests:
-        - name: gpu
-          exactly: {deviceClassName: gpu.gvirtus.io, capacity: {requests: {memory: 4Gi}}}
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {name: gvirtus-gpu, namespace: $test_ns}
-spec:
-  spec:
-    devices:
-      requests:
-        - name: gpu
-          exactly: {deviceClassName: gpu.gvirtus.io, capacity: {requests: {memory: 2Gi}}}
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {name: gpu-64gi, namespace: $test_ns}
-spec:
-  spec:
-    devices:
-      requests:
-        - name: gpu
-          exactly: {deviceClassName: gpu.gvirtus.io, capacity: {requests: {memory: 64Gi}}}
-YAML
+{ claim_template gpu-4gi 4Gi; claim_template gvirtus-gpu 2Gi; claim_template gpu-64gi 64Gi; } |
+  k apply -f - >/dev/null
 # claim_pod NAME TEMPLATE [LABELS]: a pod on the frontend node that uses a claim made from
 # TEMPLATE; labelled gvirtus.io/dra unless LABELS says otherwise.
 claim_pod() {
@@ -108,16 +81,10 @@ for pod in claim-1 claim-2 wired; do
   running() { [ "$(jp pod "$pod" -n "$test_ns" -o 'jsonpath={.status.phase}')" = Running ]; }
   eventually "$pod (with a claim) runs on $frontend" running || continue
   claim=$(jp pod "$pod" -n "$test_ns" -o 'jsonpath={.status.resourceClaimStatuses[0].resourceClaimName}')
-  result=$(k get resourceclaim "$claim" -n "$test_ns" -o json |
-    jq -c '.status.allocation.devices.results[0] | {pool, device}')
+  result=$(allocation "$pod")
   pool=$(jq -r .pool <<<"$result") device=$(jq -r .device <<<"$result")
-  want=$(k get resourceslices -o json | jq -r --arg pool "$pool" --arg device "$device" '
-    .items[] | select(.spec.driver == "gpu.gvirtus.io" and .spec.pool.name == $pool) |
-    .spec.devices[] | select(.name == $device) |
-    "\(.attributes.ip.string):\(.attributes.port.int)"' | head -1)
-  # shellcheck disable=SC2016  # the pod's shell expands it
-  got=$(k exec -n "$test_ns" "$pod" -- sh -c 'cat "$GVIRTUS_CONFIG"' 2>&1 |
-    jq -r '.communicator[0].endpoint | "\(.server_address):\(.port)"' 2>/dev/null || true)
+  want=$(device_endpoint "$pool" "$device")
+  got=$(config_endpoint "$pod")
   [ -n "$want" ] && [ "$got" = "$want" ] &&
     ok "$pod: properties.json at \$GVIRTUS_CONFIG names $got, the device $pool/$device the scheduler allocated" ||
     bad "$pod: properties.json names \"$got\", allocated $pool/$device at \"$want\""
@@ -162,17 +129,7 @@ eventually "the claims made for those pods are deleted with them" released
 
 # A burst: 50 pods with a claim of 3Gi each, created at once. Each backend GPU has 16Gi, so
 # 5 fit on each of the two and 40 stay Pending; no device is ever given more than its memory.
-cat <<YAML | k apply -f - >/dev/null
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {name: gpu-3gi, namespace: $test_ns}
-spec:
-  spec:
-    devices:
-      requests:
-        - name: gpu
-          exactly: {deviceClassName: gpu.gvirtus.io, capacity: {requests: {memory: 3Gi}}}
-YAML
+claim_template gpu-3gi 3Gi | k apply -f - >/dev/null
 burst=""
 for i in $(seq 1 50); do burst+="---
 $(claim_pod "burst-$i" gpu-3gi 'gvirtus.io/dra: "true", burst: "true"')
