@@ -424,7 +424,7 @@ TEST_CASE("only the pod the scheduler reserved the claim for, using it itself, f
   CHECK(f.api.statusCount() == 0);
 }
 
-TEST_CASE("a bare claimant is marked; the leader follows claimants without being asked",
+TEST_CASE("a bare claimant is marked and the leader follows claimants without being asked",
           "[backend-follower][dra]") {
   Fixture f;
   f.now += std::chrono::seconds(60);  // before the workers read it: 70 s after be-1's change

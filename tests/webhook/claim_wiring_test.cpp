@@ -31,7 +31,7 @@ TEST_CASE("a claim from the template for the pod, used by each wired container",
   CHECK(pod == once);
 }
 
-TEST_CASE("the pod's own claims stay; an entry of ours under its name is refused",
+TEST_CASE("the pod's own claims stay and an entry of ours under its name is refused",
           "[claim-wiring]") {
   json pod = gvirtusPod();
   pod["spec"]["resourceClaims"] =
