@@ -81,7 +81,6 @@ void BackendFollower::claimantChanged(const json& pod, bool gone) {
 std::vector<BackendFollower::ClaimedBackend> BackendFollower::claimedBackends(
     const json& pod) const {
   const std::string ns = stringAt(pod, {"metadata", "namespace"});
-  const std::string name = stringAt(pod, {"metadata", "name"});
   std::vector<ClaimedBackend> backends;
   for (const auto& claimName : claimNames(pod)) {
     const ObjectSnapshot claim = claimants_.claims->get(ns, claimName);
@@ -91,8 +90,7 @@ std::vector<BackendFollower::ClaimedBackend> BackendFollower::claimedBackends(
     const ClaimPeers peers = claimPeers(*claim);
     const bool reserved = std::any_of(peers.reservedFor.begin(), peers.reservedFor.end(),
                                       [&](const ClaimReservation& reservation) {
-                                        return reservation.pod == name &&
-                                               holdsReservation(pod, reservation, claimName);
+                                        return holdsReservation(pod, reservation, claimName);
                                       });
     if (!reserved) {
       continue;

@@ -79,15 +79,8 @@ bool claimantUses(const json& pod, const std::string& claimName) {
   if (hostNetwork != nullptr && hostNetwork->is_boolean() && hostNetwork->get<bool>()) {
     return false;
   }
-  auto names = [&](std::initializer_list<std::string_view> path) {
-    const json* list = memberAt(pod, path);
-    return list != nullptr && list->is_array() &&
-           std::any_of(list->begin(), list->end(), [&](const json& entry) {
-             return stringAt(entry, {"resourceClaimName"}) == claimName;
-           });
-  };
-  return !claimName.empty() &&
-         (names({"spec", "resourceClaims"}) || names({"status", "resourceClaimStatuses"}));
+  const std::vector<std::string> named = claimNames(pod);
+  return std::find(named.begin(), named.end(), claimName) != named.end();
 }
 
 bool holdsReservation(const json& pod, const ClaimReservation& reservation,

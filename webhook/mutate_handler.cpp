@@ -138,7 +138,8 @@ AdmissionResponse MutateHandler::reviewPod(const AdmissionRequest& request, Revi
     if (auto wired = wireClaim(doc, config_.claimTemplate); !wired) {
       return deny(400, wired.error().message);
     }
-    if (auto ignored = ignoredOnClaimPath(doc); !ignored.empty()) {
+    // Read from the pod as created: the wiring removes some of them.
+    if (auto ignored = ignoredOnClaimPath(pod); !ignored.empty()) {
       std::string keys;
       for (const auto& key : ignored) {
         keys += (keys.empty() ? "" : ", ") + key;

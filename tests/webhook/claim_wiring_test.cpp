@@ -65,6 +65,7 @@ TEST_CASE("with a claim template the review wires the claim and chooses no backe
 
   json pod = gvirtusPod();
   pod["metadata"]["annotations"]["gvirtus.io/gpu-memory"] = "8Gi";
+  pod["metadata"]["annotations"]["gvirtus.io/backend"] = "10.0.0.1:9999";
   auto response = handler.handle(admissionReview(pod).dump());
   REQUIRE(response.status == 200);
   const json answer = json::parse(response.body);
@@ -80,7 +81,7 @@ TEST_CASE("with a claim template the review wires the claim and chooses no backe
   CHECK(chooser.recentAssignments("10.0.0.1:9999") == 0);
   REQUIRE(answer["response"]["warnings"].size() == 1);
   CHECK_THAT(answer["response"]["warnings"][0].get<std::string>(),
-             Catch::Contains("ignored: gvirtus.io/gpu-memory"));
+             Catch::Contains("ignored: gvirtus.io/gpu-memory, gvirtus.io/backend"));
 }
 
 TEST_CASE("what only the webhook path writes is removed, were the author to write it",
