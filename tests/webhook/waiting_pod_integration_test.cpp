@@ -58,30 +58,31 @@ double percentile(std::vector<double> samples, double p) {
 }
 
 // When things happened, as one watch in the test process sees them: a backend pod turning
-// Ready with an IP, a GVirtuS pod losing its gate. Both come through the same kind of watch,
-// so the difference is the release latency without the test's own polling in it.
+// Ready with an IP, a GVirtuS pod losing its gate. One watch over all namespaces, because a
+// watch delivers events in the API server's revision order: the backend's Ready is written
+// before the release it causes, so it is seen first. Two watches (one per namespace) could
+// deliver the release a millisecond before the Ready and make a latency negative.
 class Timeline {
  public:
-  Timeline(KubeClient& client, const std::string& podNamespace, const std::string& backendSelector)
-      : pods_(client, resources::kPods, podNamespace),
-        backends_(client, resources::kPods, kBackendNamespace, backendSelector) {
-    pods_.addHandlers({nullptr,
-                       [this](const json& old, const json& now) {
-                         if (gated(old) && !gated(now)) {
-                           mark(released_, now);
-                         }
-                       },
-                       nullptr});
+  Timeline(KubeClient& client, std::string podNamespace, std::string runLabel)
+      : podNamespace_(std::move(podNamespace)),
+        runLabel_(std::move(runLabel)),
+        pods_(client, resources::kPods) {
     auto ready = [this](const json& pod) {
-      if (readyWithIp(pod)) {
+      if (isThisRunsBackend(pod) && readyWithIp(pod)) {
         mark(ready_, pod);
       }
     };
-    backends_.addHandlers({ready, [ready](const json&, const json& now) { ready(now); }, nullptr});
+    pods_.addHandlers({ready,
+                       [this, ready](const json& old, const json& now) {
+                         if (isThisTestsPod(now) && gated(old) && !gated(now)) {
+                           mark(released_, now);
+                         }
+                         ready(now);
+                       },
+                       nullptr});
     pods_.start();
-    backends_.start();
     REQUIRE(pods_.waitForSync(std::chrono::seconds(20)));
-    REQUIRE(backends_.waitForSync(std::chrono::seconds(20)));
   }
 
   std::optional<Clock::time_point> readyAt(const std::string& backend) {
@@ -90,6 +91,16 @@ class Timeline {
   std::optional<Clock::time_point> releasedAt(const std::string& pod) { return at(released_, pod); }
 
  private:
+  bool isThisTestsPod(const json& pod) const {
+    return pod["metadata"].value("namespace", "") == podNamespace_;
+  }
+  bool isThisRunsBackend(const json& pod) const {
+    const json& metadata = pod["metadata"];
+    const json labels = metadata.value("labels", json::object());
+    return metadata.value("namespace", "") == kBackendNamespace &&
+           labels.value("app.kubernetes.io/component", "") == "backend" &&
+           labels.value("gvirtus.io/test-run", "") == runLabel_;
+  }
   void mark(std::map<std::string, Clock::time_point>& into, const json& pod) {
     std::lock_guard lock(mutex_);
     into.emplace(pod["metadata"].value("name", ""), Clock::now());  // the first time only
@@ -101,11 +112,12 @@ class Timeline {
     return it == from.end() ? std::nullopt : std::optional(it->second);
   }
 
+  std::string podNamespace_;
+  std::string runLabel_;
   std::mutex mutex_;
   std::map<std::string, Clock::time_point> ready_;
   std::map<std::string, Clock::time_point> released_;
   ResourceCache pods_;
-  ResourceCache backends_;
 };
 
 // Two frontend nodes and two GPU nodes of this test, a namespace for the GVirtuS pods, one
@@ -320,7 +332,7 @@ TEST_CASE(
     "[webhook][waiting][integration]") {
   WaitCluster cluster;
   RegisteredWebhook webhook(*cluster.client, cluster.webhookArgs());
-  Timeline timeline(*cluster.client, cluster.ns.name(), cluster.selector);
+  Timeline timeline(*cluster.client, cluster.ns.name(), cluster.run);
 
   for (int i = 1; i <= 5; ++i) {
     const json pod = cluster.createPod(podName(i));
@@ -467,7 +479,7 @@ TEST_CASE("release latency over rounds of waiting pods and new backends",
           "[webhook][waiting][integration]") {
   WaitCluster cluster;
   RegisteredWebhook webhook(*cluster.client, cluster.webhookArgs());
-  Timeline timeline(*cluster.client, cluster.ns.name(), cluster.selector);
+  Timeline timeline(*cluster.client, cluster.ns.name(), cluster.run);
   constexpr int kRounds = 10;
   constexpr int kPodsPerRound = 2;
   std::vector<double> latencies;
