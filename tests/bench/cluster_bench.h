@@ -3,10 +3,12 @@
 // What the benchmarks on the local control plane share: reading a pod's state as the
 // benchmarks see it, the API server's own request counts, and many writes in parallel.
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <functional>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -40,11 +42,16 @@ inline bool podReady(const nlohmann::json& pod) {
   return false;
 }
 
-// apiserver_request_total summed by "VERB resource[/subresource]" (core group) or
-// "VERB resource.group[/subresource]".
-inline std::map<std::string, double> apiRequests() {
+// The API server's /metrics.
+inline std::string apiMetrics() {
   auto [code, text] = gvirtus::testing::kubectl({"get", "--raw", "/metrics"});
   REQUIRE(code == 0);
+  return text;
+}
+
+// apiserver_request_total summed by "VERB resource[/subresource]" (core group) or
+// "VERB resource.group[/subresource]".
+inline std::map<std::string, double> apiRequests(const std::string& text = apiMetrics()) {
   std::map<std::string, double> counts;
   std::istringstream lines(text);
   auto label = [](const std::string& line, const std::string& name) {
@@ -69,6 +76,67 @@ inline std::map<std::string, double> apiRequests() {
     counts[key] += std::atof(line.c_str() + line.rfind(' ') + 1);
   }
   return counts;
+}
+
+// The sum of the samples of `name` (exactly: `name{...}` or `name value`) whose labels
+// contain every one of `labels` (each written as in the text: `verb="PATCH"`).
+inline double seriesTotal(const std::string& text, const std::string& name,
+                          const std::vector<std::string>& labels = {}) {
+  double total = 0;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.starts_with(name) || line.size() <= name.size() ||
+        (line[name.size()] != '{' && line[name.size()] != ' ') ||
+        !std::ranges::all_of(labels, [&](const std::string& label) {
+          return line.find(label) != std::string::npos;
+        })) {
+      continue;
+    }
+    total += std::atof(line.c_str() + line.rfind(' ') + 1);
+  }
+  return total;
+}
+
+// A Prometheus histogram as cumulative counts by upper bound, summed over the series whose
+// labels contain every one of `labels`.
+inline std::map<double, double> histogramBuckets(const std::string& text, const std::string& name,
+                                                 const std::vector<std::string>& labels = {}) {
+  std::map<double, double> buckets;
+  std::istringstream lines(text);
+  const std::string prefix = name + "_bucket{";
+  for (std::string line; std::getline(lines, line);) {
+    const auto le = line.find("le=\"");
+    if (!line.starts_with(prefix) || le == std::string::npos ||
+        !std::ranges::all_of(labels, [&](const std::string& label) {
+          return line.find(label) != std::string::npos;
+        })) {
+      continue;
+    }
+    const std::string bound = line.substr(le + 4, line.find('"', le + 4) - le - 4);
+    const double upper =
+        bound == "+Inf" ? std::numeric_limits<double>::infinity() : std::atof(bound.c_str());
+    buckets[upper] += std::atof(line.c_str() + line.rfind(' ') + 1);
+  }
+  return buckets;
+}
+
+// The q-quantile of what a histogram counted between two readings: the upper bound of the
+// bucket it falls in (Prometheus's histogram_quantile without interpolation), so a figure
+// says "at most". NaN when nothing was counted.
+inline double quantileBetween(const std::map<double, double>& before,
+                              const std::map<double, double>& after, double q) {
+  const double total =
+      after.empty() ? 0 : after.rbegin()->second - (before.empty() ? 0 : before.rbegin()->second);
+  if (total <= 0) {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+  for (const auto& [upper, count] : after) {
+    const auto was = before.find(upper);
+    if (count - (was == before.end() ? 0 : was->second) >= q * total) {
+      return upper;
+    }
+  }
+  return std::numeric_limits<double>::infinity();
 }
 
 inline double delta(const std::map<std::string, double>& before,

@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <map>
@@ -33,6 +34,7 @@
 #include "bench/bench_env.h"
 #include "bench/bench_output.h"
 #include "bench/cluster_bench.h"
+#include "bench/cpu_profile.h"
 #include "bench/load_generator.h"
 #include "bench/process_stats.h"
 #include "common/resource_cache.h"
@@ -152,6 +154,72 @@ class LoadReports {
 };
 
 }  // namespace
+
+// What the webhook and the API server say about one step, read before and after it: the
+// evidence beside a latency or a rate that misses its goal.
+struct StepProfile {
+  std::string webhook;  // the admitting replica's /metrics
+  std::string leader;   // the leader's
+  std::string api;      // the API server's
+  CpuReading cpu;
+};
+
+StepProfile readProfile(const WebhookProcess& admitting, const WebhookProcess& leader) {
+  return {httpGet(admitting.healthPort(), "/metrics"), httpGet(leader.healthPort(), "/metrics"),
+          apiMetrics(), readCpu()};
+}
+
+std::string milliseconds(double seconds) {
+  return std::isnan(seconds) ? std::string("none") : format("%.1f ms", seconds * 1000);
+}
+
+// Rows that say where a step's time went: inside the webhook's review handler, in the API
+// server (its PATCH of pods, and the wait in its priority-and-fairness queues), and on the
+// machine's cores.
+std::string profileRows(const std::string& step, const StepProfile& before,
+                        const StepProfile& after, const std::map<int, std::string>& names) {
+  constexpr const char* kReview = "gvirtus_webhook_review_duration_seconds";
+  const double reviews = seriesTotal(after.webhook, std::string(kReview) + "_count") -
+                         seriesTotal(before.webhook, std::string(kReview) + "_count");
+  std::string text = format(
+      "| %s: admission inside the webhook (review body to body), p50 / p99 of %.0f | at most %s "
+      "/ %s |\n",
+      step.c_str(), reviews,
+      milliseconds(quantileBetween(histogramBuckets(before.webhook, kReview),
+                                   histogramBuckets(after.webhook, kReview), 0.5))
+          .c_str(),
+      milliseconds(quantileBetween(histogramBuckets(before.webhook, kReview),
+                                   histogramBuckets(after.webhook, kReview), 0.99))
+          .c_str());
+  constexpr const char* kApi = "apiserver_request_duration_seconds";
+  const std::vector<std::string> patchPods = {"verb=\"PATCH\"", "resource=\"pods\"",
+                                              "subresource=\"\""};
+  const double patches = seriesTotal(after.api, std::string(kApi) + "_count", patchPods) -
+                         seriesTotal(before.api, std::string(kApi) + "_count", patchPods);
+  const double patchSeconds = seriesTotal(after.api, std::string(kApi) + "_sum", patchPods) -
+                              seriesTotal(before.api, std::string(kApi) + "_sum", patchPods);
+  text += format(
+      "| %s: API server time per PATCH of a pod, mean / p99 of %.0f | %s / at most %s |\n",
+      step.c_str(), patches, milliseconds(patches > 0 ? patchSeconds / patches : NAN).c_str(),
+      milliseconds(quantileBetween(histogramBuckets(before.api, kApi, patchPods),
+                                   histogramBuckets(after.api, kApi, patchPods), 0.99))
+          .c_str());
+  constexpr const char* kQueued = "apiserver_flowcontrol_request_wait_duration_seconds";
+  const double queued = seriesTotal(after.api, std::string(kQueued) + "_count") -
+                        seriesTotal(before.api, std::string(kQueued) + "_count");
+  const double queuedSeconds = seriesTotal(after.api, std::string(kQueued) + "_sum") -
+                               seriesTotal(before.api, std::string(kQueued) + "_sum");
+  const double rejected = seriesTotal(after.api, "apiserver_flowcontrol_rejected_requests_total") -
+                          seriesTotal(before.api, "apiserver_flowcontrol_rejected_requests_total");
+  text += format(
+      "| %s: API server priority-and-fairness wait, mean of %.0f requests; rejected | %s; %.0f "
+      "|\n",
+      step.c_str(), queued, milliseconds(queued > 0 ? queuedSeconds / queued : NAN).c_str(),
+      rejected);
+  text += format("| %s: CPU, in cores | %s |\n", step.c_str(),
+                 cpuProfile(before.cpu, after.cpu, 6, names).c_str());
+  return text;
+}
 
 TEST_CASE("webhook at cluster scale: 50,000 cached pods, 10,000 released", "[bench]") {
   const int nodes = envInt("BENCH_NODES", 5000);
@@ -284,7 +352,9 @@ TEST_CASE("webhook at cluster scale: 50,000 cached pods, 10,000 released", "[ben
                                  gvirtus::webhook::testing::gvirtusPod(), "uid-1", "CREATE", true)
                                  .dump();
   const LoadTarget target{[&] { return admitting.client(webhooks.caFile()); }, "/mutate", review};
+  const StepProfile cached0 = readProfile(admitting, leader);
   const LoadResult cachedLoad = fixedRate(target, 4, rate, 10s);
+  const StepProfile cached1 = readProfile(admitting, leader);
   text += format("| admission p50 / p99 at %d reviews/s, %d pods cached | %s |\n", rate, pods,
                  latency(cachedLoad).c_str());
   say("admission measured");
@@ -328,7 +398,8 @@ TEST_CASE("webhook at cluster scale: 50,000 cached pods, 10,000 released", "[ben
       waiting, seconds(bench::Clock::now() - start), notWaiting, waitCpu * 1000 / waiting);
   say("waiting pods created");
 
-  const auto requests0 = apiRequests();
+  const StepProfile release0 = readProfile(admitting, leader);
+  const auto requests0 = apiRequests(release0.api);
   cpu0 = cpuSeconds(leaderPid);
   {
     std::lock_guard lock(mutex);
@@ -345,7 +416,8 @@ TEST_CASE("webhook at cluster scale: 50,000 cached pods, 10,000 released", "[ben
       },
       std::chrono::minutes(10));
   const double releaseCpu = cpuSeconds(leaderPid) - cpu0;
-  const auto requests1 = apiRequests();
+  const StepProfile release1 = readProfile(admitting, leader);
+  const auto requests1 = apiRequests(release1.api);
   CHECK(done);
   say("waiting pods released");
 
@@ -371,6 +443,19 @@ TEST_CASE("webhook at cluster scale: 50,000 cached pods, 10,000 released", "[ben
   text += format("| leader CPU per 1,000 pods released | %.2f s |\n", releaseCpu * 1000 / n);
   text += format("| admission p50 / p99 at %d reviews/s during the release | %s |\n", rate,
                  latency(releaseLoad).c_str());
+  const double passes = seriesTotal(release1.leader, "gvirtus_webhook_release_passes_total") -
+                        seriesTotal(release0.leader, "gvirtus_webhook_release_passes_total");
+  text += format(
+      "| release passes of the leader during the release; pods released per pass | "
+      "%.0f; %.0f |\n",
+      passes, passes > 0 ? n / passes : 0);
+  const std::map<int, std::string> names =
+      leaderPid == admittingPid
+          ? std::map<int, std::string>{{leaderPid, "webhook (leader, admitting)"}}
+          : std::map<int, std::string>{{leaderPid, "webhook (leader)"},
+                                       {admittingPid, "webhook (admitting)"}};
+  text += profileRows(format("%d cached", pods), cached0, cached1, names);
+  text += profileRows("the release", release0, release1, names);
   text += format(
       "| admitting replica's resident memory: idle (%d nodes cached) / %d pods cached / and %d "
       "waiting / highest | %.1f / %.1f / %.1f / %.1f MiB |\n",
