@@ -20,7 +20,10 @@ const json* podCondition(const json& pod, std::string_view type) {
 }
 
 bool podFinished(const json& pod) {
-  const std::string phase = stringAt(pod, {"status", "phase"});
+  return phaseFinished(stringAt(pod, {"status", "phase"}));
+}
+
+bool phaseFinished(std::string_view phase) {
   return phase == "Succeeded" || phase == "Failed";
 }
 

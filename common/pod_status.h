@@ -15,6 +15,7 @@ const nlohmann::json* podCondition(const nlohmann::json& pod, std::string_view t
 
 // Phase Succeeded or Failed: its containers will not run again, and it holds nothing.
 bool podFinished(const nlohmann::json& pod);
+bool phaseFinished(std::string_view phase);
 
 // Condition Ready is "True".
 bool podReady(const nlohmann::json& pod);

@@ -22,8 +22,20 @@ constexpr auto kShortWatch = std::chrono::seconds(1);
 // soon after a CRD is installed, its objects count.
 constexpr auto kAbsentRelist = std::chrono::seconds(5);
 
+// An object's, or what a store without holdObjects keeps: the version alone, as a string.
 std::string resourceVersionOf(const json& object) {
-  return stringAt(object, {"metadata", "resourceVersion"});
+  return object.is_string() ? object.get<std::string>()
+                            : stringAt(object, {"metadata", "resourceVersion"});
+}
+
+// What handlers get of an object a store without holdObjects kept only the version of.
+json identityOf(const std::string& key) {
+  auto [ns, name] = splitCacheKey(key);
+  json metadata = {{"name", std::move(name)}};
+  if (!ns.empty()) {
+    metadata["namespace"] = std::move(ns);
+  }
+  return {{"metadata", std::move(metadata)}};
 }
 
 // "pods", "leases.coordination.k8s.io": how kubectl names a resource.
@@ -134,12 +146,18 @@ ObjectSnapshot ResourceCache::get(const std::string& ns, const std::string& name
 }
 
 ObjectSnapshot ResourceCache::getByKey(const std::string& key) const {
+  if (!options_.holdObjects) {
+    return nullptr;
+  }
   std::lock_guard lock(mutex_);
   auto it = store_.find(key);
   return it == store_.end() ? nullptr : it->second;
 }
 
 std::vector<ObjectSnapshot> ResourceCache::list() const {
+  if (!options_.holdObjects) {
+    return {};
+  }
   std::lock_guard lock(mutex_);
   std::vector<ObjectSnapshot> out;
   out.reserve(store_.size());
@@ -285,22 +303,51 @@ Result<void> ResourceCache::listAndReplace(std::stop_token stop) {
       if (key.empty() || (options_.keep && !options_.keep(item))) {
         continue;
       }
-      fresh.emplace(std::move(key), std::make_shared<const json>(
-                                        options_.transform ? options_.transform(std::move(item))
-                                                           : std::move(item)));
+      auto object = std::make_shared<const json>(
+          options_.transform ? options_.transform(std::move(item)) : std::move(item));
+      if (!options_.holdObjects) {
+        dispatchListed(key, object);
+      }
+      fresh.emplace(std::move(key), held(std::move(object)));
     }
     options.continueToken = std::move(page->continueToken);
   }
-  replaceStore(std::move(fresh), std::move(resourceVersion));
+  replaceStore(std::move(fresh), std::move(resourceVersion), !options_.holdObjects);
   return {};
 }
 
+ObjectSnapshot ResourceCache::held(ObjectSnapshot object) const {
+  if (options_.holdObjects) {
+    return object;
+  }
+  return std::make_shared<const json>(resourceVersionOf(*object));
+}
+
+void ResourceCache::dispatchListed(const std::string& key, const ObjectSnapshot& object) {
+  ObjectSnapshot before;
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = store_.find(key); it != store_.end()) {
+      before = it->second;
+    }
+  }
+  if (!before) {
+    dispatch({{StoreDelta::Type::Added, key, nullptr, object}});
+  } else if (!sameVersion(*before, *held(object))) {
+    dispatch({{StoreDelta::Type::Updated, key, before, object}});
+  }
+}
+
 void ResourceCache::replaceStore(std::map<std::string, ObjectSnapshot> fresh,
-                                 std::string resourceVersion) {
+                                 std::string resourceVersion, bool onlyDeletions) {
   std::vector<StoreDelta> deltas;
   {
     std::lock_guard lock(mutex_);
     deltas = diffStores(store_, fresh);
+    if (onlyDeletions) {
+      std::erase_if(
+          deltas, [](const StoreDelta& delta) { return delta.type != StoreDelta::Type::Deleted; });
+    }
     store_ = std::move(fresh);
     resourceVersion_ = resourceVersion;
   }
@@ -385,10 +432,10 @@ void ResourceCache::applyEvent(const WatchEvent& event) {
     } else if (event.type == "ADDED" || event.type == "MODIFIED") {
       if (it == store_.end()) {
         deltas.push_back({StoreDelta::Type::Added, key, nullptr, object});
-        store_.emplace(key, object);
+        store_.emplace(key, held(object));
       } else {
         deltas.push_back({StoreDelta::Type::Updated, key, it->second, object});
-        it->second = object;
+        it->second = held(object);
       }
     } else if (event.type == "DELETED") {
       if (it != store_.end()) {
@@ -410,22 +457,28 @@ void ResourceCache::applyEvent(const WatchEvent& event) {
 
 void ResourceCache::dispatch(const std::vector<StoreDelta>& deltas) {
   for (const auto& delta : deltas) {
+    // A version alone (a store without holdObjects) reaches handlers as the object's name.
+    auto handed = [&](const ObjectSnapshot& object) {
+      return object->is_string() ? std::make_shared<const json>(identityOf(delta.key)) : object;
+    };
+    const ObjectSnapshot old = delta.old ? handed(delta.old) : nullptr;
+    const ObjectSnapshot now = handed(delta.now);
     for (const auto& h : handlers_) {
       try {
         switch (delta.type) {
           case StoreDelta::Type::Added:
             if (h.onAdd) {
-              h.onAdd(*delta.now);
+              h.onAdd(*now);
             }
             break;
           case StoreDelta::Type::Updated:
             if (h.onUpdate) {
-              h.onUpdate(*delta.old, *delta.now);
+              h.onUpdate(*old, *now);
             }
             break;
           case StoreDelta::Type::Deleted:
             if (h.onDelete) {
-              h.onDelete(*delta.now);
+              h.onDelete(*now);
             }
             break;
         }

@@ -62,6 +62,13 @@ struct ResourceCacheOptions {
   bool absentMeansEmpty = false;
   // What the waits between attempts sleep on.
   Clock* clock = &systemClock();
+  // Off: the store keeps of each object its resourceVersion alone (for a relist's diff), and
+  // get() and list() hand out nothing, for a cache whose one handler keeps what it reads in
+  // records of its own (webhook/gvirtus_pod_store.h): no object is held twice. Handlers get
+  // the transformed object on add, on update and on a watched delete; `old`, and an object a
+  // relist found gone, carry only metadata.namespace and name. A list is handed to the
+  // handlers page by page, so the whole of it never stands in memory.
+  bool holdObjects = true;
 };
 
 // A cache of one kind of Kubernetes object, kept current by list and watch (the shape of
@@ -118,8 +125,15 @@ class ResourceCache final : public ObjectCache {
  private:
   void run(std::stop_token stop);
   Result<void> listAndReplace(std::stop_token stop);
-  // The store becomes `fresh` at `resourceVersion`; handlers are told what changed.
-  void replaceStore(std::map<std::string, ObjectSnapshot> fresh, std::string resourceVersion);
+  // The store becomes `fresh` at `resourceVersion`; handlers are told what changed, or with
+  // `onlyDeletions` (a list whose additions and updates were told page by page) what is gone.
+  void replaceStore(std::map<std::string, ObjectSnapshot> fresh, std::string resourceVersion,
+                    bool onlyDeletions = false);
+  // What the store holds of `object`: itself, or without holdObjects its resourceVersion.
+  ObjectSnapshot held(ObjectSnapshot object) const;
+  // Without holdObjects: tells the handlers of one listed object, against what the store
+  // held of it before this list.
+  void dispatchListed(const std::string& key, const ObjectSnapshot& object);
   // Returns the watch's outcome; `events` counts the events it delivered.
   Result<void> watchOnce(std::stop_token stop, int64_t& events);
   void applyEvent(const WatchEvent& event);

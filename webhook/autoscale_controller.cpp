@@ -23,7 +23,7 @@ constexpr auto kResync = std::chrono::seconds(10);
 
 }  // namespace
 
-AutoscaleController::AutoscaleController(KubeClient& client, const ObjectCache& gvirtusPods,
+AutoscaleController::AutoscaleController(KubeClient& client, const GvirtusPodStore& gvirtusPods,
                                          EventRecorder& events, WebhookMetrics* metrics,
                                          AutoscaleOptions options)
     : client_(client),
@@ -57,9 +57,9 @@ AutoscalerActions AutoscaleController::actions(EventRecorder& events) {
 
 Result<int64_t> AutoscaleController::assignedPods(const Backend& backend) const {
   int64_t count = 0;
-  for (const auto& pod : gvirtusPods_.list()) {
-    if (stringAt(*pod, {"metadata", "annotations", kBackendPodAnnotation}) == backend.podRef() &&
-        memberAt(*pod, {"metadata", "deletionTimestamp"}) == nullptr && !podFinished(*pod)) {
+  for (const auto& pod : gvirtusPods_.records()) {
+    if (pod->annotationOr(kBackendPodAnnotation) == backend.podRef() && !pod->deleting() &&
+        !pod->finished()) {
       ++count;
     }
   }

@@ -12,6 +12,7 @@
 #include "common/resource_cache.h"
 #include "webhook/backend_autoscaler.h"
 #include "webhook/backend_source.h"
+#include "webhook/gvirtus_pod_store.h"
 
 // The backend autoscaler (webhook/backend_autoscaler.h) as a controller of its own, the
 // leader's, beside the waiting-pod controller: one key, synced after every release pass
@@ -25,10 +26,10 @@ class WebhookMetrics;
 
 class AutoscaleController {
  public:
-  // `gvirtusPods`: every GVirtuS pod as frontendFields() keeps it (the pods a backend holds,
-  // for the idle check), started by its owner. `metrics` may be null. Everything passed must
+  // `gvirtusPods`: every GVirtuS pod, as records (the pods a backend holds, for the idle
+  // check), started by its owner. `metrics` may be null. Everything passed must
   // outlive the controller.
-  AutoscaleController(KubeClient& client, const ObjectCache& gvirtusPods, EventRecorder& events,
+  AutoscaleController(KubeClient& client, const GvirtusPodStore& gvirtusPods, EventRecorder& events,
                       WebhookMetrics* metrics, AutoscaleOptions options);
 
   // After a release pass: the pods it left waiting for capacity and the backends it saw.
@@ -50,7 +51,7 @@ class AutoscaleController {
   Result<SyncResult> step();
 
   KubeClient& client_;
-  const ObjectCache& gvirtusPods_;
+  const GvirtusPodStore& gvirtusPods_;
   WebhookMetrics* metrics_;
   const AutoscaleOptions options_;
   BackendAutoscaler autoscaler_;

@@ -102,7 +102,8 @@ ClusterBackendSource::ClusterBackendSource(KubeClient& client, std::string ns,
                                             std::move(labelSelector))),
       frontends_(std::make_unique<ResourceCache>(client, resources::kPods, "",
                                                  std::string(kEnabledLabel) + "=true", "",
-                                                 withTransform(frontendFields))) {}
+                                                 gvirtusPodOptions())),
+      gvirtusPods_(std::make_unique<GvirtusPodStore>(*frontends_)) {}
 
 ClusterBackendSource::~ClusterBackendSource() {
   stop();
@@ -219,9 +220,9 @@ void ClusterBackendSource::start() {
       onChange_();
     }
   };
-  frontends_->addHandlers({[=](const json& pod) { frontendNow(pod, false); },
-                           [=](const json&, const json& pod) { frontendNow(pod, false); },
-                           [=](const json& pod) { frontendNow(pod, true); }});
+  gvirtusPods_->addHandlers({[=](const json& pod) { frontendNow(pod, false); },
+                             [=](const json&, const json& pod) { frontendNow(pod, false); },
+                             [=](const json& pod) { frontendNow(pod, true); }});
   nodes_->start();
   pods_->start();
   frontends_->start();

@@ -14,6 +14,7 @@
 #include "common/kube_client.h"
 #include "common/resource_cache.h"
 #include "webhook/backend_source.h"
+#include "webhook/gvirtus_pod_store.h"
 
 namespace gvirtus::webhook {
 
@@ -59,7 +60,7 @@ class ClusterBackendSource : public BackendSource {
   // The caches the peer publisher reads (webhook/peer_publisher.h), which adds its handlers
   // before start(): the backend pods, and the GVirtuS pods as frontendFields() keeps them.
   ObjectCache& backendPods() { return *pods_; }
-  ObjectCache& frontendPods() { return *frontends_; }
+  GvirtusPodStore& frontendPods() { return *gvirtusPods_; }
   // Objects each cache holds now (the webhook's memory follows them; its metrics show them).
   struct CacheSizes {
     size_t nodes = 0;
@@ -83,6 +84,7 @@ class ClusterBackendSource : public BackendSource {
   std::unique_ptr<ResourceCache> nodes_;
   std::unique_ptr<ResourceCache> pods_;
   std::unique_ptr<ResourceCache> frontends_;
+  std::unique_ptr<GvirtusPodStore> gvirtusPods_;  // fed by frontends_
 
   mutable std::mutex mutex_;
   // Raised by every cache change that can alter the list; a list built while it moved is

@@ -3,6 +3,7 @@
 #include "common/ipv4_resolver.h"
 #include "common/json_access.h"
 #include "webhook/backend_loss.h"
+#include "webhook/gvirtus_pod.h"
 #include "webhook/names.h"
 
 namespace gvirtus::webhook {
@@ -25,10 +26,7 @@ json frontendFields(json pod) {
   }
   if (const json* annotations = memberAt(pod, {"metadata", "annotations"});
       annotations != nullptr && annotations->is_object()) {
-    for (std::string_view key :
-         {kBackendAnnotation, kBackendPodAnnotation, kBackendGpuAnnotation, kAssignedByAnnotation,
-          kGpuMemoryAnnotation, kKaiGpuFractionAnnotation, kKaiGpuMemoryAnnotation,
-          kPodGroupAnnotation}) {
+    for (std::string_view key : GvirtusPod::keptAnnotations()) {
       if (auto it = annotations->find(key); it != annotations->end()) {
         metadata["annotations"][std::string(key)] = *it;
       }
@@ -74,6 +72,13 @@ json frontendFields(json pod) {
     }
   }
   return kept;
+}
+
+ResourceCacheOptions gvirtusPodOptions() {
+  ResourceCacheOptions options;
+  options.transform = frontendFields;
+  options.holdObjects = false;
+  return options;
 }
 
 json waitingFields(json pod) {

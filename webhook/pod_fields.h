@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "common/resource_cache.h"
+
 // What the webhook reads of pods it holds in watch caches, and keeps of them.
 namespace gvirtus::webhook {
 
@@ -13,6 +15,10 @@ namespace gvirtus::webhook {
 // peerClaim() (webhook/backend_peers.h) and the waiting-pod controller's gang count read,
 // and no more: the cache holds every GVirtuS pod of the cluster.
 nlohmann::json frontendFields(nlohmann::json pod);
+
+// How the webhook lists and watches every GVirtuS pod: frontendFields() of each, which a
+// GvirtusPodStore (webhook/gvirtus_pod_store.h) holds as records and the cache does not.
+ResourceCacheOptions gvirtusPodOptions();
 
 // What the waiting-pod controller's cache keeps of a waiting pod: what a release pass reads
 // (requirementsFromPod(), gatedByWebhook(), the gang, the reporter) and what its patch

@@ -43,10 +43,6 @@ json podGroupFields(json group) {
   return kept;
 }
 
-bool deleting(const json& pod) {
-  return memberAt(pod, {"metadata", "deletionTimestamp"}) != nullptr;
-}
-
 }  // namespace
 
 bool isWaiting(const json& pod) {
@@ -145,12 +141,14 @@ void WaitingPodController::run(std::stop_token stop) {
   ResourceCache podGroups(
       client_, kPodGroups, "", "", "",
       ResourceCacheOptions{.transform = podGroupFields, .absentMeansEmpty = true});
-  std::unique_ptr<ResourceCache> ownGvirtusPods;
-  ObjectCache* gvirtusPods = options_.gvirtusPods;
+  std::unique_ptr<ResourceCache> ownGvirtusCache;
+  std::unique_ptr<GvirtusPodStore> ownGvirtusPods;
+  GvirtusPodStore* gvirtusPods = options_.gvirtusPods;
   if (gvirtusPods == nullptr) {
-    ownGvirtusPods = std::make_unique<ResourceCache>(
-        client_, resources::kPods, "", std::string(kEnabledLabel) + "=true", "",
-        ResourceCacheOptions{.transform = frontendFields});
+    ownGvirtusCache = std::make_unique<ResourceCache>(client_, resources::kPods, "",
+                                                      std::string(kEnabledLabel) + "=true", "",
+                                                      gvirtusPodOptions());
+    ownGvirtusPods = std::make_unique<GvirtusPodStore>(*ownGvirtusCache);
     gvirtusPods = ownGvirtusPods.get();
   }
   gvirtusPods_ = gvirtusPods;
@@ -194,8 +192,8 @@ void WaitingPodController::run(std::stop_token stop) {
   });
 
   // The caches stop before the controller goes: their handlers enqueue on it.
-  if (ownGvirtusPods) {
-    ownGvirtusPods->stop();
+  if (ownGvirtusCache) {
+    ownGvirtusCache->stop();
   }
   podGroups.stop();
   pods.stop();
@@ -306,11 +304,11 @@ std::optional<Gang> WaitingPodController::gangOf(
   if (!released) {
     // Once per pass, for every gang: the members that no longer wait and still run.
     released.emplace();
-    for (const auto& other : gvirtusPods_->list()) {
-      const std::string otherGroup =
-          stringAt(*other, {"metadata", "annotations", kPodGroupAnnotation});
-      if (!otherGroup.empty() && !isWaiting(*other) && !deleting(*other) && !podFinished(*other)) {
-        ++(*released)[stringAt(*other, {"metadata", "namespace"}) + "/" + otherGroup];
+    for (const auto& other : gvirtusPods_->records()) {
+      const std::string otherGroup = other->annotationOr(kPodGroupAnnotation);
+      // Not waiting (the gate gone) and still running.
+      if (!otherGroup.empty() && !other->gated && !other->deleting() && !other->finished()) {
+        ++(*released)[other->ns + "/" + otherGroup];
       }
     }
   }

@@ -21,6 +21,7 @@
 #include "webhook/backend_autoscaler.h"
 #include "webhook/backend_chooser.h"
 #include "webhook/backend_source.h"
+#include "webhook/gvirtus_pod_store.h"
 #include "webhook/pod_wiring.h"
 #include "webhook/release_pass.h"
 #include "webhook/release_reporter.h"
@@ -52,10 +53,10 @@ struct WaitingPodControllerOptions {
   // Release patches in flight at once in a pass: a PATCH waits milliseconds for the API
   // server, so one at a time caps releases near 150 pods/s (tests/bench/controller_bench).
   size_t parallelReleases = 8;
-  // Every GVirtuS pod, as frontendFields() keeps it (the cluster backend source's cache,
-  // started by its owner): the gang members already released, and the pods each backend
-  // holds. Null: run() keeps such a cache of its own while it runs.
-  ObjectCache* gvirtusPods = nullptr;
+  // Every GVirtuS pod, as records (the cluster backend source's store, started by its
+  // owner): the gang members already released. Null: run() keeps such a store of its own
+  // while it runs.
+  GvirtusPodStore* gvirtusPods = nullptr;
 };
 
 // Watches the waiting GVirtuS pods (label gvirtus.io/enabled=true, unscheduled, in every
@@ -108,7 +109,7 @@ class WaitingPodController {
   WaitingPodControllerOptions options_;
   ReleaseReporter reporter_;
   // While run() runs (set before its controller starts, read by its passes).
-  const ObjectCache* gvirtusPods_ = nullptr;
+  const GvirtusPodStore* gvirtusPods_ = nullptr;
   const ResourceCache* podGroups_ = nullptr;
 
   std::mutex mutex_;

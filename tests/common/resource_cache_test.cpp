@@ -4,6 +4,7 @@
 // integration tests in tests/integration/.
 #include "common/resource_cache.h"
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -347,6 +348,75 @@ TEST_CASE("after 410 Gone the cache relists and handlers see what changed meanwh
   server.putConfigMap("ns1", "after", {});
   REQUIRE(eventually([&] { return recorder.size() == 1; }));
   CHECK(recorder.take() == std::vector<std::string>{"add ns1/after"});
+}
+
+TEST_CASE("without holdObjects the store keeps versions and handlers get the objects",
+          "[resource_cache]") {
+  testing::FakeApiServer server;
+  for (const char* name : {"keep", "change", "remove", "fourth", "fifth"}) {
+    server.putConfigMap("ns1", name, {{"v", "1"}});
+  }
+  auto client = clientFor(server);
+  ResourceCacheOptions options = fastOptions();  // pages of 2: three pages
+  options.holdObjects = false;
+  ResourceCache cache(*client, resources::kConfigMaps, "", "", "", options);
+  std::mutex mutex;
+  std::vector<std::string> seen;
+  auto push = [&](std::string line) {
+    std::lock_guard lock(mutex);
+    seen.push_back(std::move(line));
+  };
+  auto take = [&] {
+    std::lock_guard lock(mutex);
+    return std::exchange(seen, {});
+  };
+  // What each handler is handed: the object's data where it has it, "-" for a name alone.
+  auto data = [](const json& o) {
+    return o.contains("data") ? o["data"].value("v", "?") : std::string("-");
+  };
+  cache.addHandlers({[&](const json& o) { push("add " + cacheKey(o) + " " + data(o)); },
+                     [&](const json& old, const json& now) {
+                       push("update " + cacheKey(now) + " " + data(old) + "->" + data(now));
+                     },
+                     [&](const json& o) { push("delete " + cacheKey(o) + " " + data(o)); }});
+  cache.start();
+  REQUIRE(cache.waitForSync(5s));
+  CHECK(take().size() == 5);
+  CHECK(cache.size() == 5);
+  CHECK_FALSE(cache.get("ns1", "keep"));  // it hands out nothing
+  CHECK(cache.list().empty());
+  REQUIRE(eventually([&] { return server.openWatches() == 1; }));
+
+  server.putConfigMap("ns1", "change", {{"v", "2"}});
+  REQUIRE(eventually([&] { return take() == std::vector<std::string>{"update ns1/change -->2"}; }));
+
+  // A relist tells what changed meanwhile, against the versions kept: an unchanged object
+  // is no update.
+  server.failWatches(true);
+  server.putConfigMap("ns1", "new", {{"v", "1"}});
+  server.putConfigMap("ns1", "change", {{"v", "3"}});
+  server.deleteConfigMap("ns1", "remove");
+  server.compact();
+  server.failWatches(false);
+  REQUIRE(eventually([&] { return cache.relistCount() == 1; }));
+  std::vector<std::string> relisted;
+  REQUIRE(eventually([&] {
+    for (auto& line : take()) {
+      relisted.push_back(std::move(line));
+    }
+    return relisted.size() >= 3;
+  }));
+  std::ranges::sort(relisted);
+  CHECK(relisted ==
+        std::vector<std::string>{"add ns1/new 1", "delete ns1/remove -", "update ns1/change -->3"});
+  CHECK(cache.keys() ==
+        std::vector<std::string>{"ns1/change", "ns1/fifth", "ns1/fourth", "ns1/keep", "ns1/new"});
+
+  // A watched delete hands the final object.
+  REQUIRE(eventually([&] { return server.openWatches() == 1; }));
+  server.deleteConfigMap("ns1", "keep");
+  REQUIRE(eventually([&] { return take() == std::vector<std::string>{"delete ns1/keep 1"}; }));
+  CHECK(cache.size() == 4);
 }
 
 TEST_CASE("watch errors back off and resume without losing events", "[resource_cache]") {

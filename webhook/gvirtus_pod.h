@@ -1,0 +1,53 @@
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/pod_status.h"
+
+namespace gvirtus::webhook {
+
+// A GVirtuS pod as the webhook's cache of every GVirtuS pod of the cluster holds it: what
+// frontendFields() (webhook/pod_fields.h) keeps, as fields rather than a document. Each
+// member of an nlohmann object is a map node of its own, and the 50,000 pods of
+// `make bench-scale` took 3 KiB each as documents; as records they take about 1 KiB.
+struct GvirtusPod {
+  std::string ns;
+  std::string name;
+  std::string uid;
+  std::string resourceVersion;
+  std::string creationTimestamp;
+  std::string deletionTimestamp;  // empty: not being deleted
+  std::string enabledLabel;       // gvirtus.io/enabled; the cache lists by it
+  // The kept annotations the pod has: (index in kKeptAnnotations, value).
+  std::vector<std::pair<uint8_t, std::string>> annotations;
+  nlohmann::json owners;  // compactOwners() (webhook/backend_loss.h); null for most pods
+  bool gated = false;     // carries the webhook's scheduling gate
+  std::string phase;
+  std::string podIP;
+  nlohmann::json podIPs;    // only where podIP is not the IPv4 address
+  std::string backendLost;  // the gvirtus.io/BackendLost condition's status; empty: none
+
+  // The annotations frontendFields() keeps.
+  static const std::vector<std::string_view>& keptAnnotations();
+
+  // Of a document frontendFields() made. Values of a type the API server never sends
+  // (a number where a string goes) are left out.
+  static GvirtusPod from(const nlohmann::json& kept);
+  // That document again: GvirtusPod::from(frontendFields(pod)).document() ==
+  // frontendFields(pod), for the readers that take a pod as JSON (the backend follower).
+  nlohmann::json document() const;
+
+  // Null when the pod does not have it.
+  const std::string* annotation(std::string_view key) const;
+  std::string annotationOr(std::string_view key, std::string otherwise = {}) const;
+  std::string key() const { return ns + "/" + name; }
+  bool deleting() const { return !deletionTimestamp.empty(); }
+  bool finished() const { return phaseFinished(phase); }
+};
+
+}  // namespace gvirtus::webhook
