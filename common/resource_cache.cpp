@@ -312,7 +312,9 @@ Result<void> ResourceCache::listAndReplace(std::stop_token stop) {
     }
     options.continueToken = std::move(page->continueToken);
   }
-  replaceStore(std::move(fresh), std::move(resourceVersion), !options_.holdObjects);
+  // Without holdObjects the store holds every listed object already: what differs is what
+  // is gone.
+  replaceStore(std::move(fresh), std::move(resourceVersion));
   return {};
 }
 
@@ -324,12 +326,13 @@ ObjectSnapshot ResourceCache::held(ObjectSnapshot object) const {
 }
 
 void ResourceCache::dispatchListed(const std::string& key, const ObjectSnapshot& object) {
+  // Stored at once, not when the list ends: what the handlers were told stays told when a
+  // later page fails (the retried list then finds it changed or gone), and is not told again.
   ObjectSnapshot before;
   {
     std::lock_guard lock(mutex_);
-    if (auto it = store_.find(key); it != store_.end()) {
-      before = it->second;
-    }
+    auto& slot = store_[key];
+    before = std::exchange(slot, held(object));
   }
   if (!before) {
     dispatch({{StoreDelta::Type::Added, key, nullptr, object}});
@@ -339,15 +342,11 @@ void ResourceCache::dispatchListed(const std::string& key, const ObjectSnapshot&
 }
 
 void ResourceCache::replaceStore(std::map<std::string, ObjectSnapshot> fresh,
-                                 std::string resourceVersion, bool onlyDeletions) {
+                                 std::string resourceVersion) {
   std::vector<StoreDelta> deltas;
   {
     std::lock_guard lock(mutex_);
     deltas = diffStores(store_, fresh);
-    if (onlyDeletions) {
-      std::erase_if(
-          deltas, [](const StoreDelta& delta) { return delta.type != StoreDelta::Type::Deleted; });
-    }
     store_ = std::move(fresh);
     resourceVersion_ = resourceVersion;
   }

@@ -67,7 +67,8 @@ struct ResourceCacheOptions {
   // records of its own (webhook/gvirtus_pod_store.h): no object is held twice. Handlers get
   // the transformed object on add, on update and on a watched delete; `old`, and an object a
   // relist found gone, carry only metadata.namespace and name. A list is handed to the
-  // handlers page by page, so the whole of it never stands in memory.
+  // handlers page by page, so the whole of it never stands in memory: a relist's additions
+  // and changes come as its pages do, what is gone once the last page is in.
   bool holdObjects = true;
 };
 
@@ -125,14 +126,12 @@ class ResourceCache final : public ObjectCache {
  private:
   void run(std::stop_token stop);
   Result<void> listAndReplace(std::stop_token stop);
-  // The store becomes `fresh` at `resourceVersion`; handlers are told what changed, or with
-  // `onlyDeletions` (a list whose additions and updates were told page by page) what is gone.
-  void replaceStore(std::map<std::string, ObjectSnapshot> fresh, std::string resourceVersion,
-                    bool onlyDeletions = false);
+  // The store becomes `fresh` at `resourceVersion`; handlers are told what changed.
+  void replaceStore(std::map<std::string, ObjectSnapshot> fresh, std::string resourceVersion);
   // What the store holds of `object`: itself, or without holdObjects its resourceVersion.
   ObjectSnapshot held(ObjectSnapshot object) const;
-  // Without holdObjects: tells the handlers of one listed object, against what the store
-  // held of it before this list.
+  // Without holdObjects: stores one listed object's version and tells the handlers what
+  // changed against what the store held.
   void dispatchListed(const std::string& key, const ObjectSnapshot& object);
   // Returns the watch's outcome; `events` counts the events it delivered.
   Result<void> watchOnce(std::stop_token stop, int64_t& events);

@@ -225,7 +225,7 @@ void ClusterBackendSource::start() {
                              [=](const json& pod) { frontendNow(pod, true); }});
   nodes_->start();
   pods_->start();
-  frontends_->start();
+  gvirtusPods_->start();  // and with it frontends_
 }
 
 void ClusterBackendSource::stop() {

@@ -17,8 +17,8 @@ std::string stringOr(const json* value) {
 
 const std::vector<std::string_view>& GvirtusPod::keptAnnotations() {
   static const std::vector<std::string_view> kKept = {
-      kBackendAnnotation,   kBackendPodAnnotation,     kBackendGpuAnnotation,
-      kAssignedByAnnotation, kGpuMemoryAnnotation,     kKaiGpuFractionAnnotation,
+      kBackendAnnotation,      kBackendPodAnnotation, kBackendGpuAnnotation,
+      kAssignedByAnnotation,   kGpuMemoryAnnotation,  kKaiGpuFractionAnnotation,
       kKaiGpuMemoryAnnotation, kPodGroupAnnotation};
   return kKept;
 }
@@ -89,8 +89,8 @@ json GvirtusPod::document() const {
   put(kept["status"], "phase", phase);
   put(kept["status"], "podIP", podIP);
   if (!backendLost.empty()) {
-    kept["status"]["conditions"] = json::array(
-        {{{"type", names::kBackendLostCondition}, {"status", backendLost}}});
+    kept["status"]["conditions"] =
+        json::array({{{"type", names::kBackendLostCondition}, {"status", backendLost}}});
   }
   if (!podIPs.is_null()) {
     kept["status"]["podIPs"] = podIPs;

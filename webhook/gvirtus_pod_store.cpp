@@ -17,7 +17,16 @@ GvirtusPodStore::GvirtusPodStore(ObjectCache& source) : source_(source) {
 }
 
 void GvirtusPodStore::addHandlers(ResourceEventHandlers handlers) {
+  if (started_.load()) {
+    log::warn("GVirtuS pod handlers added after start are ignored");
+    return;
+  }
   handlers_.push_back(std::move(handlers));
+}
+
+void GvirtusPodStore::start() {
+  started_.store(true);
+  source_.start();
 }
 
 void GvirtusPodStore::tell(const std::function<void(const ResourceEventHandlers&)>& call) const {
@@ -68,8 +77,8 @@ void GvirtusPodStore::deleted(const json& pod) {
   const GvirtusPodSnapshot before = replace(cacheKey(pod), nullptr);
   // The state the watch left it in, where the source hands out only its name (a relist found
   // it gone); the final state itself where the source has it.
-  const json last = before && memberAt(pod, {"metadata", "uid"}) == nullptr ? before->document()
-                                                                             : pod;
+  const json last =
+      before && memberAt(pod, {"metadata", "uid"}) == nullptr ? before->document() : pod;
   tell([&](const ResourceEventHandlers& h) {
     if (h.onDelete) {
       h.onDelete(last);

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -26,8 +27,10 @@ class GvirtusPodStore final : public ObjectCache {
   // Adds its handlers to `source`, which must not have started and must outlive the store.
   explicit GvirtusPodStore(ObjectCache& source);
 
+  // Before start(); handlers added later are ignored with a warning.
   void addHandlers(ResourceEventHandlers handlers) override;
-  void start() override { source_.start(); }
+  // Starts the source.
+  void start() override;
   bool hasSynced() const override { return source_.hasSynced(); }
   // The pod's document (GvirtusPod::document()), built for this call.
   ObjectSnapshot get(const std::string& ns, const std::string& name) const override;
@@ -47,7 +50,9 @@ class GvirtusPodStore final : public ObjectCache {
   GvirtusPodSnapshot replace(const std::string& key, GvirtusPodSnapshot record);
 
   ObjectCache& source_;
-  std::vector<ResourceEventHandlers> handlers_;  // called on the source's thread
+  // Fixed once started; called on the source's thread.
+  std::vector<ResourceEventHandlers> handlers_;
+  std::atomic<bool> started_ = false;
 
   mutable std::mutex mutex_;
   std::map<std::string, GvirtusPodSnapshot> records_;  // by "namespace/name"

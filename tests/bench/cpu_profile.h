@@ -25,7 +25,7 @@ namespace gvirtus::bench {
 
 struct CpuReading {
   std::chrono::steady_clock::time_point at = std::chrono::steady_clock::now();
-  double machineBusy = 0;                                // CPU seconds, all cores
+  double machineBusy = 0;                               // CPU seconds, all cores
   std::map<int, std::pair<std::string, double>> byPid;  // pid: (command, CPU seconds)
 };
 
@@ -82,8 +82,9 @@ inline std::string cpuProfile(const CpuReading& before, const CpuReading& after,
     ranked.emplace_back(used, name);
   }
   std::ranges::sort(ranked, std::greater<>());
-  std::string text = format("%.2f of %ld cores busy:", (after.machineBusy - before.machineBusy) / elapsed,
-                            ::sysconf(_SC_NPROCESSORS_ONLN));
+  std::string text =
+      format("%.2f of %ld cores busy:", (after.machineBusy - before.machineBusy) / elapsed,
+             ::sysconf(_SC_NPROCESSORS_ONLN));
   for (size_t i = 0; i < std::min(top, ranked.size()); ++i) {
     text += format("%s %s %.2f", i == 0 ? "" : ",", ranked[i].second.c_str(),
                    ranked[i].first / elapsed);

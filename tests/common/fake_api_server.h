@@ -152,6 +152,12 @@ class FakeApiServer {
     changed_.notify_all();
   }
 
+  // While on, a list's second and later pages are answered with 500: a list fails partway.
+  void failContinuedLists(bool on) {
+    std::lock_guard lock(mutex_);
+    failContinuedLists_ = on;
+  }
+
   // Forgets the history: a watch from any version older than now gets 410 Gone.
   void compact() {
     std::lock_guard lock(mutex_);
@@ -288,6 +294,9 @@ class FakeApiServer {
     // The continue token carries the first page's version and the last key sent.
     std::string version = std::to_string(resourceVersion_);
     std::string after;
+    if (req.has_param("continue") && failContinuedLists_) {
+      return answer(res, 500, status(500, "InternalError", "the page failed"));
+    }
     if (req.has_param("continue")) {
       const std::string token = req.get_param_value("continue");
       const auto bar = token.find('|');
@@ -389,6 +398,7 @@ class FakeApiServer {
   int64_t compactedBelow_ = 0;
   int64_t generation_ = 0;
   bool failWatches_ = false;
+  bool failContinuedLists_ = false;
   bool failLeases_ = false;
   int lists_ = 0;
   int watches_ = 0;

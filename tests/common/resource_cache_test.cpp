@@ -419,6 +419,30 @@ TEST_CASE("without holdObjects the store keeps versions and handlers get the obj
   CHECK(cache.size() == 4);
 }
 
+TEST_CASE("without holdObjects a list that fails partway keeps what it told the handlers",
+          "[resource_cache]") {
+  testing::FakeApiServer server;
+  for (const char* name : {"a", "b", "c", "d", "e"}) {
+    server.putConfigMap("ns1", name, {{"v", "1"}});
+  }
+  server.failContinuedLists(true);  // the first page (a, b) comes, then the list fails
+  auto client = clientFor(server);
+  ResourceCacheOptions options = fastOptions();
+  options.holdObjects = false;
+  ResourceCache cache(*client, resources::kConfigMaps, "", "", "", options);
+  Recorder recorder;
+  cache.addHandlers(recorder.handlers());
+  cache.start();
+  REQUIRE(eventually([&] { return recorder.size() >= 2; }));
+  // Told of a and b once; a goes while the list is retried.
+  server.deleteConfigMap("ns1", "a");
+  server.failContinuedLists(false);
+  REQUIRE(cache.waitForSync(5s));
+  CHECK(recorder.take() == std::vector<std::string>{"add ns1/a", "add ns1/b", "add ns1/c",
+                                                    "add ns1/d", "add ns1/e", "delete ns1/a"});
+  CHECK(cache.keys() == std::vector<std::string>{"ns1/b", "ns1/c", "ns1/d", "ns1/e"});
+}
+
 TEST_CASE("watch errors back off and resume without losing events", "[resource_cache]") {
   testing::FakeApiServer server;
   server.putConfigMap("ns1", "a", {});

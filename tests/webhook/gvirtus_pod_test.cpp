@@ -46,9 +46,11 @@ std::vector<json> variedPods() {
       json::array({{{"name", "example.com/other"}}, {{"name", "gvirtus.io/backend"}}});
   gated["status"] = {{"phase", "Pending"}};
   json owned = assigned("owned");
-  owned["metadata"]["ownerReferences"] = json::array(
-      {{{"apiVersion", "apps/v1"}, {"kind", "ReplicaSet"}, {"name", "infer-7d9"},
-        {"uid", "u-1"}, {"controller", true}}});
+  owned["metadata"]["ownerReferences"] = json::array({{{"apiVersion", "apps/v1"},
+                                                       {"kind", "ReplicaSet"},
+                                                       {"name", "infer-7d9"},
+                                                       {"uid", "u-1"},
+                                                       {"controller", true}}});
   owned["status"]["conditions"].push_back(
       {{"type", "gvirtus.io/BackendLost"}, {"status", "True"}, {"reason", "BackendGone"}});
   json gang = assigned("gang");
@@ -140,17 +142,16 @@ struct Seen {
   std::vector<std::string> lines;
   ResourceEventHandlers handlers() {
     auto backend = [](const json& pod) {
-      return pod["metadata"].value("annotations", json::object()).value("gvirtus.io/backend-pod",
-                                                                         "-");
+      return pod["metadata"]
+          .value("annotations", json::object())
+          .value("gvirtus.io/backend-pod", "-");
     };
     return {[this](const json& pod) { lines.push_back("add " + cacheKey(pod)); },
             [this, backend](const json& old, const json& now) {
-              lines.push_back("update " + cacheKey(now) + " " + backend(old) + "->" +
-                              backend(now));
+              lines.push_back("update " + cacheKey(now) + " " + backend(old) + "->" + backend(now));
             },
             [this](const json& pod) {
-              lines.push_back("delete " + cacheKey(pod) + " " +
-                              pod["metadata"].value("uid", "-"));
+              lines.push_back("delete " + cacheKey(pod) + " " + pod["metadata"].value("uid", "-"));
             }};
   }
 };
@@ -185,11 +186,11 @@ TEST_CASE("the GVirtuS pod store keeps records and hands documents to its reader
   json finalState = frontendFields(assigned("b"));  // from a watched delete
   finalState["metadata"]["uid"] = "final";
   source.remove(finalState);
-  CHECK(seen.lines == std::vector<std::string>{
-                          "add team-a/a", "add team-a/b",
-                          "update team-a/a gvirtus-system/be-1->gvirtus-system/be-2",
-                          "delete team-a/a 0f7b7c1e-5c1a-4f7e-9b9a-3f2f7a6f1c2d",
-                          "delete team-a/b final"});
+  CHECK(seen.lines ==
+        std::vector<std::string>{"add team-a/a", "add team-a/b",
+                                 "update team-a/a gvirtus-system/be-1->gvirtus-system/be-2",
+                                 "delete team-a/a 0f7b7c1e-5c1a-4f7e-9b9a-3f2f7a6f1c2d",
+                                 "delete team-a/b final"});
   CHECK(store.size() == 0);
 }
 
