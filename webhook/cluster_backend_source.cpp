@@ -142,6 +142,13 @@ bool replaceEntry(std::map<std::string, Value>& map, const std::string& key,
 bool ClusterBackendSource::updateFrontend(
     const std::string& pod, std::optional<std::pair<std::string, GpuShare>> share,
     std::optional<std::pair<std::string, AssignedPod>> assigned) {
+  // Only the assignments of the window are ever read (buildBackends()), and a pod's
+  // creation time never changes: one created before the window is not kept at all. The
+  // 50,000 pods of a cluster that run for good cost nothing here.
+  if (assigned &&
+      assigned->second.created <= std::chrono::system_clock::now() - assignmentWindow_) {
+    assigned.reset();
+  }
   std::lock_guard lock(mutex_);
   const bool shareChanged = replaceEntry(shares_, pod, std::move(share));
   const auto was = assigned_.find(pod);
@@ -289,10 +296,12 @@ std::vector<Backend> ClusterBackendSource::buildBackends() const {
   // Only those created within the window, from the index by creation time (a pod's
   // creation time never changes): a build costs the recent assignments, not every GVirtuS
   // pod of the cluster, and what left the window leaves the index for good.
-  recentAssigned_.erase(recentAssigned_.begin(),
-                        std::ranges::find_if(recentAssigned_, [&](const auto& entry) {
-                          return entry.first > since;
-                        }));
+  const auto left =
+      std::ranges::find_if(recentAssigned_, [&](const auto& entry) { return entry.first > since; });
+  for (auto it = recentAssigned_.begin(); it != left; ++it) {
+    assigned_.erase(it->second);
+  }
+  recentAssigned_.erase(recentAssigned_.begin(), left);
   for (const auto& recent : recentAssigned_) {
     const auto& given = assigned_.at(recent.second);
     auto it = byEndpoint.find(given.first);

@@ -98,10 +98,10 @@ class ClusterBackendSource : public BackendSource {
   mutable bool building_ = false;  // a caller builds the next list
   // By pod ("namespace/name"): the backend it was given and the share it holds there.
   std::map<std::string, std::pair<std::string, GpuShare>> shares_;
-  // By pod: the backend it was given, when and by whom.
-  std::map<std::string, std::pair<std::string, AssignedPod>> assigned_;
-  // The pods of assigned_ created within the assignment window as of the last build, by
-  // creation time.
+  // By pod: the backend it was given, when and by whom; only pods created within the
+  // assignment window (a build lets go of those that left it).
+  mutable std::map<std::string, std::pair<std::string, AssignedPod>> assigned_;
+  // The pods of assigned_, by creation time.
   mutable std::set<std::pair<std::chrono::system_clock::time_point, std::string>> recentAssigned_;
 };
 
