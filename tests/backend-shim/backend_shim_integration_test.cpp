@@ -172,6 +172,10 @@ TEST_CASE("backend-shim integration: the load annotation follows the connections
   CHECK(load["updated"].get<std::string>().size() == 20);  // 2026-11-22T10:00:00Z
   CHECK(load["updated"].get<std::string>().back() == 'Z');
 
+  // The first report can come before the backend listens (a connection was refused here
+  // on a busy machine): ready says it listens.
+  REQUIRE(eventually(
+      [&] { return gvirtus::testing::httpFetch(shim.healthPort, "/readyz").status == 200; }, 30s));
   std::vector<std::unique_ptr<test::TcpClient>> clients;
   for (int i = 0; i < 3; ++i) {
     clients.push_back(std::make_unique<test::TcpClient>(shim.port));
