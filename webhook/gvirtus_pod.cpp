@@ -1,5 +1,7 @@
 #include "webhook/gvirtus_pod.h"
 
+#include <algorithm>
+
 #include "common/json_access.h"
 #include "webhook/names.h"
 
@@ -23,7 +25,21 @@ const std::vector<std::string_view>& GvirtusPod::keptAnnotations() {
   return kKept;
 }
 
-GvirtusPod GvirtusPod::from(const json& kept) {
+std::shared_ptr<const std::string> StringPool::intern(const std::string& value) {
+  auto [it, added] = pool_.try_emplace(value);
+  if (auto held = it->second.lock()) {
+    return held;
+  }
+  auto made = std::make_shared<const std::string>(value);
+  it->second = made;
+  if (added && pool_.size() >= sweepAt_) {
+    std::erase_if(pool_, [](const auto& entry) { return entry.second.expired(); });
+    sweepAt_ = std::max<size_t>(1024, 2 * pool_.size());
+  }
+  return made;
+}
+
+GvirtusPod GvirtusPod::from(const json& kept, StringPool* pool) {
   GvirtusPod pod;
   const json* metadata = memberAt(kept, {"metadata"});
   if (metadata != nullptr && metadata->is_object()) {
@@ -39,7 +55,10 @@ GvirtusPod GvirtusPod::from(const json& kept) {
       const auto& keys = keptAnnotations();
       for (size_t i = 0; i < keys.size(); ++i) {
         if (auto it = annotations->find(keys[i]); it != annotations->end() && it->is_string()) {
-          pod.annotations.emplace_back(static_cast<uint8_t>(i), it->get<std::string>());
+          const auto& value = it->get_ref<const std::string&>();
+          pod.annotations.emplace_back(
+              static_cast<uint8_t>(i),
+              pool != nullptr ? pool->intern(value) : std::make_shared<const std::string>(value));
         }
       }
     }
@@ -77,7 +96,7 @@ json GvirtusPod::document() const {
     metadata["labels"][kEnabledLabel] = enabledLabel;
   }
   for (const auto& [index, value] : annotations) {
-    metadata["annotations"][std::string(keptAnnotations()[index])] = value;
+    metadata["annotations"][std::string(keptAnnotations()[index])] = *value;
   }
   if (!owners.is_null()) {
     metadata["ownerReferences"] = owners;
@@ -104,7 +123,7 @@ json GvirtusPod::document() const {
 const std::string* GvirtusPod::annotation(std::string_view key) const {
   for (const auto& [index, value] : annotations) {
     if (keptAnnotations()[index] == key) {
-      return &value;
+      return value.get();
     }
   }
   return nullptr;

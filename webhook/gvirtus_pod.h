@@ -1,15 +1,31 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "common/pod_status.h"
 
 namespace gvirtus::webhook {
+
+// Strings that many records hold the same (a backend's endpoint and pod, the replica that
+// assigned it): one copy each. 50,000 pods name 200 backends. Not thread-safe: one pool per
+// writer; the strings it hands out are immutable and may be read anywhere.
+class StringPool {
+ public:
+  std::shared_ptr<const std::string> intern(const std::string& value);
+  size_t size() const { return pool_.size(); }
+
+ private:
+  // Weak: a string no record holds any more goes, and its entry with the next sweep.
+  std::unordered_map<std::string, std::weak_ptr<const std::string>> pool_;
+  size_t sweepAt_ = 1024;
+};
 
 // A GVirtuS pod as the webhook's cache of every GVirtuS pod of the cluster holds it: what
 // frontendFields() (webhook/pod_fields.h) keeps, as fields rather than a document. Each
@@ -23,8 +39,9 @@ struct GvirtusPod {
   std::string creationTimestamp;
   std::string deletionTimestamp;  // empty: not being deleted
   std::string enabledLabel;       // gvirtus.io/enabled; the cache lists by it
-  // The kept annotations the pod has: (index in kKeptAnnotations, value).
-  std::vector<std::pair<uint8_t, std::string>> annotations;
+  // The kept annotations the pod has: (index in keptAnnotations(), value). The values are
+  // those of few backends and replicas, shared between the records of a StringPool.
+  std::vector<std::pair<uint8_t, std::shared_ptr<const std::string>>> annotations;
   nlohmann::json owners;  // compactOwners() (webhook/backend_loss.h); null for most pods
   bool gated = false;     // carries the webhook's scheduling gate
   std::string phase;
@@ -35,9 +52,10 @@ struct GvirtusPod {
   // The annotations frontendFields() keeps.
   static const std::vector<std::string_view>& keptAnnotations();
 
-  // Of a document frontendFields() made. Values of a type the API server never sends
-  // (a number where a string goes) are left out.
-  static GvirtusPod from(const nlohmann::json& kept);
+  // Of a document frontendFields() made; the annotation values from `pool` (null: each its
+  // own). Values of a type the API server never sends (a number where a string goes) are
+  // left out.
+  static GvirtusPod from(const nlohmann::json& kept, StringPool* pool = nullptr);
   // That document again: GvirtusPod::from(frontendFields(pod)).document() ==
   // frontendFields(pod), for the readers that take a pod as JSON (the backend follower).
   nlohmann::json document() const;

@@ -53,7 +53,7 @@ GvirtusPodSnapshot GvirtusPodStore::replace(const std::string& key, GvirtusPodSn
 }
 
 void GvirtusPodStore::added(const json& pod) {
-  replace(cacheKey(pod), std::make_shared<const GvirtusPod>(GvirtusPod::from(pod)));
+  replace(cacheKey(pod), std::make_shared<const GvirtusPod>(GvirtusPod::from(pod, &strings_)));
   tell([&](const ResourceEventHandlers& h) {
     if (h.onAdd) {
       h.onAdd(pod);
@@ -63,7 +63,7 @@ void GvirtusPodStore::added(const json& pod) {
 
 void GvirtusPodStore::updated(const json& old, const json& now) {
   const GvirtusPodSnapshot before =
-      replace(cacheKey(now), std::make_shared<const GvirtusPod>(GvirtusPod::from(now)));
+      replace(cacheKey(now), std::make_shared<const GvirtusPod>(GvirtusPod::from(now, &strings_)));
   // A source without holdObjects hands out only the name as `old`.
   const json was = before ? before->document() : old;
   tell([&](const ResourceEventHandlers& h) {

@@ -54,6 +54,7 @@ class GvirtusPodStore final : public ObjectCache {
   std::vector<ResourceEventHandlers> handlers_;
   std::atomic<bool> started_ = false;
 
+  StringPool strings_;  // the records' annotation values; the source's thread only
   mutable std::mutex mutex_;
   std::map<std::string, GvirtusPodSnapshot> records_;  // by "namespace/name"
 };

@@ -104,6 +104,27 @@ TEST_CASE("a GvirtusPod answers what its readers ask of it", "[gvirtus-pod]") {
   CHECK(read.uid.empty());
 }
 
+TEST_CASE("records of one pool share the annotation values they hold the same",
+          "[gvirtus-pod]") {
+  StringPool pool;
+  const GvirtusPod a = GvirtusPod::from(frontendFields(assigned("a")), &pool);
+  const GvirtusPod b = GvirtusPod::from(frontendFields(assigned("b")), &pool);
+  REQUIRE(a.annotation("gvirtus.io/backend-pod") != nullptr);
+  CHECK(a.annotation("gvirtus.io/backend-pod") == b.annotation("gvirtus.io/backend-pod"));
+  CHECK(*b.annotation("gvirtus.io/backend-pod") == "gvirtus-system/be-1");
+  CHECK(GvirtusPod::from(frontendFields(assigned("a")), &pool).document() ==
+        frontendFields(assigned("a")));
+
+  // A value no record holds any more goes from the pool once it sweeps.
+  for (int i = 0; i < 3000; ++i) {
+    json pod = assigned("p" + std::to_string(i));
+    pod["metadata"]["annotations"]["gvirtus.io/backend"] = "10.0.0." + std::to_string(i);
+    (void)GvirtusPod::from(frontendFields(pod), &pool);
+  }
+  CHECK(pool.size() < 2000);
+  CHECK(a.annotationOr("gvirtus.io/backend") == "10.0.0.1:9999");  // still held: kept
+}
+
 // A source that hands its handlers exactly what the test says, as a ResourceCache without
 // holdObjects would: `old` and a relist's deletion as the name alone.
 class HandSource final : public ObjectCache {
