@@ -37,25 +37,25 @@ json admittedPod(int i, int backends) {
   const int backend = i % backends;
   char uid[40];
   std::snprintf(uid, sizeof(uid), "0f7b7c1e-5c1a-4f7e-9b9a-%012d", i);
-  return {
-      {"metadata",
-       {{"name", "run-" + std::to_string(i)},
-        {"namespace", "bench-scale"},
-        {"uid", uid},
-        {"resourceVersion", std::to_string(100000 + i)},
-        {"creationTimestamp", "2026-11-27T21:40:00Z"},
-        {"labels", {{"gvirtus.io/enabled", "true"}, {"bench.gvirtus.io/run", "running"}}},
-        {"annotations",
-         {{"gvirtus.io/backend", "10.244." + std::to_string(backend / 250) + "." +
-                                     std::to_string(backend % 250) + ":9999"},
-          {"gvirtus.io/backend-pod", "gvirtus-system/backend-" + std::to_string(backend)},
-          {"gvirtus.io/backend-gpu", "0"},
-          {"gvirtus.io/assigned-by", "gvirtus-webhook-7d9f8c6b5-x2x9z"},
-          {"gvirtus.io/properties", std::string(300, 'p')}}},
-        {"managedFields", json::array({{{"manager", "kube-scheduler"}}})}}},
-      {"spec", {{"nodeName", "fe-" + std::to_string(i % 1000)}}},
-      {"status", {{"phase", "Running"}, {"podIP", "10.0." + std::to_string(i / 250 % 250) + "." +
-                                                      std::to_string(i % 250)}}}};
+  return {{"metadata",
+           {{"name", "run-" + std::to_string(i)},
+            {"namespace", "bench-scale"},
+            {"uid", uid},
+            {"resourceVersion", std::to_string(100000 + i)},
+            {"creationTimestamp", "2026-11-27T21:40:00Z"},
+            {"labels", {{"gvirtus.io/enabled", "true"}, {"bench.gvirtus.io/run", "running"}}},
+            {"annotations",
+             {{"gvirtus.io/backend", "10.244." + std::to_string(backend / 250) + "." +
+                                         std::to_string(backend % 250) + ":9999"},
+              {"gvirtus.io/backend-pod", "gvirtus-system/backend-" + std::to_string(backend)},
+              {"gvirtus.io/backend-gpu", "0"},
+              {"gvirtus.io/assigned-by", "gvirtus-webhook-7d9f8c6b5-x2x9z"},
+              {"gvirtus.io/properties", std::string(300, 'p')}}},
+            {"managedFields", json::array({{{"manager", "kube-scheduler"}}})}}},
+          {"spec", {{"nodeName", "fe-" + std::to_string(i % 1000)}}},
+          {"status",
+           {{"phase", "Running"},
+            {"podIP", "10.0." + std::to_string(i / 250 % 250) + "." + std::to_string(i % 250)}}}};
 }
 
 // Hands every pod to its handlers once, as a cache's first list does, and holds nothing.
@@ -127,10 +127,9 @@ TEST_CASE("GVirtuS pods held as documents and as records", "[bench]") {
       recordBytes / documentBytes, recordSeconds / documentSeconds);
   std::printf("\n%s\n", page.c_str());
   append("6.md", page);
-  summaryRow(format("memory per GVirtuS pod held by the webhook, records / documents (%d pods)",
-                    pods),
-             format("%.2f (%.0f vs %.0f bytes)", recordBytes / documentBytes, recordBytes,
-                    documentBytes),
-             "6");
+  summaryRow(
+      format("memory per GVirtuS pod held by the webhook, records / documents (%d pods)", pods),
+      format("%.2f (%.0f vs %.0f bytes)", recordBytes / documentBytes, recordBytes, documentBytes),
+      "6");
   CHECK(recordBytes < documentBytes);
 }

@@ -104,8 +104,7 @@ TEST_CASE("a GvirtusPod answers what its readers ask of it", "[gvirtus-pod]") {
   CHECK(read.uid.empty());
 }
 
-TEST_CASE("records of one pool share the annotation values they hold the same",
-          "[gvirtus-pod]") {
+TEST_CASE("records of one pool share the annotation values they hold the same", "[gvirtus-pod]") {
   StringPool pool;
   const GvirtusPod a = GvirtusPod::from(frontendFields(assigned("a")), &pool);
   const GvirtusPod b = GvirtusPod::from(frontendFields(assigned("b")), &pool);
