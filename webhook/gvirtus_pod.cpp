@@ -26,6 +26,11 @@ const std::vector<std::string_view>& GvirtusPod::keptAnnotations() {
 }
 
 std::shared_ptr<const std::string> StringPool::intern(const std::string& value) {
+  // The pool's key is a second copy: a long value, which only a tenant's own annotation
+  // would be, is not worth sharing and would be held twice.
+  if (value.size() > kLongest) {
+    return std::make_shared<const std::string>(value);
+  }
   auto [it, added] = pool_.try_emplace(value);
   if (auto held = it->second.lock()) {
     return held;

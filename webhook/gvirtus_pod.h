@@ -20,6 +20,8 @@ class StringPool {
  public:
   std::shared_ptr<const std::string> intern(const std::string& value);
   size_t size() const { return pool_.size(); }
+  // Longer values get a string of their own: "namespace/name" of a pod is at most 317.
+  static constexpr size_t kLongest = 320;
 
  private:
   // Weak: a string no record holds any more goes, and its entry with the next sweep.

@@ -122,6 +122,16 @@ TEST_CASE("records of one pool share the annotation values they hold the same", 
   }
   CHECK(pool.size() < 2000);
   CHECK(a.annotationOr("gvirtus.io/backend") == "10.0.0.1:9999");  // still held: kept
+
+  // A long value is its own, not pooled.
+  json wordy = assigned("wordy");
+  wordy["metadata"]["annotations"]["pod-group-name"] = std::string(StringPool::kLongest + 1, 'g');
+  const size_t pooled = pool.size();
+  const GvirtusPod long1 = GvirtusPod::from(frontendFields(wordy), &pool);
+  const GvirtusPod long2 = GvirtusPod::from(frontendFields(wordy), &pool);
+  CHECK(long1.annotation("pod-group-name") != long2.annotation("pod-group-name"));
+  CHECK(long1.document() == frontendFields(wordy));
+  CHECK(pool.size() <= pooled + 1);
 }
 
 // A source that hands its handlers exactly what the test says, as a ResourceCache without
