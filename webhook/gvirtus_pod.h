@@ -65,7 +65,6 @@ struct GvirtusPod {
   // Null when the pod does not have it.
   const std::string* annotation(std::string_view key) const;
   std::string annotationOr(std::string_view key, std::string otherwise = {}) const;
-  std::string key() const { return ns + "/" + name; }
   bool deleting() const { return !deletionTimestamp.empty(); }
   bool finished() const { return phaseFinished(phase); }
 };

@@ -78,7 +78,7 @@ TEST_CASE("a GvirtusPod's document is what frontendFields keeps", "[gvirtus-pod]
 TEST_CASE("a GvirtusPod answers what its readers ask of it", "[gvirtus-pod]") {
   const auto pods = variedPods();
   const GvirtusPod running = GvirtusPod::from(frontendFields(pods[0]));
-  CHECK(running.key() == "team-a/running");
+  CHECK(cacheKey(running.ns, running.name) == "team-a/running");
   REQUIRE(running.annotation("gvirtus.io/backend-pod") != nullptr);
   CHECK(*running.annotation("gvirtus.io/backend-pod") == "gvirtus-system/be-1");
   CHECK(running.annotation("gvirtus.io/properties") == nullptr);  // not kept
