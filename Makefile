@@ -151,6 +151,7 @@ bench-scale: build cluster-build
 	@start=$$SECONDS; mkdir -p $(BUILD_DIR)/bench && \
 	GVIRTUS_BENCH_OUT=$(CURDIR)/$(BUILD_DIR)/bench \
 	GLIBC_TUNABLES=$$(sed -n 's/^ENV GLIBC_TUNABLES=//p' images/Dockerfile.webhook) \
+	CLUSTER_CONFIG=$(CURDIR)/tests/bench/scale-cluster.yaml \
 	bash tests/cluster/with-cluster.sh bench-scale $(BUILD_DIR)/tests/scale_bench && \
 	echo "[bench-scale] done in $$((SECONDS - start))s"
 

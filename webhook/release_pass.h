@@ -91,10 +91,11 @@ using GangLookup = std::function<std::optional<Gang>(const nlohmann::json& pod)>
 // why).
 //
 // The writes go `parallelWrites` at a time (each waits for the API server, not for the
-// others): the choices for that many pods are made, their writes run together, and the
-// backends of failed ones are given back before the next pods are chosen. With 1, each
-// pod is written before the next is chosen. `write` must then be safe to call from several
-// threads.
+// others): the choices for a batch of 8 × `parallelWrites` pods are made, and their writes
+// drawn by that many writers. The backends of failed ones are given back before any pod
+// that found no room is judged: such a pod waits for the pending writes and is asked
+// again. With 1, each pod is written before the next is chosen. `write` must then be safe
+// to call from several threads.
 //
 // The pods are the cache's own snapshots, shared and never copied: at 10,000 waiting pods a
 // pass that copied each (and again into its outcome) held gigabytes for its duration.

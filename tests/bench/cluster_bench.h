@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdlib>
 #include <functional>
 #include <limits>
@@ -144,6 +145,25 @@ inline double delta(const std::map<std::string, double>& before,
   const auto a = after.find(key);
   const auto b = before.find(key);
   return (a == after.end() ? 0 : a->second) - (b == before.end() ? 0 : b->second);
+}
+
+// The `top` most frequent requests between two apiRequests() readings `seconds` apart, as
+// "PATCH pods 80/s, PUT leases.coordination.k8s.io 17/s": what the API server was kept busy
+// with beside a figure it limits.
+inline std::string busiestRequests(const std::map<std::string, double>& before,
+                                   const std::map<std::string, double>& after, double seconds,
+                                   size_t top) {
+  std::vector<std::pair<double, std::string>> ranked;
+  for (const auto& [key, count] : after) {
+    ranked.emplace_back(delta(before, after, key), key);
+  }
+  std::ranges::sort(ranked, std::greater<>());
+  std::string text;
+  for (size_t i = 0; i < std::min(top, ranked.size()) && seconds > 0; ++i) {
+    text += (i == 0 ? "" : ", ") + ranked[i].second + " " +
+            std::to_string(static_cast<long>(std::lround(ranked[i].first / seconds))) + "/s";
+  }
+  return text;
 }
 
 // Runs `work(i)` for i in [0, count) on `threads` threads; the number of calls that

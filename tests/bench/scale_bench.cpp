@@ -216,6 +216,11 @@ std::string profileRows(const std::string& step, const StepProfile& before,
       "|\n",
       step.c_str(), queued, milliseconds(queued > 0 ? queuedSeconds / queued : NAN).c_str(),
       rejected);
+  text +=
+      format("| %s: API requests, the most frequent | %s |\n", step.c_str(),
+             busiestRequests(apiRequests(before.api), apiRequests(after.api),
+                             std::chrono::duration<double>(after.cpu.at - before.cpu.at).count(), 5)
+                 .c_str());
   text += format("| %s: CPU, in cores | %s |\n", step.c_str(),
                  cpuProfile(before.cpu, after.cpu, 6, names).c_str());
   return text;
@@ -297,7 +302,14 @@ TEST_CASE("webhook at cluster scale: 50,000 cached pods, 10,000 released", "[ben
   RssSampler admittingPeak(admittingPid);
   RssSampler leaderPeak(leaderPid);
 
+  const std::map<int, std::string> names =
+      leaderPid == admittingPid
+          ? std::map<int, std::string>{{leaderPid, "webhook (leader, admitting)"}}
+          : std::map<int, std::string>{{leaderPid, "webhook (leader)"},
+                                       {admittingPid, "webhook (admitting)"}};
+
   // 2) The running pods, through the webhook, each on a frontend.
+  const StepProfile create0 = readProfile(admitting, leader);
   start = bench::Clock::now();
   double cpu0 = cpuSeconds(admittingPid);
   const int notAdmitted = parallelFor(pods, 16, [&](int i) {
@@ -308,6 +320,7 @@ TEST_CASE("webhook at cluster scale: 50,000 cached pods, 10,000 released", "[ben
   });
   const double admitSeconds = seconds(bench::Clock::now() - start);
   const double admitCpu = cpuSeconds(admittingPid) - cpu0;
+  const StepProfile create1 = readProfile(admitting, leader);
   CHECK(notAdmitted == 0);
   text += format(
       "| %d pods created through the webhook (16 clients), bound to the frontends | %.1f s (%.0f "
@@ -449,11 +462,7 @@ TEST_CASE("webhook at cluster scale: 50,000 cached pods, 10,000 released", "[ben
       "| release passes of the leader during the release; pods released per pass | "
       "%.0f; %.0f |\n",
       passes, passes > 0 ? n / passes : 0);
-  const std::map<int, std::string> names =
-      leaderPid == admittingPid
-          ? std::map<int, std::string>{{leaderPid, "webhook (leader, admitting)"}}
-          : std::map<int, std::string>{{leaderPid, "webhook (leader)"},
-                                       {admittingPid, "webhook (admitting)"}};
+  text += profileRows(format("creating %d", pods), create0, create1, names);
   text += profileRows(format("%d cached", pods), cached0, cached1, names);
   text += profileRows("the release", release0, release1, names);
   text += format(

@@ -5,6 +5,7 @@
 #include "webhook/waiting_pod_controller.h"
 
 #include <catch2/catch.hpp>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -191,6 +192,35 @@ TEST_CASE("writes go several at a time, and a failed one's backend goes to a lat
   CHECK(outcomes[0].kind == PodOutcome::Kind::Failed);
   CHECK(waitingReasons(outcomes).size() == 2);
   CHECK(chooser.recentAssignments("10.0.0.1:9999") == 2);
+}
+
+TEST_CASE("a slow write holds up only its own writer, not the pods chosen after it", "[waiting]") {
+  BackendChooser chooser;
+  const auto pods = fivePods();
+  FakeApi api(pods);
+  auto writer = api.writer();
+  std::mutex mutex;
+  std::condition_variable othersWritten;
+  int others = 0;
+  bool firstWaitedForThem = false;
+  auto outcomes = releaseWaitingPods(
+      snapshotsOf(pods), {backend("10.0.0.1", 0, 5)}, chooser, {},
+      [&](const json& pod, const JsonPatch& patch) {
+        std::unique_lock lock(mutex);
+        if (nameOf(pod) == "pod-1") {
+          // The API server takes pod-1's write until the four others are written: only
+          // another writer can write them meanwhile (a bound, not a pace: it fails the test).
+          firstWaitedForThem =
+              othersWritten.wait_for(lock, std::chrono::seconds(10), [&] { return others == 4; });
+        } else {
+          ++others;
+          othersWritten.notify_all();
+        }
+        return writer(pod, patch);
+      },
+      {}, {}, 2);
+  CHECK(firstWaitedForThem);
+  CHECK(released(outcomes).size() == 5);
 }
 
 TEST_CASE("a pod no backend can take waits with the reason while younger pods go ahead",
