@@ -4,11 +4,11 @@
 // bench-scale measured the leader at about 10 ms of CPU per released pod on a saturated
 // machine; this says which part of that the pass itself (choosing a backend, building the
 // patch) is, and the rest is the leader's caches, its HTTP writes and its Events.
-// CPU from getrusage, which a busy machine does not inflate as it does wall time.
+// CPU from /proc, which a busy machine does not inflate as it does wall time.
 //
 //   build/tests/release_pass_bench   (BENCH_WAITING, default 10000)
 
-#include <sys/resource.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cstdio>
@@ -17,6 +17,7 @@
 
 #include "bench/bench_env.h"
 #include "bench/bench_output.h"
+#include "bench/process_stats.h"
 #include "webhook/fixtures.h"
 #include "webhook/release_fixtures.h"
 
@@ -26,14 +27,6 @@ using namespace gvirtus::webhook;
 using namespace gvirtus::webhook::release_testing;
 
 namespace {
-
-// CPU seconds of this process, user and system, all threads.
-double processCpu() {
-  rusage usage{};
-  ::getrusage(RUSAGE_SELF, &usage);
-  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
-  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
-}
 
 std::string ipOf(int i) {
   return "10.1." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1);
@@ -58,12 +51,12 @@ TEST_CASE("release pass: CPU per pod with 10,000 waiting and 240 backends", "[be
   const auto snapshots = snapshotsOf(pods);
 
   BackendChooser chooser;
-  const double cpu0 = processCpu();
+  const double cpu0 = cpuSeconds(::getpid());
   const auto wall0 = std::chrono::steady_clock::now();
   const auto outcomes = releaseWaitingPods(
       snapshots, backends, chooser, {},
       [](const json&, const JsonPatch&) -> Result<void> { return {}; }, {}, {}, 8);
-  const double cpu = processCpu() - cpu0;
+  const double cpu = cpuSeconds(::getpid()) - cpu0;
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   size_t released = 0;
