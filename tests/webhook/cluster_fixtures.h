@@ -217,7 +217,8 @@ class RegisteredWebhook {
 // the first registered (it serves the admissions), the second only contending.
 class ElectedWebhooks {
  public:
-  ElectedWebhooks(KubeClient& client, const std::string& leaseNs, std::vector<std::string> args)
+  ElectedWebhooks(KubeClient& client, const std::string& leaseNs, std::vector<std::string> args,
+                  std::vector<std::string> excludedNamespaces = {"kube-system", "gvirtus-system"})
       : client_(client), leaseNs_(leaseNs) {
     const std::vector<std::string> election = {"--leader-elect",
                                                "--leader-elect-lease-duration",
@@ -227,7 +228,7 @@ class ElectedWebhooks {
                                                "--leader-elect-retry-period",
                                                "500ms"};
     args.insert(args.end(), election.begin(), election.end());
-    first_ = std::make_unique<RegisteredWebhook>(client, args);
+    first_ = std::make_unique<RegisteredWebhook>(client, args, std::move(excludedNamespaces));
     std::vector<std::string> second = {"--kubeconfig",    kubeconfigPath(),
                                        "--tls-cert-file", first_->tls().certFile,
                                        "--tls-key-file",  first_->tls().keyFile};
