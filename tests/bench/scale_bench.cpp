@@ -21,7 +21,8 @@
 //   tests/cluster/with-cluster.sh bench-scale build/tests/scale_bench   (or make bench-scale)
 //   (BENCH_NODES 5000, BENCH_FRONTENDS 1000, BENCH_GPU_NODES 200, BENCH_PODS 50000,
 //   BENCH_ADMITTED 5000, BENCH_WAITING 10000, BENCH_RATE 100, BENCH_QPS 200: the webhook's
-//   --kube-api-qps)
+//   --kube-api-qps; BENCH_PERF=perf adds perf's profile of the admitting replica while it
+//   admits and of the leader during the release, tests/bench/perf_profile.h)
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -40,6 +41,7 @@
 #include "bench/cluster_bench.h"
 #include "bench/cpu_profile.h"
 #include "bench/load_generator.h"
+#include "bench/perf_profile.h"
 #include "bench/process_stats.h"
 #include "common/resource_cache.h"
 #include "webhook/cluster_fixtures.h"
@@ -334,6 +336,8 @@ TEST_CASE("webhook at cluster scale: 50,000 cached pods, 10,000 released", "[ben
   // namespace the registration leaves out: the same pods in the webhook's caches, without
   // the 2-core test bed's time to admit them all (1,326 s for 50,000 at 8c3defc).
   const StepProfile create0 = readProfile(admitting, leader);
+  std::string perfRows;
+  auto admittingPerf = std::make_unique<PerfRecording>(admittingPid);
   start = bench::Clock::now();
   double cpu0 = cpuSeconds(admittingPid);
   std::vector<json> admittedPods(admitted);
@@ -350,6 +354,8 @@ TEST_CASE("webhook at cluster scale: 50,000 cached pods, 10,000 released", "[ben
   const double admitSeconds = seconds(bench::Clock::now() - start);
   const double admitCpu = cpuSeconds(admittingPid) - cpu0;
   const StepProfile create1 = readProfile(admitting, leader);
+  perfRows += admittingPerf->report(format("admitting %d", admitted), "the admitting replica");
+  admittingPerf.reset();
   REQUIRE(notAdmitted == 0);
   text += format(
       "| %d pods created through the webhook (16 clients), bound to the frontends | %.1f s (%.0f "
@@ -456,6 +462,7 @@ TEST_CASE("webhook at cluster scale: 50,000 cached pods, 10,000 released", "[ben
   const StepProfile release0 = readProfile(admitting, leader);
   const auto requests0 = apiRequests(release0.api);
   cpu0 = cpuSeconds(leaderPid);
+  PerfRecording leaderPerf(leaderPid);
   {
     std::lock_guard lock(mutex);
     roomAt = bench::Clock::now();
@@ -473,6 +480,7 @@ TEST_CASE("webhook at cluster scale: 50,000 cached pods, 10,000 released", "[ben
   const double releaseCpu = cpuSeconds(leaderPid) - cpu0;
   const StepProfile release1 = readProfile(admitting, leader);
   const auto requests1 = apiRequests(release1.api);
+  perfRows += leaderPerf.report("the release", "the leader");
   CHECK(done);
   say("waiting pods released");
 
@@ -507,6 +515,7 @@ TEST_CASE("webhook at cluster scale: 50,000 cached pods, 10,000 released", "[ben
   text += profileRows(format("admitting %d", admitted), create0, create1, names);
   text += profileRows(format("%d cached", pods), cached0, cached1, names);
   text += profileRows("the release", release0, release1, names);
+  text += perfRows;
   text += format(
       "| admitting replica's resident memory: idle (%d nodes cached) / %d pods cached / and %d "
       "waiting / highest | %.1f / %.1f / %.1f / %.1f MiB |\n",
