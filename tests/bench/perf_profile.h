@@ -58,8 +58,8 @@ inline std::vector<PerfFunction> parsePerfReport(const std::string& report) {
     int nameAt = 0;
     char kind = 0;
     if (line.starts_with("#") ||
-        std::sscanf(line.c_str(), " %lf%% %lf%% [%c] %n", &function.children, &function.self,
-                    &kind, &nameAt) != 3 ||
+        std::sscanf(line.c_str(), " %lf%% %lf%% [%c] %n", &function.children, &function.self, &kind,
+                    &nameAt) != 3 ||
         nameAt == 0) {
       continue;
     }
@@ -97,8 +97,8 @@ class PerfRecording {
     }
     perf_ = perf;
     record_ = std::make_unique<gvirtus::testing::ChildProcess>(std::vector<std::string>{
-        "/usr/bin/env", perf_, "record", "--quiet", "-F", "49", "--call-graph", "dwarf,16384",
-        "-p", std::to_string(pid), "-o", data()});
+        "/usr/bin/env", perf_, "record", "--quiet", "-F", "49", "--call-graph", "dwarf,16384", "-p",
+        std::to_string(pid), "-o", data()});
   }
 
   // Stops the recording; two table rows on `step`: our functions (namespace gvirtus) with
@@ -115,8 +115,8 @@ class PerfRecording {
                     process.c_str());
     }
     const auto [code, output] = gvirtus::testing::runCommand(
-        {"/usr/bin/env", perf_, "report", "-i", data(), "--stdio", "--children", "--sort",
-         "symbol", "-g", "none", "--percent-limit", "0.5"},
+        {"/usr/bin/env", perf_, "report", "-i", data(), "--stdio", "--children", "--sort", "symbol",
+         "-g", "none", "--percent-limit", "0.5"},
         {}, std::chrono::minutes(10));
     const auto functions = parsePerfReport(output);
     if (code != 0 || functions.empty()) {

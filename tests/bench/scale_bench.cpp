@@ -395,17 +395,28 @@ TEST_CASE("webhook at cluster scale: 50,000 cached pods, 10,000 released", "[ben
   const double cachedRss = residentMemory(admittingPid).now;
 
   // 3) One more replica, started with every pod to list.
+  const CpuReading start0 = readCpu();
   start = bench::Clock::now();
   auto third = webhooks.startAnother();
+  const int thirdPid = third->child().pid();
+  PerfRecording thirdPerf(thirdPid);
   REQUIRE(
       eventually([&] { return httpGet(third->healthPort(), "/readyz").starts_with("ok"); }, 300s));
   const double readySeconds = seconds(bench::Clock::now() - start);
+  const double thirdCpu = cpuSeconds(thirdPid);
+  const CpuReading start1 = readCpu();
   CHECK(third->metric("gvirtus_webhook_cached_gvirtus_pods") == pods);
   CHECK(third->metric("gvirtus_webhook_cached_nodes") == nodes + newBackends);
-  const double thirdRss = residentMemory(third->child().pid()).now;
+  const double thirdRss = residentMemory(thirdPid).now;
+  perfRows += thirdPerf.report("a new replica's start", "the new replica");
   third.reset();
-  text += format("| a new replica started → ready, with %d GVirtuS pods to list | %.1f s |\n", pods,
-                 readySeconds);
+  text += format(
+      "| a new replica started → ready, with %d GVirtuS pods to list; its CPU until then | %.1f "
+      "s; %.1f s |\n",
+      pods, readySeconds, thirdCpu);
+  std::map<int, std::string> startNames = names;
+  startNames[thirdPid] = "webhook (new replica)";
+  const std::string startCpu = cpuProfile(start0, start1, 6, startNames);
   say("a new replica was ready");
 
   // 4) Admission latency with everything cached (every backend full: the pod would wait).
@@ -514,6 +525,7 @@ TEST_CASE("webhook at cluster scale: 50,000 cached pods, 10,000 released", "[ben
       passes, passes > 0 ? n / passes : 0);
   text += profileRows(format("admitting %d", admitted), create0, create1, names);
   text += profileRows(format("%d cached", pods), cached0, cached1, names);
+  text += format("| a new replica's start: CPU, in cores | %s |\n", startCpu.c_str());
   text += profileRows("the release", release0, release1, names);
   text += perfRows;
   text += format(
