@@ -92,15 +92,19 @@ class PerfRecording {
  public:
   // 29 samples a second: each copies 16 KiB of stack for perf report to unwind, and perf's
   // own CPU shows in the step's CPU row (at 49 it took half a core in a small run).
-  explicit PerfRecording(int pid) {
+  // The recording stays as <$GVIRTUS_BENCH_OUT>/perf-<name>.data for `perf report -i` when
+  // that is set (make bench-scale sets it), in a folder removed with the object otherwise.
+  PerfRecording(int pid, const std::string& name) {
     const char* perf = std::getenv("BENCH_PERF");
     if (perf == nullptr || *perf == '\0') {
       return;
     }
     perf_ = perf;
+    data_ = outputDir().empty() ? dir_.file("perf.data").string()
+                                : outputDir() + "/perf-" + name + ".data";
     record_ = std::make_unique<gvirtus::testing::ChildProcess>(std::vector<std::string>{
         "/usr/bin/env", perf_, "record", "--quiet", "-F", "29", "--call-graph", "dwarf,16384", "-p",
-        std::to_string(pid), "-o", data()});
+        std::to_string(pid), "-o", data_});
   }
 
   // Stops the recording; two table rows on `step`: our functions (namespace gvirtus) with
@@ -117,7 +121,7 @@ class PerfRecording {
                     process.c_str());
     }
     const auto [code, output] = gvirtus::testing::runCommand(
-        {"/usr/bin/env", perf_, "report", "-i", data(), "--stdio", "--children", "--sort", "symbol",
+        {"/usr/bin/env", perf_, "report", "-i", data_, "--stdio", "--children", "--sort", "symbol",
          "-g", "none", "--percent-limit", "0.5"},
         {}, std::chrono::minutes(10));
     const auto functions = parsePerfReport(output);
@@ -139,10 +143,9 @@ class PerfRecording {
   }
 
  private:
-  std::string data() const { return dir_.file("perf.data").string(); }
-
   gvirtus::testing::TempDir dir_{"gvirtus-perf"};
   std::string perf_;
+  std::string data_;
   std::unique_ptr<gvirtus::testing::ChildProcess> record_;
 };
 

@@ -337,7 +337,7 @@ TEST_CASE("webhook at cluster scale: 50,000 cached pods, 10,000 released", "[ben
   // the 2-core test bed's time to admit them all (1,326 s for 50,000 at 8c3defc).
   const StepProfile create0 = readProfile(admitting, leader);
   std::string perfRows;
-  auto admittingPerf = std::make_unique<PerfRecording>(admittingPid);
+  auto admittingPerf = std::make_unique<PerfRecording>(admittingPid, "admitting");
   start = bench::Clock::now();
   double cpu0 = cpuSeconds(admittingPid);
   std::vector<json> admittedPods(admitted);
@@ -399,7 +399,7 @@ TEST_CASE("webhook at cluster scale: 50,000 cached pods, 10,000 released", "[ben
   start = bench::Clock::now();
   auto third = webhooks.startAnother();
   const int thirdPid = third->child().pid();
-  PerfRecording thirdPerf(thirdPid);
+  PerfRecording thirdPerf(thirdPid, "new-replica");
   REQUIRE(
       eventually([&] { return httpGet(third->healthPort(), "/readyz").starts_with("ok"); }, 300s));
   const double readySeconds = seconds(bench::Clock::now() - start);
@@ -473,7 +473,7 @@ TEST_CASE("webhook at cluster scale: 50,000 cached pods, 10,000 released", "[ben
   const StepProfile release0 = readProfile(admitting, leader);
   const auto requests0 = apiRequests(release0.api);
   cpu0 = cpuSeconds(leaderPid);
-  PerfRecording leaderPerf(leaderPid);
+  PerfRecording leaderPerf(leaderPid, "release-leader");
   {
     std::lock_guard lock(mutex);
     roomAt = bench::Clock::now();
