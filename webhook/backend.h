@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -45,6 +46,11 @@ struct Backend {
   // assignment window (from the cluster's pods; none for static backends): what the other
   // webhook replicas assigned lately.
   std::vector<AssignedPod> assigned;
+  // Positions in `assigned` in the order of their pods' names (indexAssigned()), so that
+  // the chooser finds a reservation's pod in each review of a burst without indexing a
+  // list of thousands each time: it is indexed once per build of the backend list. Not
+  // indexed when its size is not `assigned`'s.
+  std::vector<uint32_t> assignedByName;
 
   // "IP:PORT": what the frontend connects to, and the backend's identity.
   std::string endpoint() const { return ip + ":" + std::to_string(port); }
@@ -62,7 +68,26 @@ struct Backend {
                    .load = load,
                    .draining = draining,
                    .shares = {},
-                   .assigned = {}};
+                   .assigned = {},
+                   .assignedByName = {}};
+  }
+  void indexAssigned() {
+    assignedByName.resize(assigned.size());
+    for (uint32_t i = 0; i < assignedByName.size(); ++i) {
+      assignedByName[i] = i;
+    }
+    std::ranges::sort(assignedByName, {},
+                      [&](uint32_t i) -> const std::string& { return assigned[i].pod; });
+  }
+  // The pod of `assigned` named `pod` ("namespace/name"); null when there is none.
+  const AssignedPod* assignedPod(std::string_view pod) const {
+    if (assignedByName.size() != assigned.size()) {
+      const auto found = std::ranges::find(assigned, pod, &AssignedPod::pod);
+      return found == assigned.end() ? nullptr : &*found;
+    }
+    const auto at = std::ranges::lower_bound(
+        assignedByName, pod, {}, [&](uint32_t i) -> std::string_view { return assigned[i].pod; });
+    return at != assignedByName.end() && assigned[*at].pod == pod ? &assigned[*at] : nullptr;
   }
   bool operator==(const Backend&) const = default;
 };

@@ -7,7 +7,6 @@
 #include <random>
 #include <string_view>
 #include <tuple>
-#include <unordered_map>
 
 #include <unistd.h>
 
@@ -166,18 +165,9 @@ void BackendChooser::forgetGoneLocked(const Backend& backend, TimePoint now) {
   if (matched == matched_.end() || it == assignments_.end()) {
     return;
   }
-  // The backend's pods by name, once: a lookup per reservation, not a walk of every pod.
-  std::unordered_map<std::string_view, const AssignedPod*> listed;
-  listed.reserve(backend.assigned.size());
-  for (const AssignedPod& pod : backend.assigned) {
-    listed.emplace(pod.pod, &pod);
-  }
+  // A lookup per reservation in the list's index by name, not a walk of every pod.
   auto listedNow = [&](const Reservation& r) -> const AssignedPod* {
-    if (r.seenAs.empty()) {
-      return nullptr;
-    }
-    auto found = listed.find(r.seenAs);
-    return found == listed.end() ? nullptr : found->second;
+    return r.seenAs.empty() ? nullptr : backend.assignedPod(r.seenAs);
   };
   // The list leaves out pods created before the window, as of when it was built (a
   // snapshot a few seconds old at most): such an absence says nothing.

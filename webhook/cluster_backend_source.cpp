@@ -1,6 +1,7 @@
 #include "webhook/cluster_backend_source.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "common/gpu_share.h"
 #include "common/json_access.h"
@@ -122,9 +123,9 @@ void ClusterBackendSource::invalidate() {
 namespace {
 
 // Sets or erases map[key]; true when that changed the map.
-template <typename Value>
-bool replaceEntry(std::map<std::string, Value>& map, const std::string& key,
-                  std::optional<Value> value) {
+template <typename Map>
+bool replaceEntry(Map& map, const std::string& key,
+                  std::optional<typename Map::mapped_type> value) {
   auto it = map.find(key);
   if (value ? it != map.end() && it->second == *value : it == map.end()) {
     return false;
@@ -274,23 +275,46 @@ BackendSnapshot ClusterBackendSource::backends() const {
 
 std::vector<Backend> ClusterBackendSource::buildBackends() const {
   std::vector<Backend> out;
-  for (const auto& pod : pods_->list()) {
-    const std::string nodeName = stringAt(*pod, {"spec", "nodeName"});
-    auto node = nodeName.empty() ? nullptr : nodes_->get("", nodeName);
-    if (auto backend = backendFromPod(*pod, node.get(), port_)) {
-      out.push_back(std::move(*backend));
+  {
+    // A backend pod is read again only when it or its node has changed: during a burst of
+    // admissions the list is built ten times a second, and its backend pods' load reports
+    // are the same each time. A version unknown (empty) is never taken as unchanged.
+    std::lock_guard lock(readMutex_);
+    std::unordered_map<std::string, ReadBackend> read;
+    for (const auto& pod : pods_->list()) {
+      const std::string nodeName = stringAt(*pod, {"spec", "nodeName"});
+      auto node = nodeName.empty() ? nullptr : nodes_->get("", nodeName);
+      ReadBackend now{.podVersion = stringAt(*pod, {"metadata", "resourceVersion"}),
+                      .nodeVersion = node ? stringAt(*node, {"metadata", "resourceVersion"}) : "",
+                      .backend = std::nullopt};
+      const std::string key = cacheKey(*pod);
+      const auto was = read_.find(key);
+      if (was != read_.end() && !now.podVersion.empty() &&
+          was->second.podVersion == now.podVersion && (!node || !now.nodeVersion.empty()) &&
+          was->second.nodeVersion == now.nodeVersion) {
+        now.backend = std::move(was->second.backend);
+      } else {
+        now.backend = backendFromPod(*pod, node.get(), port_);
+      }
+      if (now.backend) {
+        out.push_back(*now.backend);
+      }
+      read.insert_or_assign(key, std::move(now));
     }
+    read_ = std::move(read);
   }
-  std::map<std::string, Backend*> byEndpoint;
+  // Each backend and its pod's "namespace/name" by endpoint, made once per build, not once
+  // per assignment.
+  std::unordered_map<std::string, std::pair<Backend*, std::string>> byEndpoint;
   for (auto& backend : out) {
-    byEndpoint[backend.endpoint()] = &backend;
+    byEndpoint[backend.endpoint()] = {&backend, backend.podNamespace + "/" + backend.podName};
   }
   // Older assignments would only be counted out again by the chooser: the list stays short.
   const auto since = std::chrono::system_clock::now() - assignmentWindow_;
   std::lock_guard lock(mutex_);
   for (const auto& [pod, held] : shares_) {
     if (auto it = byEndpoint.find(held.first); it != byEndpoint.end()) {
-      it->second->shares.push_back(held.second);
+      it->second.first->shares.push_back(held.second);
     }
   }
   // Only those created within the window, from the index by creation time (a pod's
@@ -308,11 +332,14 @@ std::vector<Backend> ClusterBackendSource::buildBackends() const {
     if (it == byEndpoint.end()) {
       continue;
     }
-    Backend& backend = *it->second;
+    const auto& [backend, podRef] = it->second;
     const std::string& backendPod = given.second.backendPod;
-    if (backendPod.empty() || backendPod == backend.podNamespace + "/" + backend.podName) {
-      backend.assigned.push_back(given.second);
+    if (backendPod.empty() || backendPod == podRef) {
+      backend->assigned.push_back(given.second);
     }
+  }
+  for (auto& backend : out) {
+    backend.indexAssigned();
   }
   return out;
 }

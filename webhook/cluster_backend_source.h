@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "common/duration.h"
@@ -99,10 +100,21 @@ class ClusterBackendSource : public BackendSource {
   // By pod ("namespace/name"): the backend it was given and the share it holds there.
   std::map<std::string, std::pair<std::string, GpuShare>> shares_;
   // By pod: the backend it was given, when and by whom; only pods created within the
-  // assignment window (a build lets go of those that left it).
-  mutable std::map<std::string, std::pair<std::string, AssignedPod>> assigned_;
+  // assignment window (a build lets go of those that left it). Hashed: a build looks up
+  // each of them, and their names share long prefixes.
+  mutable std::unordered_map<std::string, std::pair<std::string, AssignedPod>> assigned_;
   // The pods of assigned_, by creation time.
   mutable std::set<std::pair<std::chrono::system_clock::time_point, std::string>> recentAssigned_;
+
+  // What the last build read of each backend pod ("namespace/name"), with the versions of
+  // the pod and of its node it read it at (buildBackends()).
+  struct ReadBackend {
+    std::string podVersion;
+    std::string nodeVersion;
+    std::optional<Backend> backend;
+  };
+  mutable std::mutex readMutex_;  // builds may overlap; the memo is theirs, not mutex_'s
+  mutable std::unordered_map<std::string, ReadBackend> read_;
 };
 
 }  // namespace gvirtus::webhook

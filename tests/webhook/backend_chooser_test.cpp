@@ -592,3 +592,31 @@ TEST_CASE("a released pod that only aged out of the backend's list still counts"
   REQUIRE(chooser.choose({one}, {}, false).has_value());
   CHECK(chooser.recentAssignments("10.0.0.1:9999") == 1);
 }
+
+TEST_CASE("a backend's assigned pods are found by name, whether or not the list is indexed",
+          "[chooser]") {
+  Backend one = backend("10.0.0.1");
+  for (const char* pod : {"team-b/run-2", "team-a/run-10", "team-a/run-1", "team-c/run-0"}) {
+    one.assigned.push_back(AssignedPod{{}, "webhook-a", pod});
+  }
+  auto namesOf = [](const Backend& b) {
+    std::vector<std::string> found;
+    for (const char* pod : {"team-a/run-1", "team-a/run-10", "team-b/run-2", "team-c/run-0",
+                            "team-a/run-2", "team-a/run", "team-d/run-0", ""}) {
+      const AssignedPod* at = b.assignedPod(pod);
+      found.push_back(at != nullptr ? at->pod : "-");
+    }
+    return found;
+  };
+  const std::vector<std::string> expected = {
+      "team-a/run-1", "team-a/run-10", "team-b/run-2", "team-c/run-0", "-", "-", "-", "-"};
+  CHECK(namesOf(one) == expected);  // not indexed: a walk of the list
+  one.indexAssigned();
+  REQUIRE(one.assignedByName.size() == one.assigned.size());
+  CHECK(namesOf(one) == expected);
+  // The list keeps its order (creation order, which confirmations follow).
+  CHECK(one.assigned.front().pod == "team-b/run-2");
+  // A list changed after indexing is walked, not searched with a stale index.
+  one.assigned.push_back(AssignedPod{{}, "webhook-a", "team-a/new"});
+  CHECK(one.assignedPod("team-a/new") != nullptr);
+}
