@@ -146,13 +146,16 @@ bench: deps cluster-build
 	@BUILD_DIR=$(BUILD_DIR) JOBS=$(JOBS) bash tests/bench/run.sh
 
 # The webhook at cluster scale: kwok nodes, 50,000 GVirtuS pods, 10,000 waiting (the sizes:
-# tests/bench/scale_bench.cpp). Not part of make test; its table goes to build/bench/scale.md.
+# tests/bench/scale_bench.cpp), then the labeler over 5,000 nodes. Not part of make test; the
+# tables go to build/bench/scale.md and build/bench/labeler.md.
 bench-scale: build cluster-build
 	@start=$$SECONDS; mkdir -p $(BUILD_DIR)/bench && \
 	GVIRTUS_BENCH_OUT=$(CURDIR)/$(BUILD_DIR)/bench \
 	GLIBC_TUNABLES=$$(sed -n 's/^ENV GLIBC_TUNABLES=//p' images/Dockerfile.webhook) \
 	CLUSTER_CONFIG=$(CURDIR)/tests/bench/scale-cluster.yaml \
 	bash tests/cluster/with-cluster.sh bench-scale $(BUILD_DIR)/tests/scale_bench && \
+	BENCH_NODES=5000 GVIRTUS_BENCH_OUT=$(CURDIR)/$(BUILD_DIR)/bench \
+	bash tests/cluster/with-cluster.sh bench-labeler $(BUILD_DIR)/tests/labeler_bench && \
 	echo "[bench-scale] done in $$((SECONDS - start))s"
 
 # Pods on real nodes: create -> Running of GVirtuS pods against plain pods, node memory.
