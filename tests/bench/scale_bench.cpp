@@ -22,7 +22,8 @@
 //   (BENCH_NODES 5000, BENCH_FRONTENDS 1000, BENCH_GPU_NODES 200, BENCH_PODS 50000,
 //   BENCH_ADMITTED 5000, BENCH_WAITING 10000, BENCH_RATE 100, BENCH_QPS 200: the webhook's
 //   --kube-api-qps; BENCH_PERF=perf adds perf's profile of the admitting replica while it
-//   admits and of the leader during the release, tests/bench/perf_profile.h)
+//   admits, of a new replica until it is ready and of the leader during the release,
+//   tests/bench/perf_profile.h)
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -337,7 +338,7 @@ TEST_CASE("webhook at cluster scale: 50,000 cached pods, 10,000 released", "[ben
   // the 2-core test bed's time to admit them all (1,326 s for 50,000 at 8c3defc).
   const StepProfile create0 = readProfile(admitting, leader);
   std::string perfRows;
-  auto admittingPerf = std::make_unique<PerfRecording>(admittingPid, "admitting");
+  PerfRecording admittingPerf(admittingPid, "admitting");
   start = bench::Clock::now();
   double cpu0 = cpuSeconds(admittingPid);
   std::vector<json> admittedPods(admitted);
@@ -354,8 +355,7 @@ TEST_CASE("webhook at cluster scale: 50,000 cached pods, 10,000 released", "[ben
   const double admitSeconds = seconds(bench::Clock::now() - start);
   const double admitCpu = cpuSeconds(admittingPid) - cpu0;
   const StepProfile create1 = readProfile(admitting, leader);
-  perfRows += admittingPerf->report(format("admitting %d", admitted), "the admitting replica");
-  admittingPerf.reset();
+  perfRows += admittingPerf.report(format("admitting %d", admitted), "the admitting replica");
   REQUIRE(notAdmitted == 0);
   text += format(
       "| %d pods created through the webhook (16 clients), bound to the frontends | %.1f s (%.0f "

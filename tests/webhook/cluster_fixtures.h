@@ -151,12 +151,15 @@ inline json webhookConfiguration(const std::string& name, int port, const std::s
           {"webhooks", json::array({pods, map})}};
 }
 
+// The namespaces a registration leaves out unless told otherwise.
+inline const std::vector<std::string> kExcludedNamespaces = {"kube-system", "gvirtus-system"};
+
 // The webhook process and its registration; the registration is deleted first at the end,
 // so that no pod creation of later tests reaches a webhook that is gone.
 class RegisteredWebhook {
  public:
   RegisteredWebhook(KubeClient& client, std::vector<std::string> args,
-                    std::vector<std::string> excludedNamespaces = {"kube-system", "gvirtus-system"})
+                    std::vector<std::string> excludedNamespaces = kExcludedNamespaces)
       : client_(client), tls_(dir_) {
     std::vector<std::string> all = {"--kubeconfig", kubeconfigPath(), "--tls-cert-file",
                                     tls_.certFile,  "--tls-key-file", tls_.keyFile};
@@ -218,7 +221,7 @@ class RegisteredWebhook {
 class ElectedWebhooks {
  public:
   ElectedWebhooks(KubeClient& client, const std::string& leaseNs, std::vector<std::string> args,
-                  std::vector<std::string> excludedNamespaces = {"kube-system", "gvirtus-system"})
+                  std::vector<std::string> excludedNamespaces = kExcludedNamespaces)
       : client_(client), leaseNs_(leaseNs) {
     const std::vector<std::string> election = {"--leader-elect",
                                                "--leader-elect-lease-duration",
