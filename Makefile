@@ -11,10 +11,10 @@ DEB_PACKAGES := clang-16 libclang-rt-16-dev build-essential cmake ninja-build pk
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc \
   ca-certificates curl git iproute2 procps jq qemu-user-static runc ccache
 
-.PHONY: bench bench-real bench-scale
+.PHONY: bench bench-build bench-real bench-scale
 .PHONY: tools docs docs-check operator-test
 .PHONY: deps build test unit-test integration-test e2e-test fuzz images images-test images-push demo demo-down \
-  cluster-build node-image cluster-up cluster-down format format-check shellcheck clean
+  demo-test control-plane cluster-build node-image cluster-up cluster-down format format-check shellcheck clean
 
 # Installs the Debian packages the build needs; does nothing when they are all there.
 deps:
@@ -42,14 +42,17 @@ unit-test: build
 	ctest --test-dir $(BUILD_DIR) -L unit --output-on-failure -j $(JOBS) && \
 	echo "[unit-test] done in $$((SECONDS - start))s"
 
-# The control plane, the real nodes' kubelet and kube-proxy, containerd and KAI-Scheduler,
-# cached by version.
-cluster-build:
-	@bash tests/cluster/build.sh >/dev/null && bash tests/cluster/node/build.sh --binaries-only && \
-	  bash tests/cluster/kai/build.sh >/dev/null
+# What every local cluster runs: the control plane, the real nodes' kubelet and kube-proxy,
+# and containerd, cached by version.
+control-plane:
+	@bash tests/cluster/build.sh >/dev/null && bash tests/cluster/node/build.sh --binaries-only
+
+# ... and KAI-Scheduler, which the demo does not run.
+cluster-build: control-plane
+	@bash tests/cluster/kai/build.sh >/dev/null
 
 # The real nodes' image (kubelet + containerd + kube-proxy in a container).
-node-image: cluster-build
+node-image: control-plane
 	@bash tests/cluster/node/build.sh >/dev/null
 
 cluster-up: cluster-build
@@ -137,7 +140,7 @@ operator-test: build cluster-build tools
 # One stage after another, each timed (tests/lib/stages.sh): first what the suites share,
 # built and cached by version, then the suites.
 TEST_STAGES := deps format-check shellcheck build cluster-build tools node-image docs-check unit-test fuzz \
-  operator-test integration-test e2e-test images-test
+  operator-test integration-test e2e-test demo-test images-test
 test:
 	@bash tests/lib/stages.sh $(TEST_STAGES) && echo "[test] all suites passed"
 
@@ -145,11 +148,16 @@ test:
 bench: deps cluster-build
 	@BUILD_DIR=$(BUILD_DIR) JOBS=$(JOBS) bash tests/bench/run.sh
 
+# Every benchmark binary into $(BUILD_DIR)/tests (make build leaves them out).
+bench-build: build
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target benchmarks
+
 # The webhook at cluster scale: kwok nodes, 50,000 GVirtuS pods, 10,000 waiting (the sizes:
 # tests/bench/scale_bench.cpp), then the labeler over 5,000 nodes. Not part of make test; the
 # tables go to build/bench/scale.md and build/bench/labeler.md.
 bench-scale: build cluster-build
 	@start=$$SECONDS; mkdir -p $(BUILD_DIR)/bench && \
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target scale_bench labeler_bench && \
 	GVIRTUS_BENCH_OUT=$(CURDIR)/$(BUILD_DIR)/bench \
 	GLIBC_TUNABLES=$$(sed -n 's/^ENV GLIBC_TUNABLES=//p' images/Dockerfile.webhook) \
 	CLUSTER_CONFIG=$(CURDIR)/tests/bench/scale-cluster.yaml \
@@ -162,8 +170,15 @@ bench-scale: build cluster-build
 bench-real: deps node-image
 	@bash tests/bench/real-nodes-bench.sh
 
-demo: build node-image
+# The demo builds only what it runs: no host build (the images' one builder compiles the
+# C++, the kubectl plugin included), images for this machine's platform only.
+demo: deps node-image
 	@bash tests/e2e/demo.sh
+
+# The demo's whole story on its own cluster, each step asserted, the commands it suggests
+# run as shown; then the cluster is stopped. Part of make test.
+demo-test: deps node-image
+	@start=$$SECONDS; bash tests/e2e/demo.sh --check && echo "[demo-test] done in $$((SECONDS - start))s"
 
 demo-down:
 	@bash tests/e2e/real/down.sh gvirtus-demo

@@ -290,8 +290,8 @@ Command: \`$build/tests/peer_guard_bench\`
 ## Rerunning
 
 \`make bench\` runs all of the above (about 5 minutes on 2 CPUs once built; the first run
-also builds agnhost, a few minutes more). Each command above runs one benchmark alone, after \`make build\` (or
-\`BUILD_DIR=$build make build\`) and \`make cluster-build\`; the benchmarks' knobs are in the
+also builds agnhost, a few minutes more). Each command above runs one benchmark alone, after \`make bench-build\` (or
+\`BUILD_DIR=$build make bench-build\`) and \`make cluster-build\`; the benchmarks' knobs are in the
 header comment of each \`tests/bench/*_bench.cpp\`.
 EOF
 } >"$doc"

@@ -5,18 +5,31 @@
 # count as GPU nodes; GVirtuS installed with `kubectl apply -k`, every component a real
 # pod. The backend image is built on the GPU-less GVirtuS stand-in (an echo server) and
 # the application on our frontend stand-in, so no CUDA runs. Leaves it running.
+# It builds only what it runs: the control plane and the nodes (cached by version) and
+# the images for this machine's platform, the kubectl plugin from the same image build.
+#   tests/e2e/demo.sh [--check]
+# --check (make demo-test, part of make test): the same story, every step asserted, then
+# the commands the demo suggests are run as shown, and the cluster is stopped.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
+check=0
+case ${1:-} in
+  "") ;;
+  --check) check=1 ;;
+  *) echo "demo.sh: unknown argument \"$1\" (usage: demo.sh [--check])" >&2; exit 2 ;;
+esac
 name=gvirtus-demo
 ns=demo
 began=$SECONDS
 say() { printf '\n\033[1m== %s\033[0m (+%ss)\n' "$*" $((SECONDS - began)); }
 die() {
   echo "demo: $*" >&2
-  echo "demo: stop it with: make demo-down" >&2
+  [ "$check" = 1 ] || echo "demo: stop it with: make demo-down" >&2
   exit 1
 }
+# The check stops the cluster however it ends; the demo leaves it running.
+[ "$check" = 0 ] || trap 'bash "$repo/tests/e2e/real/down.sh" "$name" >/dev/null 2>&1' EXIT
 wait_until() { # wait_until SECONDS DESCRIPTION COMMAND...
   local deadline=$((SECONDS + $1)) what=$2
   shift 2
@@ -25,9 +38,15 @@ wait_until() { # wait_until SECONDS DESCRIPTION COMMAND...
     sleep 1
   done
 }
+expect() { # expect DESCRIPTION COMMAND...: a fact the story has just shown
+  local what=$1
+  shift
+  "$@" >/dev/null 2>&1 || die "expected: $what"
+}
 
 say "Building the images and starting the control plane, real nodes and GVirtuS (no backend opted in yet)"
-env_lines=$(E2E_OPT_IN_BACKENDS=false bash "$repo/tests/e2e/real/up.sh" "$name") ||
+plugin_dir=$repo/build/demo/plugin
+env_lines=$(E2E_OPT_IN_BACKENDS=false E2E_PLUGIN_DIR=$plugin_dir bash "$repo/tests/e2e/real/up.sh" "$name") ||
   die "bringing the cluster up failed"
 eval "$env_lines"
 k() { kubectl "$@"; }
@@ -35,8 +54,8 @@ k create namespace $ns --dry-run=client -o yaml | k apply -f - >/dev/null
 wait_until 60 "default ServiceAccount in $ns" k -n $ns get serviceaccount default
 
 say "Nodes: real kubelets; virtual nvidia.com/gpu advertised by gvirtus-device-plugin on the frontends"
-k get nodes -L gvirtus.io/frontend.allowed,gvirtus.io/backend.allowed,nvidia.com/gpu.present,topology.kubernetes.io/zone \
-  -o custom-columns='NODE:.metadata.name,READY:.status.conditions[?(@.type=="Ready")].status,KUBELET:.status.nodeInfo.kubeletVersion,RUNTIME:.status.nodeInfo.containerRuntimeVersion,NVIDIA.COM/GPU:.status.allocatable.nvidia\.com/gpu,FRONTEND:.metadata.labels.gvirtus\.io/frontend\.allowed,BACKEND:.metadata.labels.gvirtus\.io/backend\.allowed,GPU:.metadata.labels.nvidia\.com/gpu\.present'
+# kubectl 1.37 refuses -L beside custom-columns: the labels are columns of their own.
+k get nodes -o custom-columns='NODE:.metadata.name,READY:.status.conditions[?(@.type=="Ready")].status,KUBELET:.status.nodeInfo.kubeletVersion,RUNTIME:.status.nodeInfo.containerRuntimeVersion,ZONE:.metadata.labels.topology\.kubernetes\.io/zone,NVIDIA.COM/GPU:.status.allocatable.nvidia\.com/gpu,FRONTEND:.metadata.labels.gvirtus\.io/frontend\.allowed,BACKEND:.metadata.labels.gvirtus\.io/backend\.allowed,GPU:.metadata.labels.nvidia\.com/gpu\.present'
 k -n gvirtus-system get pods -o wide
 
 app_pod() { # app_pod NAME [ANNOTATIONS_JSON]: a GVirtuS application (the frontend stand-in)
@@ -60,6 +79,8 @@ YAML
 
 say "A GVirtuS pod created while no backend runs waits, Pending, behind a scheduling gate"
 app_pod early-bird
+gated() { [ -n "$(k -n $ns get pod "$1" -o jsonpath='{.spec.schedulingGates}')" ]; }
+expect "early-bird held behind its scheduling gate" gated early-bird
 k -n $ns get pod early-bird -o \
   custom-columns='POD:.metadata.name,STATUS:.status.phase,GATE:.spec.schedulingGates[*].name,BACKEND-STATUS:.metadata.annotations.gvirtus\.io/backend-status'
 
@@ -96,14 +117,19 @@ wait_until 60 "GVirtuS pods running" k -n $ns wait --for=condition=Ready pod/tra
 k -n $ns get pods -l gvirtus.io/enabled=true \
   -o custom-columns='POD:.metadata.name,PHASE:.status.phase,NODE:.spec.nodeName,BACKEND:.metadata.annotations.gvirtus\.io/backend,STATUS:.metadata.annotations.gvirtus\.io/backend-status'
 say "Why big-model still waits"
+expect "big-model still held behind its gate (no backend has 1Ti)" gated big-model
 k -n $ns get events --field-selector involvedObject.name=big-model -o custom-columns='REASON:.reason,MESSAGE:.message'
 
-say "The operator's view: kubectl gvirtus (a kubectl plugin, build/bin/kubectl-gvirtus)"
-export PATH=$repo/build/bin:$PATH
+# From the same image build as the components, for this machine (images/build.sh --plugin).
+plugin_bin=$plugin_dir/linux_$(docker version -f '{{.Server.Arch}}')
+say "The operator's view: kubectl gvirtus (the kubectl plugin, ${plugin_bin#"$repo"/})"
+export PATH=$plugin_bin:$PATH
 echo "\$ kubectl gvirtus status"
 k gvirtus status | sed 's/^/  /'
 echo "\$ kubectl gvirtus why big-model -n $ns"
-k gvirtus why big-model -n $ns | sed 's/^/  /'
+why=$(k gvirtus why big-model -n $ns)
+sed 's/^/  /' <<<"$why"
+[ -n "$why" ] || die "kubectl gvirtus why big-model printed nothing"
 
 say "A pod asking nvidia.com/gpu: 2 gets two virtual devices, their CDI spec applied by containerd"
 k apply -f - <<YAML | sed 's/^/  /'
@@ -120,7 +146,8 @@ spec:
     resources: {limits: {nvidia.com/gpu: 2}}
 YAML
 wait_until 60 "two-gpus running" k -n $ns wait --for=condition=Ready pod/two-gpus --timeout=1s
-sleep 1
+logged() { k -n $ns logs "$1" | grep -qE "$2"; }
+wait_until 30 "two-gpus printing its GVIRTUS_ variables" logged two-gpus '^GVIRTUS_'
 k -n $ns logs two-gpus | sed 's/^/  /'
 
 say "A StatefulSet with gpu-scheduling-map: pod N pinned to a node and its GPUs; each prints where it runs"
@@ -151,11 +178,36 @@ spec:
 YAML
 mapped_ready() { [ "$(k -n $ns get pods -l app=mapped --field-selector=status.phase=Running -o name | wc -l)" = 3 ]; }
 wait_until 90 "the mapped StatefulSet running" mapped_ready
-sleep 1
-for i in 0 1 2; do k -n $ns logs "mapped-$i" | sed 's/^/  /'; done
+# The map's promise, pod by pod: its node and its devices.
+for entry in 0=fe-a=0,1 1=fe-b=2 2=fe-a=3; do
+  IFS='=' read -r i node devices <<<"$entry"
+  wait_until 30 "mapped-$i printing where it runs" logged "mapped-$i" "on node $node: CUDA_VISIBLE_DEVICES=$devices\$"
+  k -n $ns logs "mapped-$i" | sed 's/^/  /'
+done
 
-say "Done: the first GVirtuS pod was Running ${first_running}s after the start. The cluster stays up:"
-echo "  export KUBECONFIG=$KUBECONFIG PATH=$GVIRTUS_CLUSTER_BIN:\$PATH"
-echo "  kubectl get pods -A -o wide"
-echo "  docker ps --filter label=gvirtus.io/cluster=$name    # the real nodes"
+say "Done: the first GVirtuS pod was Running ${first_running}s after the start. The cluster stays up."
+# Each suggestion is run as shown by the check (demo-test), with the test bed's kubectl.
+next_steps=(
+  "kubectl gvirtus backends"
+  "kubectl -n $ns logs train-1"
+  "kubectl -n $ns get pods -o wide"
+)
+echo "In this shell's environment:"
+echo "  export KUBECONFIG=$KUBECONFIG PATH=$plugin_bin:$GVIRTUS_CLUSTER_BIN:\$PATH"
+echo "Try next:"
+for step in "${next_steps[@]}"; do echo "  $step"; done
+echo "The real nodes: docker ps --filter label=gvirtus.io/cluster=$name"
 echo "Stop everything with: make demo-down"
+[ "$check" = 1 ] || exit 0
+
+say "Check: the suggested commands, as shown"
+for step in "${next_steps[@]}"; do
+  read -ra words <<<"$step"
+  out=$("${words[@]}" 2>&1) || { echo "$out" >&2; die "\"$step\" failed"; }
+  [ -n "$out" ] || die "\"$step\" printed nothing"
+  echo "\$ $step: $(wc -l <<<"$out") lines"
+done
+backends=$(kubectl gvirtus backends)
+for node in gpu-a gpu-b; do grep -q "$node" <<<"$backends" || die "kubectl gvirtus backends does not list $node"; done
+kubectl -n $ns logs train-1 | grep -q "connected to the backend" || die "train-1's log shows no backend connection"
+say "Check passed: the demo's story on Kubernetes $(kubectl version -o json | jq -r .serverVersion.gitVersion); stopping the cluster"

@@ -5,12 +5,18 @@
 #   fe-a, fe-b    GPU-less frontend nodes (zones a and b): the device plugin runs there
 #   gpu-a, gpu-b  nodes that count as GPU nodes: nvidia.com/gpu.present=true as NVIDIA's
 #                 feature discovery writes it, and the usual nvidia.com/gpu taint
-# The project's images are built for linux/amd64 and linux/arm64 and pushed to the local
-# registry (images/build.sh; the backend on the GPU-less GVirtuS stand-in); the nodes pull
-# them from it, as a real cluster does (node/add.sh --registry). Then `kubectl apply -k`
-# of tests/e2e/overlay, which names the local registry's images. Prints `export` lines.
+# The project's images are built for the nodes' platform (this machine's) and pushed to
+# the local registry (images/build.sh; the backend on the GPU-less GVirtuS stand-in); the
+# nodes pull them from it, as a real cluster does (node/add.sh --registry). Then
+# `kubectl apply -k` of tests/e2e/overlay, which names the local registry's images.
+# Prints `export` lines.
 #   real/up.sh NAME
-# Environment: E2E_OPT_IN_BACKENDS=false leaves the GPU nodes opted out (default: in).
+# Environment:
+#   E2E_OPT_IN_BACKENDS=false  leaves the GPU nodes opted out (default: in)
+#   PLATFORMS                  the images' platforms (default: this machine's only; the
+#                              other platforms are make images-test's)
+#   E2E_PLUGIN_DIR             also writes the kubectl plugin there, from the same build
+#                              (DIR/linux_ARCH/kubectl-gvirtus; images/build.sh --plugin)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
@@ -24,8 +30,13 @@ began=$SECONDS
 step() { say "$* (+$((SECONDS - began))s)"; }
 mkdir -p "$state/logs"
 
-step "images: the four components (backend on the GVirtuS stand-in) and the test app, to the local registry"
-if ! bash "$repo/images/build.sh" labeler device-plugin webhook backend kai-reservation testapp 2>"$state/logs/images.log"; then
+PLATFORMS=${PLATFORMS:-linux/$(docker version -f '{{.Server.Arch}}')}
+export PLATFORMS
+plugin_args=()
+[ -n "${E2E_PLUGIN_DIR:-}" ] && plugin_args=(--plugin "$E2E_PLUGIN_DIR")
+step "images for $PLATFORMS: the four components (backend on the GVirtuS stand-in) and the test app, to the local registry"
+if ! bash "$repo/images/build.sh" "${plugin_args[@]}" labeler device-plugin webhook backend kai-reservation \
+  testapp 2>"$state/logs/images.log"; then
   tail -n 30 "$state/logs/images.log" >&2
   exit 1
 fi
