@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <random>
@@ -12,6 +13,10 @@
 
 namespace gvirtus::webhook {
 namespace {
+
+// How far ahead of this replica's clock a load report's "updated" may be and still count
+// as fresh: the shim's node and this one keep time apart.
+constexpr std::chrono::seconds kClockSkew{5};
 
 // One backend that can take the pod, with what ranks it.
 struct Candidate {
@@ -328,7 +333,9 @@ ChooseResult BackendChooser::choose(const std::vector<Backend>& backends,
       ++gone;
       continue;
     }
-    const bool fresh = age && *age <= options_.staleAfter;
+    // A report from the future is no fresher than a stale one: a shim that dates its report
+    // ahead (a wrong clock, or a taken shim) would otherwise stay fresh for ever.
+    const bool fresh = age && *age >= -kClockSkew && *age <= options_.staleAfter;
     std::string endpoint = backend.endpoint();
     const int64_t own = recentLocked(endpoint);
     const int64_t connections =

@@ -4,6 +4,7 @@
 
 #include "common/dra_claim.h"
 #include "common/json_access.h"
+#include "common/pod_origin.h"
 #include "common/pod_status.h"
 #include "webhook/backend_loss.h"
 #include "webhook/names.h"
@@ -75,8 +76,7 @@ ClaimPeers claimPeers(const json& claim) {
 }
 
 bool claimantUses(const json& pod, const std::string& claimName) {
-  const json* hostNetwork = memberAt(pod, {"spec", "hostNetwork"});
-  if (hostNetwork != nullptr && hostNetwork->is_boolean() && hostNetwork->get<bool>()) {
+  if (usesHostNetwork(pod)) {
     return false;
   }
   const std::vector<std::string> named = claimNames(pod);

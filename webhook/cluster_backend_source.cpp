@@ -6,6 +6,7 @@
 #include "common/gpu_share.h"
 #include "common/json_access.h"
 #include "common/log.h"
+#include "common/pod_origin.h"
 #include "common/pod_status.h"
 #include "common/time_text.h"
 #include "webhook/names.h"
@@ -39,6 +40,12 @@ std::optional<std::pair<std::string, AssignedPod>> assignedPod(const json& pod) 
 std::optional<Backend> backendFromPod(const json& pod, const json* node, int port) {
   const json* metadata = member(pod, "metadata");
   if (metadata == nullptr || member(*metadata, "deletionTimestamp") != nullptr || !podReady(pod)) {
+    return std::nullopt;
+  }
+  // A kubelet may create a mirror pod in our namespace with the backend's labels: a taken
+  // node would then be given tenants' sessions. Backends are the DaemonSet's pods, never a
+  // node's own.
+  if (isMirrorPod(pod)) {
     return std::nullopt;
   }
   Backend backend;

@@ -8,6 +8,7 @@
 
 #include "common/json_access.h"
 #include "common/log.h"
+#include "common/pod_origin.h"
 #include "webhook/claim_wiring.h"
 #include "webhook/metrics.h"
 #include "webhook/names.h"
@@ -133,6 +134,13 @@ AdmissionResponse MutateHandler::reviewPod(const AdmissionRequest& request, Revi
     }
   }
 
+  // On both paths: a backend's session check admits its peers by address, and a
+  // host-network pod's address is its node's, shared by every process there.
+  if (gvirtus && usesHostNetwork(doc)) {
+    return deny(400,
+                "a GVirtuS pod cannot use the host network (spec.hostNetwork): its "
+                "backend admits sessions by the pod's own address");
+  }
   if (gvirtus && !config_.claimTemplate.empty()) {
     // The claim path: kube-scheduler allocates the backend GPU (docs/dra.md).
     if (auto wired = wireClaim(doc, config_.claimTemplate); !wired) {

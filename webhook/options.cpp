@@ -88,7 +88,8 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
                   parsePolicy);
   flags.addBool("add-gpu-limit", &options.addGpuLimit,
                 "add limits nvidia.com/gpu: 1 to the first wired container when none asks (not to "
-                "gpu-fraction or gpu-memory pods that --scheduler-name schedules)");
+                "gpu-fraction or gpu-memory pods that --scheduler-name schedules); an ask "
+                "below 1 is refused either way");
   flags.addString("scheduler-name", &options.schedulerName,
                   "spec.schedulerName for GVirtuS pods without one (e.g. kai-scheduler)");
   flags.addString("kai-queue", &options.kaiQueue,

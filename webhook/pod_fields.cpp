@@ -2,6 +2,7 @@
 
 #include "common/ipv4_resolver.h"
 #include "common/json_access.h"
+#include "common/pod_origin.h"
 #include "webhook/backend_loss.h"
 #include "webhook/gvirtus_pod.h"
 #include "webhook/names.h"
@@ -18,6 +19,13 @@ json frontendFields(json pod) {
     if (const json* value = memberAt(pod, {"metadata", key})) {
       metadata[key] = *value;
     }
+  }
+  // Neither a mirror pod (a kubelet's own: admission never saw it) nor a host-network pod
+  // (admission refuses it; its address is every process of its node) was wired by the
+  // webhook, whatever it carries: kept without label and annotations, it holds no share,
+  // no assignment, and is no backend's peer.
+  if (isMirrorPod(pod) || usesHostNetwork(pod)) {
+    return kept;
   }
   // The cache lists by this label, but peerClaim() checks it itself: only what the label
   // lets in was wired by the webhook.

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/json_access.h"
+#include "common/quantity.h"
 #include "common/strings.h"
 #include "webhook/names.h"
 
@@ -127,14 +128,25 @@ bool asksForGpuShare(const json& pod) {
           annotations->contains(kKaiGpuMemoryAnnotation));
 }
 
-bool asksForGpu(const json& container) {
+// The nvidia.com/gpu a container asks for (its limit, else its request; the API server
+// makes them equal for an extended resource); nullopt when it asks for none.
+Result<std::optional<double>> gpusAsked(const json& container, const std::string& name) {
   for (const char* section : {"limits", "requests"}) {
-    const json* map = memberAt(container, {"resources", section});
-    if (map != nullptr && map->is_object() && map->contains(kGpuResource)) {
-      return true;
+    const json* value = memberAt(container, {"resources", section, kGpuResource});
+    if (value == nullptr) {
+      continue;
     }
+    if (value->is_number()) {
+      return std::optional(value->get<double>());
+    }
+    auto parsed = parseQuantity(stringOf(value));
+    if (!parsed) {
+      return fail("container \"" + name + "\": " + std::string(kGpuResource) + ": " +
+                  parsed.error().message);
+    }
+    return std::optional(*parsed);
   }
-  return false;
+  return std::optional<double>();
 }
 
 }  // namespace
@@ -199,13 +211,33 @@ Result<void> wirePod(json& pod, const WiringOptions& options) {
       pod["spec"]["schedulerName"] = options.schedulerName;
     }
   }
-  // After the scheduler name: a KAI share stands in for the limit only where KAI schedules.
-  const bool kaiShare = asksForGpuShare(pod) && !options.schedulerName.empty() &&
-                        stringOf(memberAt(pod, {"spec", "schedulerName"})) == options.schedulerName;
-  if (options.addGpuLimit && !kaiShare &&
-      std::none_of(targets->begin(), targets->end(),
-                   [&](const auto& target) { return asksForGpu(containerOf(target)); })) {
-    objectAt(containerOf(targets->front()), {"resources", "limits"})[kGpuResource] = "1";
+  // After the scheduler name: a KAI share stands in for the limit only where KAI schedules,
+  // and KAI never sees a pod whose author bound it to a node (spec.nodeName).
+  const bool kaiShare =
+      asksForGpuShare(pod) && !options.schedulerName.empty() &&
+      stringOf(memberAt(pod, {"spec", "schedulerName"})) == options.schedulerName &&
+      stringOf(memberAt(pod, {"spec", "nodeName"})).empty();
+  if (!kaiShare) {
+    // Every GVirtuS pod holds a remote GPU, so a namespace's nvidia.com/gpu quota counts it
+    // as at least one: an ask of "0" of its own would run it uncounted.
+    std::optional<double> asked;
+    for (const auto& target : *targets) {
+      auto gpus = gpusAsked(containerOf(target), target.name);
+      if (!gpus) {
+        return fail(gpus.error());
+      }
+      if (*gpus) {
+        asked = asked.value_or(0) + **gpus;
+      }
+    }
+    if (asked && *asked < 1) {
+      return fail(std::string(kGpuResource) + " below 1: a GVirtuS pod holds a remote GPU and " +
+                  "counts as at least 1 against the namespace's quota (ask for 1 or more, or " +
+                  "leave " + kGpuResource + " out)");
+    }
+    if (!asked && options.addGpuLimit) {
+      objectAt(containerOf(targets->front()), {"resources", "limits"})[kGpuResource] = "1";
+    }
   }
   if (!options.kaiQueue.empty() &&
       memberAt(pod, {"metadata", "labels", kKaiQueueLabel}) == nullptr) {

@@ -46,7 +46,8 @@ Result<std::vector<WiredContainer>> wiredContainers(const nlohmann::json& pod);
 // at /etc/gvirtus and GVIRTUS_CONFIG (unless set) in each wired container, the node
 // selector gvirtus.io/frontend.allowed=true, the GPU limit, the scheduler name and the
 // KAI queue label. Errors (denials): an unknown container name, a container that mounts
-// something else at /etc/gvirtus; the pod is then left partly wired.
+// something else at /etc/gvirtus, wired containers that ask for fewer than one
+// nvidia.com/gpu in all; the pod is then left partly wired.
 Result<void> wirePod(nlohmann::json& pod, const WiringOptions& options);
 
 // One backend given to one pod.

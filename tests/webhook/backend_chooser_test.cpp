@@ -296,6 +296,23 @@ TEST_CASE("fresh load reports rank before stale ones and very old ones are gone"
         "none of 1 backend can take the pod: 1 with a load report older than 5m");
 }
 
+TEST_CASE("a load report dated ahead of the clock counts as stale, within a small skew",
+          "[chooser]") {
+  FakeClock clock;
+  BackendChooser chooser(optionsFor(Policy::LeastConnections, clock));
+  // Claims no connections, and would stay fresh for ever.
+  Backend ahead = backend("10.0.0.1", 0);
+  ahead.load->updated = clock.now + hours(1);
+  Backend honest = backend("10.0.0.2", 5);
+  CHECK(pick(chooser, {ahead, honest}, {}, false) == "10.0.0.2");
+  // A clock a second ahead is a clock, not a claim.
+  Backend skewed = backend("10.0.0.3", 0);
+  skewed.load->updated = clock.now + seconds(1);
+  CHECK(pick(chooser, {ahead, honest, skewed}, {}, false) == "10.0.0.3");
+  // Stale, not gone: with no fresh backend it still serves.
+  CHECK(pick(chooser, {ahead}, {}, false) == "10.0.0.1");
+}
+
 TEST_CASE("no backend at all", "[chooser]") {
   FakeClock clock;
   BackendChooser chooser(optionsFor(Policy::LeastConnections, clock));

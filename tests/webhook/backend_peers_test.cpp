@@ -197,3 +197,23 @@ TEST_CASE("the cache of GVirtuS pods keeps what the peer decision reads, and lit
   CHECK(frontendFields(gated)["spec"] ==
         json{{"schedulingGates", json::array({{{"name", "gvirtus.io/backend"}}})}});
 }
+
+TEST_CASE("a mirror pod or a host-network pod is no peer, whatever it carries", "[peers]") {
+  // Both name kBe1 as their backend, as the webhook would have written it.
+  json mirror = frontend("static", "10.1.0.8");
+  mirror["metadata"]["annotations"]["kubernetes.io/config.mirror"] = "0123abcd";
+  json hostNetwork = frontend("host", "172.18.0.3");
+  hostNetwork["spec"]["hostNetwork"] = true;
+  for (const json& pod : {mirror, hostNetwork}) {
+    CAPTURE(pod["metadata"]["name"]);
+    const json kept = frontendFields(pod);
+    CHECK_FALSE(peerClaim(kept).has_value());
+    // No share and no assignment either: it cannot make a backend look full.
+    CHECK_FALSE(kept["metadata"].contains("annotations"));
+    CHECK_FALSE(kept["metadata"].contains("labels"));
+    CHECK(kept["metadata"]["name"] == pod["metadata"]["name"]);
+  }
+  CHECK(peersOf(kBe1, {frontendFields(mirror), frontendFields(hostNetwork),
+                       frontendFields(frontend("a", "10.1.0.5"))}) ==
+        std::vector<std::string>{"10.1.0.5"});
+}

@@ -91,6 +91,14 @@ TEST_CASE("pods that cannot take frontends are not backends", "[cluster-backends
   CHECK_FALSE(backendFromPod(noConditions, &kNode, 9999).has_value());
 }
 
+TEST_CASE("a mirror pod, which a node's kubelet can make with any labels, is no backend",
+          "[cluster-backends]") {
+  json mirror = backendPod();
+  mirror["metadata"]["annotations"]["kubernetes.io/config.mirror"] = "0123abcd";
+  CHECK_FALSE(backendFromPod(mirror, &kNode, 9999).has_value());
+  CHECK(backendFromPod(backendPod(), &kNode, 9999).has_value());
+}
+
 TEST_CASE("a dual-stack pod gives its IPv4 address", "[cluster-backends]") {
   json pod = backendPod();
   pod["status"]["podIP"] = "fd00::5";

@@ -306,6 +306,31 @@ TEST_CASE("an unknown container name is denied, naming it", "[mutate]") {
              Catch::Contains("gvirtus_webhook_reviews_total{result=\"denied\"} 1"));
 }
 
+TEST_CASE("a host-network GVirtuS pod is denied on the label path and the claim path", "[mutate]") {
+  json pod = gvirtusPod();
+  pod["spec"]["hostNetwork"] = true;
+  for (const std::string& claimTemplate : {std::string(), std::string("gvirtus-gpu")}) {
+    INFO(claimTemplate);
+    FakeBackendSource source{{backend("10.0.0.1", 0, 16, "backend-a")}};
+    BackendChooser chooser;
+    MutateConfig config;
+    config.claimTemplate = claimTemplate;
+    MutateHandler handler{config, source, chooser, nullptr};
+    const json answer = json::parse(handler.handle(admissionReview(pod).dump()).body);
+    CHECK(answer["response"]["allowed"] == false);
+    CHECK(answer["response"]["status"]["code"] == 400);
+    CHECK(answer["response"]["status"]["message"] ==
+          "a GVirtuS pod cannot use the host network (spec.hostNetwork): its backend admits "
+          "sessions by the pod's own address");
+    CHECK(chooser.recentAssignments("10.0.0.1:9999") == 0);
+  }
+  // Without the label the webhook leaves a host-network pod alone.
+  Harness h;
+  json plain = pod;
+  plain["metadata"]["labels"].erase("gvirtus.io/enabled");
+  CHECK(h.post(admissionReview(plain))["response"]["allowed"] == true);
+}
+
 TEST_CASE("an unreadable gpu-memory annotation is denied, naming it", "[mutate]") {
   Harness h;
   json pod = gvirtusPod();

@@ -224,6 +224,47 @@ TEST_CASE("scheduler name and queue only where the pod has none", "[pod-wiring]"
   CHECK(out["metadata"]["labels"]["kai.scheduler/queue"] == "mine");
 }
 
+TEST_CASE("a GVirtuS pod that asks for fewer than one GPU is refused in one line", "[pod-wiring]") {
+  const std::string line =
+      "nvidia.com/gpu below 1: a GVirtuS pod holds a remote GPU and counts as at least 1 "
+      "against the namespace's quota (ask for 1 or more, or leave nvidia.com/gpu out)";
+  for (const json& zero : {json("0"), json(0), json("0.5"), json("500m")}) {
+    INFO(zero.dump());
+    json pod = gvirtusPod({"app", "worker"});
+    pod["spec"]["containers"][0]["resources"] = {{"limits", {{"nvidia.com/gpu", zero}}}};
+    auto refused = wirePod(pod, {});
+    REQUIRE_FALSE(refused.has_value());
+    CHECK(refused.error().message == line);
+    // add-gpu-limit off does not make "0" count less.
+    WiringOptions noLimit;
+    noLimit.addGpuLimit = false;
+    json again = gvirtusPod();
+    again["spec"]["containers"][0]["resources"] = {{"requests", {{"nvidia.com/gpu", zero}}}};
+    CHECK_FALSE(wirePod(again, noLimit).has_value());
+  }
+  // The wired containers' asks add up: "0" beside "1" is one GPU.
+  json split = gvirtusPod({"app", "worker"});
+  split["spec"]["containers"][0]["resources"] = {{"limits", {{"nvidia.com/gpu", "0"}}}};
+  split["spec"]["containers"][1]["resources"] = {{"limits", {{"nvidia.com/gpu", "1"}}}};
+  CHECK(wirePod(split, {}).has_value());
+  json garbage = gvirtusPod();
+  garbage["spec"]["containers"][0]["resources"] = {{"limits", {{"nvidia.com/gpu", "lots"}}}};
+  auto unreadable = wirePod(garbage, {});
+  REQUIRE_FALSE(unreadable.has_value());
+  CHECK(unreadable.error().message.rfind("container \"app\": nvidia.com/gpu: ", 0) == 0);
+}
+
+TEST_CASE("a GPU share its author bound to a node is counted whole: KAI never sees it",
+          "[pod-wiring]") {
+  WiringOptions kai;
+  kai.schedulerName = "kai-scheduler";
+  json pod = gvirtusPod();
+  pod["metadata"]["annotations"]["gpu-fraction"] = "0.5";
+  pod["spec"]["nodeName"] = "fe-a";
+  const json out = wired(pod, kai);
+  CHECK(out["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1");
+}
+
 TEST_CASE("gated by the webhook: wired at admission and marked waiting", "[pod-wiring]") {
   const json admitted = waitingCopy(wired(gvirtusPod()));
   CHECK(gatedByWebhook(admitted));

@@ -105,6 +105,16 @@ refused "write gvirtus.io/peers on a backend pod" "forbidden" \
 [ "$(field own '{.metadata.annotations.gvirtus\.io/backend}')" = "$mine:9999" ] &&
   ok "own still names its backend $mine:9999" || bad "own's backend changed"
 
+say "GVirtuS pods that would escape the count or the session check"
+refused "a GVirtuS pod that asks for nvidia.com/gpu: 0 (uncounted by the quota)" "nvidia.com/gpu below 1" \
+  as_tenant apply -f - < <(test_pod zero-gpus '  labels: {gvirtus.io/enabled: "true"}' \
+    '      resources: {limits: {nvidia.com/gpu: "0"}}')
+# On the host network a pod's address is its node's: listed as a peer, it would let every
+# process of that node through the session check.
+refused "a host-network GVirtuS pod" "cannot use the host network" \
+  as_tenant apply -f - < <(test_pod host-net '  labels: {gvirtus.io/enabled: "true"}' "" |
+    sed 's/^spec:$/spec:\n  hostNetwork: true/')
+
 say "quota: a GPU share still counts against nvidia.com/gpu where KAI does not schedule the pod"
 # own and chooser hold one GPU each: room for one more.
 k create quota gpus -n "$test_ns" --hard=requests.nvidia.com/gpu=3 >/dev/null
