@@ -87,11 +87,14 @@ images-push:
 # (FUZZ_SECONDS), then the parsers of untrusted text: watch events, gpu-scheduling-map,
 # quantities, kubeconfig and HTTP request heads (FUZZ_PARSER_SECONDS each). clang 16 defines
 # __cpp_concepts one revision short of what libstdc++ 12 wants before it offers
-# std::expected (all its uses compile): hence the redefinition.
+# std::expected (all its uses compile): hence the redefinition. Cached by ccache, as make
+# build: a second clone compiles only what changed.
 FUZZ_TARGETS := watch_event scheduling_map quantity kubeconfig http_request
 fuzz: deps
 	@set -o pipefail; start=$$SECONDS; \
+	export CCACHE_BASEDIR=$(CURDIR) CCACHE_NOHASHDIR=1; \
 	CXX=clang++-16 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache \
 	  -DGVIRTUS_FUZZ=ON -DGVIRTUS_WERROR=OFF \
 	  -DCMAKE_CXX_FLAGS="-D__cpp_concepts=202002L -Wno-macro-redefined" >/dev/null && \
 	cmake --build build-fuzz -j $(JOBS) --target mutate_fuzz $(FUZZ_TARGETS:%=%_fuzz) && \

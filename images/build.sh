@@ -122,7 +122,9 @@ timed "+ the other platforms, and the push" $((SECONDS - start))
 if [ -n "$plugin_dir" ]; then
   start=$SECONDS
   say "kubectl plugin for $PLATFORMS -> $plugin_dir ..."
-  bake "$logs/bake-plugin.log" --set "kubectl-plugin.output=type=local,dest=$plugin_dir" kubectl-plugin
+  # platform-split: a folder per platform even when there is one (PLATFORMS=linux/amd64).
+  bake "$logs/bake-plugin.log" --set "kubectl-plugin.output=type=local,dest=$plugin_dir,platform-split=true" \
+    kubectl-plugin
   timed "kubectl plugin, every platform" $((SECONDS - start))
 fi
 say "build times:"

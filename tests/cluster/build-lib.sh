@@ -3,7 +3,8 @@
 # caller defines say() and sources versions.sh):
 #   ensure_go                  puts a Go of at least 1.$GO_MIN_MINOR first on PATH: the machine's, or
 #                              one installed into the cache through the module proxy
-#   with_progress WHAT CMD...  runs a minutes-long build with a heartbeat every 30 s
+#   with_progress WHAT CMD...  runs a minutes-long build with a heartbeat every 30 s; its
+#                              output is shown only when it fails
 
 # Debian's golang-go is older than that, so it only serves to fetch the toolchain module.
 ensure_go() {
@@ -33,10 +34,12 @@ ensure_go() {
 }
 
 with_progress() {
-  local what=$1 start=$SECONDS pid
+  local what=$1 start=$SECONDS pid log
   shift
   say "building $what ..."
-  "$@" &
+  # Go's output (a line per module downloaded) goes to a log, shown only on failure.
+  log=$(mktemp /tmp/gvirtus-build.XXXXXX)
+  "$@" >"$log" 2>&1 &
   pid=$!
   local beat=$SECONDS
   while kill -0 "$pid" 2>/dev/null; do
@@ -46,6 +49,12 @@ with_progress() {
       beat=$SECONDS
     fi
   done
-  wait "$pid" || { say "FAILED building $what"; return 1; }
+  if ! wait "$pid"; then
+    tail -n 30 "$log" >&2
+    rm -f "$log"
+    say "FAILED building $what"
+    return 1
+  fi
+  rm -f "$log"
   say "built $what in $((SECONDS - start))s"
 }
