@@ -19,7 +19,9 @@ case ${1:-} in
   --check) check=1 ;;
   *) echo "demo.sh: unknown argument \"$1\" (usage: demo.sh [--check])" >&2; exit 2 ;;
 esac
+# The check's cluster is its own: a demo the user left running is not touched.
 name=gvirtus-demo
+[ "$check" = 0 ] || name=gvirtus-demo-check
 ns=demo
 began=$SECONDS
 say() { printf '\n\033[1m== %s\033[0m (+%ss)\n' "$*" $((SECONDS - began)); }
