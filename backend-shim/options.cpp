@@ -43,6 +43,13 @@ Result<void> resolvePeerGuardLibrary(Options& options) {
 }
 
 Result<void> validatePeerCheck(Options& options) {
+  if (!options.peerCheck && options.sessions == kPerPodSessions) {
+    // The guard hands each process its connections: per-pod sessions cannot run without it.
+    if (auto resolved = resolvePeerGuardLibrary(options); !resolved) {
+      return resolved;
+    }
+    return checkPeerGuardLibrary(options.peerGuardLibrary, "or pass --sessions=shared");
+  }
   if (!options.peerCheck) {
     // The library is preloaded all the same when it is there (run.cpp); without it the
     // backend runs as before.
@@ -102,6 +109,9 @@ Result<void> validateOptions(Options& options) {
   if (options.leakRestartMaxDefer.count() < 0) {
     return fail("--leak-restart-max-defer: must be 0s or more");
   }
+  if (options.sessions != kPerPodSessions && options.sessions != kSharedSessions) {
+    return fail("--sessions: must be per-pod or shared, got \"" + options.sessions + "\"");
+  }
   if (options.backendSelector.empty()) {
     return fail("--backend-selector: must select the backend pods (a label selector)");
   }
@@ -146,9 +156,22 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
   flags.addList("plugins", &options.plugins, "GVirtuS plugins the backend loads, comma list");
   flags.addString("config-out", &options.configOut,
                   "where to write the backend's properties.json (must end in .json)");
+  flags.addString("sessions", &options.sessions,
+                  "per-pod: each frontend pod is served by a backend process of its own (its "
+                  "own CUDA context; a crash ends only its pod's connections), started from a "
+                  "pool and ended with the pod's last connection; shared: every pod by one "
+                  "backend process, as GVirtuS alone does");
   flags.addInt("max-sessions", &options.maxSessions,
-               "connections this backend takes; published as maxSessions for the webhook", 1,
-               1000000);
+               "published as maxSessions for the webhook: with per-pod, the pods served at "
+               "once, more refused at accept; with shared, the connections the webhook lets "
+               "this backend take",
+               1, 1000000);
+  flags.addInt("session-pool", &options.sessionPool,
+               "per-pod: backend processes started ahead, waiting for a pod", 1, 64);
+  flags.addInt("max-connections-per-pod", &options.maxConnectionsPerPod,
+               "per-pod: open connections one pod may hold (GVirtuS opens one per application "
+               "thread); one more is refused at accept",
+               1, 100000);
   flags.addInt("max-leaked-sockets", &options.maxLeakedSockets,
                "GVirtuS never closes a finished client's socket: past this many (CLOSE_WAIT), "
                "the backend is restarted as soon as no client is connected; 0: never",

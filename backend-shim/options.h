@@ -12,6 +12,8 @@
 namespace gvirtus::backend_shim {
 
 inline constexpr const char* kProgram = "gvirtus-backend-shim";
+inline constexpr const char* kPerPodSessions = "per-pod";
+inline constexpr const char* kSharedSessions = "shared";
 // Where the peer guard is staged, from the folder of the shim's binary: the image has
 // /opt/gvirtus-k8s/{bin,preload}, the build tree <build>/{bin,preload}.
 inline constexpr const char* kPeerGuardBeside = "../preload/libgvirtus-peer-guard.so";
@@ -23,8 +25,14 @@ struct Options {
   uint16_t port = 9999;
   std::vector<std::string> plugins;
   std::string configOut = "/tmp/gvirtus/properties.json";
+  // How connections are served: kPerPodSessions, each frontend pod by a backend process of
+  // its own (SessionHost), or kSharedSessions, every pod by one backend process (Supervisor).
+  std::string sessions = "per-pod";
+  // Pods served at once (per-pod), or connections (shared); published as maxSessions.
   int maxSessions = 16;
-  int maxLeakedSockets = 256;  // 0: never restart for leaked sockets
+  int sessionPool = 2;            // per-pod: processes started and waiting for a pod
+  int maxConnectionsPerPod = 64;  // per-pod: GVirtuS opens one per application thread
+  int maxLeakedSockets = 256;     // 0: never restart for leaked sockets
   // A leak restart waits while no other backend pod (--backend-selector) is Ready, at most
   // this long; 0: it never waits (LeakRestartGate).
   Duration leakRestartMaxDefer = std::chrono::minutes(5);

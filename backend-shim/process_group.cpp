@@ -75,7 +75,7 @@ std::string ExitStatus::describe() const {
 
 Result<ProcessGroup> ProcessGroup::start(const std::vector<std::string>& argv,
                                          const std::vector<std::string>& env, ReapScope scope,
-                                         ProcessOutput output) {
+                                         ProcessOutput output, int passFd) {
   if (argv.empty()) {
     return fail("no command to start");
   }
@@ -99,7 +99,11 @@ Result<ProcessGroup> ProcessGroup::start(const std::vector<std::string>& argv,
   if (output.stderrFd >= 0) {
     posix_spawn_file_actions_adddup2(&spawn.actions, output.stderrFd, STDERR_FILENO);
   }
-  posix_spawn_file_actions_addclosefrom_np(&spawn.actions, STDERR_FILENO + 1);
+  if (passFd >= 0) {
+    posix_spawn_file_actions_adddup2(&spawn.actions, passFd, kPassedFd);
+  }
+  posix_spawn_file_actions_addclosefrom_np(&spawn.actions,
+                                           passFd >= 0 ? kPassedFd + 1 : STDERR_FILENO + 1);
 
   auto args = cStrings(argv);
   auto envp = cStrings(env);

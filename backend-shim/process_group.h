@@ -39,9 +39,13 @@ class ProcessGroup {
   // new process group it leads. Its stdin is /dev/null; stdout and stderr are `output`'s, by
   // default this process's; no other descriptor is inherited; signal mask and dispositions
   // are reset to the defaults. An error when it cannot run.
+  // `passFd`, when not -1, is the one descriptor inherited: it becomes the child's
+  // kPassedFd (a per-pod session process's handoff socket).
   static Result<ProcessGroup> start(const std::vector<std::string>& argv,
                                     const std::vector<std::string>& env,
-                                    ReapScope scope = ReapScope::Leader, ProcessOutput output = {});
+                                    ReapScope scope = ReapScope::Leader, ProcessOutput output = {},
+                                    int passFd = -1);
+  static constexpr int kPassedFd = 3;
 
   ProcessGroup(ProcessGroup&& other) noexcept;
   ProcessGroup& operator=(ProcessGroup&& other) noexcept;

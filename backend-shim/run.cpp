@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -14,6 +15,7 @@
 #include "backend-shim/nvml_gpus.h"
 #include "backend-shim/options.h"
 #include "backend-shim/peer_check.h"
+#include "backend-shim/session_host.h"
 #include "backend-shim/shim_metrics.h"
 #include "backend-shim/supervisor.h"
 #include "common/health_server.h"
@@ -39,13 +41,13 @@ Result<std::unique_ptr<KubeClient>> makeClient(const Options& options, std::stop
 }
 
 // Every second: the backend's state and the GPUs into the metrics and the load.
-void monitor(std::stop_token stop, const Supervisor& supervisor, const NvmlGpus& nvml,
-             ShimMetrics& metrics, LoadPublisher* publisher, const std::atomic<bool>& draining,
-             const LeakRestartGate* leakGate, int maxSessions) {
+void monitor(std::stop_token stop, const std::function<SupervisorStatus()>& backendStatus,
+             const NvmlGpus& nvml, ShimMetrics& metrics, LoadPublisher* publisher,
+             const std::atomic<bool>& draining, const LeakRestartGate* leakGate, int maxSessions) {
   std::vector<GpuInfo> gpus;
   bool gpuErrorLogged = false;
   do {
-    const SupervisorStatus status = supervisor.status();
+    const SupervisorStatus status = backendStatus();
     if (auto read = nvml.read()) {
       gpus = std::move(*read);
       gpuErrorLogged = false;
@@ -62,6 +64,70 @@ void monitor(std::stop_token stop, const Supervisor& supervisor, const NvmlGpus&
       publisher->update(Load{status.connections, maxSessions, gpus});
     }
   } while (sleepUnlessStopped(stop, kMonitorInterval));
+}
+
+// How the one shared backend process is supervised (--sessions=shared).
+SupervisorOptions sharedSupervision(const Options& options, const std::vector<std::string>& env,
+                                    bool preloaded, const PeerCheck* peerCheck,
+                                    LeakRestartGate* leakGate, ProcessOutput output) {
+  SupervisorOptions supervision;
+  supervision.argv = backendArgv(options.backendCommand, options.configOut);
+  supervision.env = env;
+  if (peerCheck != nullptr) {
+    supervision.env = peerCheck->backendEnvironment(supervision.env);
+  } else if (preloaded) {
+    supervision.env = withPreload(supervision.env, options.peerGuardLibrary);
+  }
+  supervision.reuseAddress = preloaded;
+  supervision.output = output;
+  supervision.port = options.port;
+  supervision.reapScope = ReapScope::AnyChild;
+  supervision.startupTimeout = options.startupTimeout;
+  supervision.stopTimeout = options.stopTimeout;
+  supervision.maxLeakedSockets = options.maxLeakedSockets;
+  if (leakGate != nullptr) {
+    supervision.leakRestartPermit = [leakGate](bool overLimit, bool idle) {
+      return leakGate->permit(overLimit, idle);
+    };
+  }
+  return supervision;
+}
+
+// The per-pod host as the monitor and the metrics see a backend: running while a process
+// waits at its accept, its connections the pods it serves (what maxSessions counts).
+SupervisorStatus asBackendStatus(const SessionHostStatus& host) {
+  SupervisorStatus status;
+  status.running = host.ready;
+  status.listening = host.listening;
+  status.connections = host.pods;
+  status.starts = host.processStarts;
+  status.restarts = host.processesLost;
+  return status;
+}
+
+std::unique_ptr<SessionHost> startSessionHost(const Options& options, std::vector<std::string> env,
+                                              ProcessOutput output, const PeerCheck* peerCheck,
+                                              ShimMetrics& metrics) {
+  SessionHostOptions host;
+  host.port = options.port;
+  host.argv = backendArgv(options.backendCommand, options.configOut);
+  host.env = withPreload(env, options.peerGuardLibrary);
+  host.output = output;
+  host.pool = options.sessionPool;
+  host.maxSessions = options.maxSessions;
+  host.maxConnectionsPerPod = options.maxConnectionsPerPod;
+  if (peerCheck != nullptr) {
+    host.gateSocket = peerCheck->gate().socketPath();
+    host.gateTimeout = options.peerWait + std::chrono::seconds(2);
+  }
+  host.startupTimeout = options.startupTimeout;
+  host.onRefused = [&metrics](const char* kind) { metrics.observeRefusal(kind); };
+  auto started = SessionHost::start(std::move(host));
+  if (!started) {
+    log::error("cannot serve sessions", {{"error", started.error().message}});
+    return nullptr;
+  }
+  return std::move(*started);
 }
 
 }  // namespace
@@ -158,50 +224,55 @@ int run(const Options& options) {
     return kExitFatal;
   }
 
-  // Declared before the supervisor, which asks it.
-  std::unique_ptr<LeakRestartGate> leakGate;
-  if (client && options.maxLeakedSockets > 0 && options.leakRestartMaxDefer.count() > 0) {
-    leakGate =
-        makeLeakRestartGate(options, *client, [&metrics] { metrics.observeLeakRestartDeferred(); });
-  } else if (options.maxLeakedSockets > 0 && options.leakRestartMaxDefer.count() > 0) {
-    log::info("a leak restart does not wait for another backend to be ready: no pod to read");
-  }
-
   if (auto reaper = becomeChildSubreaper(); !reaper) {
     log::warn("orphans of the backend will not be reaped here",
               {{"error", reaper.error().message}});
   }
-  SupervisorOptions supervision;
-  supervision.argv = backendArgv(options.backendCommand, options.configOut);
-  supervision.env = backendEnvironment(currentEnvironment(), options.gvirtusHome);
-  if (peerCheck) {
-    supervision.env = peerCheck->backendEnvironment(supervision.env);
-  } else if (preloaded) {
-    supervision.env = withPreload(supervision.env, options.peerGuardLibrary);
-  }
-  supervision.reuseAddress = preloaded;
-  supervision.output = (*backendOutput)->childOutput();
-  supervision.port = options.port;
-  supervision.reapScope = ReapScope::AnyChild;
-  supervision.startupTimeout = options.startupTimeout;
-  supervision.stopTimeout = options.stopTimeout;
-  supervision.maxLeakedSockets = options.maxLeakedSockets;
-  if (leakGate) {
-    supervision.leakRestartPermit = [gate = leakGate.get()](bool overLimit, bool idle) {
-      return gate->permit(overLimit, idle);
-    };
-  }
-  Supervisor supervisor(std::move(supervision));
+  const std::vector<std::string> env =
+      backendEnvironment(currentEnvironment(), options.gvirtusHome);
+  const bool perPod = options.sessions == kPerPodSessions;
 
-  (*health)->setReadinessCheck([&supervisor, &draining, &leakGate, &options]() -> Result<void> {
+  // Declared before the supervisor, which asks it.
+  std::unique_ptr<LeakRestartGate> leakGate;
+  std::unique_ptr<Supervisor> supervisor;
+  std::unique_ptr<SessionHost> sessionHost;
+  if (perPod) {
+    // Each process ends with its pod's last session, and with it the sockets GVirtuS leaks:
+    // no leak restart is needed.
+    sessionHost =
+        startSessionHost(options, env, (*backendOutput)->childOutput(), peerCheck.get(), metrics);
+    if (!sessionHost) {
+      return kExitFatal;
+    }
+  } else {
+    if (client && options.maxLeakedSockets > 0 && options.leakRestartMaxDefer.count() > 0) {
+      leakGate = makeLeakRestartGate(options, *client,
+                                     [&metrics] { metrics.observeLeakRestartDeferred(); });
+    } else if (options.maxLeakedSockets > 0 && options.leakRestartMaxDefer.count() > 0) {
+      log::info("a leak restart does not wait for another backend to be ready: no pod to read");
+    }
+    supervisor = std::make_unique<Supervisor>(sharedSupervision(
+        options, env, preloaded, peerCheck.get(), leakGate.get(), (*backendOutput)->childOutput()));
+  }
+  const std::function<SupervisorStatus()> backendStatus = [&]() {
+    return perPod ? asBackendStatus(sessionHost->status()) : supervisor->status();
+  };
+
+  (*health)->setReadinessCheck([&]() -> Result<void> {
     if (draining) {
       return fail("shutting down: draining the backend's connections");
+    }
+    if (perPod) {
+      if (!sessionHost->status().ready) {
+        return fail("no backend process has reached its accept yet");
+      }
+      return {};
     }
     if (leakGate && leakGate->draining()) {
       return fail(
           "restarting the backend to free leaked sockets once another backend is seen Ready");
     }
-    const SupervisorStatus status = supervisor.status();
+    const SupervisorStatus status = supervisor->status();
     if (status.portWaiting) {
       return fail("waiting for the backend's port " + std::to_string(options.port) +
                   " to be free before starting it" +
@@ -221,15 +292,18 @@ int run(const Options& options) {
 
   log::info("starting", {{"version", GVIRTUS_VERSION},
                          {"port", options.port},
+                         {"sessions", options.sessions},
                          {"config", options.configOut},
                          {"backend", options.backendCommand[0]},
                          {"healthPort", (*health)->port()}});
   const auto nvml = NvmlGpus::open(options.nvmlLibrary);
-  supervisor.start();
+  if (supervisor) {
+    supervisor->start();
+  }
   if (leakGate) {
     leakGate->start();
   }
-  std::jthread monitorThread(monitor, std::cref(supervisor), std::cref(*nvml), std::ref(metrics),
+  std::jthread monitorThread(monitor, std::cref(backendStatus), std::cref(*nvml), std::ref(metrics),
                              publisher.get(), std::cref(draining), leakGate.get(),
                              options.maxSessions);
   std::jthread publisherThread;
@@ -243,17 +317,27 @@ int run(const Options& options) {
     // Not ready is not enough: a frontend restarted now still reaches the listening port.
     peerCheck->refuseNewSessions();
   }
-  supervisor.holdRestarts();
+  if (sessionHost) {
+    sessionHost->refuseNewSessions();
+  } else {
+    supervisor->holdRestarts();
+  }
   log::info("not ready; waiting for the backend's connections to close",
-            {{"connections", supervisor.status().connections},
+            {{"connections", backendStatus().connections},
              {"timeout", formatDuration(options.drainTimeout)}});
-  if (supervisor.waitForDrain(options.drainTimeout)) {
+  const bool drained = sessionHost ? sessionHost->waitForDrain(options.drainTimeout)
+                                   : supervisor->waitForDrain(options.drainTimeout);
+  if (drained) {
     log::info("no connection left");
   } else {
     log::warn("drain timeout reached; stopping the backend with connections open",
-              {{"connections", supervisor.status().connections}});
+              {{"connections", backendStatus().connections}});
   }
-  supervisor.stop();
+  if (sessionHost) {
+    sessionHost->stop();
+  } else {
+    supervisor->stop();
+  }
   if (leakGate) {
     leakGate->stop();
   }

@@ -60,7 +60,13 @@ ShimMetrics::ShimMetrics(MetricsRegistry& registry, int maxSessions)
           "check could not tell (--peer-check).")),
       peers_(registry.gauge("gvirtus_backend_peers",
                             "Addresses in this pod's gvirtus.io/peers annotation as last read "
-                            "(--peer-check).")) {
+                            "(--peer-check).")),
+      refusals_(registry.counterFamily(
+          "gvirtus_backend_session_refusals_total",
+          "Connections the shim closed at accept with --sessions=per-pod, by reason: "
+          "max-sessions, max-connections-per-pod, not-a-peer, draining, gate (no answer), "
+          "pending (too many waiting for the gate), start (no process), handoff.",
+          {"reason"})) {
   registry.gauge("gvirtus_backend_max_sessions", "Connections this backend takes (--max-sessions).")
       .set(maxSessions);
 }
@@ -110,6 +116,10 @@ void ShimMetrics::observeGpus(const std::vector<GpuInfo>& gpus) {
     gpuMemoryUsed_.withLabels(labels).set(static_cast<double>(gpu.memoryUsedBytes));
     gpuUtilization_.withLabels(labels).set(gpu.utilizationPercent / 100.0);
   }
+}
+
+void ShimMetrics::observeRefusal(const char* kind) {
+  refusals_.withLabels({kind}).inc();
 }
 
 }  // namespace gvirtus::backend_shim

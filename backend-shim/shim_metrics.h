@@ -23,6 +23,9 @@ class ShimMetrics {
   void observeSession(bool allowed);
   // Addresses in the peer list the gate holds now.
   void observePeers(size_t peers);
+  // A connection refused at accept by --sessions=per-pod, by kind ("max-sessions",
+  // "max-connections-per-pod", "not-a-peer", "draining", ...: a short fixed set).
+  void observeRefusal(const char* kind);
   // A leak restart put off: no other backend pod was Ready (LeakRestartGate).
   void observeLeakRestartDeferred();
 
@@ -45,6 +48,7 @@ class ShimMetrics {
   Counter& sessionsAllowed_;
   Counter& sessionsRefused_;
   Gauge& peers_;
+  CounterFamily& refusals_;
   int64_t restartsSeen_ = 0;
   int64_t leakRestartsSeen_ = 0;
   int64_t portWaitsSeen_ = 0;

@@ -11,12 +11,20 @@
  * port lingers (TIME_WAIT, FIN_WAIT2, LAST_ACK), says "TcpCommunicator: Can't bind socket:
  * Address already in use." and never listens. With the shim's guard library preloaded, the
  * request is passed on as an int and the bind works at once. It says on stderr which it was.
- * Each connection gets a forked child ("gvirtus-session") that echoes what it reads until
- * the client closes, as the socat it replaces did (TCP-LISTEN:PORT,fork EXEC:cat). It has no
- * SIGTERM handler: the shim stops its whole process group. */
+ * Like GVirtuS (src/backend/Process.cpp) each connection is served by a thread of the
+ * listening child, and the threads share the process's state, as GVirtuS's sessions share
+ * one CUDA context. A thread echoes what it reads until the client closes, except a read
+ * that starts with "standin ": that is a command line, answered, not echoed:
+ *   standin pid         -> "pid N" (the serving process)
+ *   standin put TEXT    -> "ok" (TEXT becomes the process's note)
+ *   standin get         -> "got TEXT" (the note, whichever connection put it)
+ *   standin crash       -> the process aborts, every connection it serves with it
+ * It has no SIGTERM handler: the shim stops its whole process group. */
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,38 +36,90 @@
 static int config_port(const char* path) {
   char text[65536];
   FILE* file = fopen(path, "r");
-  if (file == NULL)
+  if (file == NULL) {
     return 9999;
+  }
   const size_t n = fread(text, 1, sizeof(text) - 1, file);
   fclose(file);
   text[n] = '\0';
   const char* at = strstr(text, "\"port\"");
-  if (at == NULL)
+  if (at == NULL) {
     return 9999;
+  }
   at += strlen("\"port\"");
-  while (*at == ' ' || *at == ':' || *at == '"' || *at == '\t' || *at == '\n')
+  while (*at == ' ' || *at == ':' || *at == '"' || *at == '\t' || *at == '\n') {
     ++at;
+  }
   const long port = strtol(at, NULL, 10);
   return port > 0 && port < 65536 ? (int)port : 9999;
 }
 
-static void echo(int connection) {
-  char buffer[16384];
-  for (;;) {
-    ssize_t n = read(connection, buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR)
+static pthread_mutex_t note_lock = PTHREAD_MUTEX_INITIALIZER;
+static char note[256];
+
+static int send_all(int connection, const char* data, size_t size) {
+  for (size_t sent = 0; sent < size;) {
+    const ssize_t w = write(connection, data + sent, size - sent);
+    if (w < 0 && errno == EINTR) {
       continue;
-    if (n <= 0)
-      return;
-    for (ssize_t sent = 0; sent < n;) {
-      const ssize_t w = write(connection, buffer + sent, (size_t)(n - sent));
-      if (w < 0 && errno == EINTR)
-        continue;
-      if (w <= 0)
-        return;
-      sent += w;
+    }
+    if (w <= 0) {
+      return -1;
+    }
+    sent += (size_t)w;
+  }
+  return 0;
+}
+
+/* A command line ("standin ..."): its answer, or -1 to end the session. */
+static int command(int connection, char* line) {
+  char* end = strchr(line, '\n');
+  if (end != NULL) {
+    *end = '\0';
+  }
+  char reply[300];
+  if (strcmp(line, "standin pid") == 0) {
+    snprintf(reply, sizeof(reply), "pid %d\n", (int)getpid());
+  } else if (strncmp(line, "standin put ", 12) == 0) {
+    pthread_mutex_lock(&note_lock);
+    const size_t length = strnlen(line + 12, sizeof(note) - 1);
+    memcpy(note, line + 12, length);
+    note[length] = '\0';
+    pthread_mutex_unlock(&note_lock);
+    snprintf(reply, sizeof(reply), "ok\n");
+  } else if (strcmp(line, "standin get") == 0) {
+    pthread_mutex_lock(&note_lock);
+    snprintf(reply, sizeof(reply), "got %s\n", note);
+    pthread_mutex_unlock(&note_lock);
+  } else if (strcmp(line, "standin crash") == 0) {
+    abort();
+  } else {
+    snprintf(reply, sizeof(reply), "unknown\n");
+  }
+  return send_all(connection, reply, strlen(reply));
+}
+
+static void* session(void* argument) {
+  const int connection = (int)(intptr_t)argument;
+  char buffer[16385];
+  for (;;) {
+    ssize_t n = read(connection, buffer, sizeof(buffer) - 1);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      break;
+    }
+    buffer[n] = '\0';
+    const int failed = strncmp(buffer, "standin ", 8) == 0
+                           ? command(connection, buffer)
+                           : send_all(connection, buffer, (size_t)n);
+    if (failed != 0) {
+      break;
     }
   }
+  close(connection);
+  return NULL;
 }
 
 /* TcpCommunicator::Serve(), then its accept loop. Returns only when it cannot listen. */
@@ -91,22 +151,20 @@ static int serve(int port) {
     return 1;
   }
   fprintf(stderr, "gvirtus-backend stand-in (no CUDA): echo server on port %d\n", port);
-  signal(SIGCHLD, SIG_IGN); /* sessions are reaped by the kernel */
   for (;;) {
     const int connection = accept(listener, NULL, NULL);
     if (connection < 0) {
-      if (errno != EINTR)
+      if (errno != EINTR) {
         usleep(10000); /* ECONNABORTED, EMFILE, ... */
+      }
       continue;
     }
-    const pid_t session = fork();
-    if (session == 0) {
-      prctl(PR_SET_NAME, "gvirtus-session", 0, 0, 0);
-      close(listener);
-      echo(connection);
-      _exit(0);
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, session, (void*)(intptr_t)connection) != 0) {
+      close(connection);
+      continue;
     }
-    close(connection);
+    pthread_detach(thread);
   }
 }
 
@@ -117,8 +175,9 @@ int main(int argc, char** argv) {
   }
   const int port = config_port(argv[argc - 1]);
   const pid_t child = fork();
-  if (child == 0)
+  if (child == 0) {
     return serve(port);
+  }
   if (child < 0) {
     fprintf(stderr, "gvirtus-backend stand-in: fork: %s\n", strerror(errno));
     return 1;
@@ -126,6 +185,7 @@ int main(int argc, char** argv) {
   /* As GVirtuS's parent: alive, listening on nothing, once its child is gone. */
   while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {
   }
-  for (;;)
+  for (;;) {
     pause();
+  }
 }

@@ -20,6 +20,7 @@
 
 #include "backend-shim/peer_guard/gate_question.h"
 #include "backend-shim/peer_guard/guard_settings.h"
+#include "backend-shim/peer_guard/session_handoff.h"
 
 namespace gvirtus::peer_guard {
 namespace {
@@ -98,6 +99,10 @@ void copyPeer(const sockaddr_storage& peer, socklen_t peerLength, sockaddr* addr
 }
 
 int guardedAccept(int listener, sockaddr* address, socklen_t* length, int flags) {
+  // A per-pod session process: the shim accepted and checked the connection already.
+  if (handoffMode()) {
+    return acceptHandedOver(listener, address, length, flags);
+  }
   Settings scratch;
   const Settings& settings = loadedSettings(scratch);
   if (!settings.enabled) {

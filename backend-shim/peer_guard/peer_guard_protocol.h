@@ -29,4 +29,19 @@ inline constexpr int kRequestSize = 20;
 inline constexpr uint8_t kAllowed = 'A';
 inline constexpr uint8_t kRefused = 'R';
 
+// Per-pod sessions (the shim's --sessions=per-pod): the shim owns the port and hands each
+// accepted connection to the one process that serves its pod. That process gets the guard
+// with kHandoffFdEnv naming an inherited unix SOCK_SEQPACKET socket and kHandoffPortEnv the
+// port its configuration names. The guard then binds that port on the loopback address with
+// port 0 instead (the shim holds the real one; nothing of the process is reachable from the
+// network), and answers every accept from the handoff socket: each message the shim sends
+// there is one byte, kSession, with the accepted connection as SCM_RIGHTS. Before its first
+// accept waits, the guard sends kReadySize bytes: kReady and its pid (int32, host order),
+// the pid of the process that accepts (GVirtuS's forked child), which the shim watches.
+inline constexpr char kHandoffFdEnv[] = "GVIRTUS_SESSION_HANDOFF_FD";
+inline constexpr char kHandoffPortEnv[] = "GVIRTUS_SESSION_PORT";
+inline constexpr uint8_t kSession = 'S';
+inline constexpr uint8_t kReady = 'R';
+inline constexpr int kReadySize = 5;
+
 }  // namespace gvirtus::peer_guard

@@ -105,6 +105,7 @@ struct Shim {
                                   "127.0.0.1:" + std::to_string(healthPort),
                                   "--config-out",
                                   dir.file("properties.json"),
+                                  "--sessions=shared",
                                   "--max-sessions",
                                   "8",
                                   "--publish-interval",

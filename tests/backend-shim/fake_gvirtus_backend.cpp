@@ -1,4 +1,5 @@
-// A stand-in for gvirtus-backend, for the shim's tests. Like GVirtuS it takes a
+// A stand-in for gvirtus-backend, for the shim's tests. Like GVirtuS it serves each client
+// on a thread of one process, and those threads share state (serveClient). Like GVirtuS it takes a
 // properties.json path as its last argument, forks a child that listens on 0.0.0.0 on the
 // port the file names, and the parent stays alive (idle) when that child dies. It has no
 // SIGTERM handler. It asks for SO_REUSEADDR as GVirtuS does, with a one-byte value that Linux
@@ -28,6 +29,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -100,7 +102,54 @@ long long millisSinceEpoch() {
       .count();
 }
 
-// The listening child: accepts clients and keeps each until it closes.
+// State every connection of the process shares, as GVirtuS's sessions share one CUDA
+// context: what one connection puts, another gets.
+std::mutex noteMutex;
+std::string note;
+
+// One client, on a thread of its own as GVirtuS serves it. Lines of the stand-in's protocol
+// are answered ("standin pid", "standin put TEXT", "standin get", "standin crash"); any
+// other bytes are read and dropped.
+void serveClient(int client, bool leakClients) {
+  std::string line;
+  char buffer[512];
+  for (;;) {
+    const ssize_t n = ::read(client, buffer, sizeof(buffer));
+    if (n <= 0) {
+      break;
+    }
+    line.append(buffer, static_cast<std::size_t>(n));
+    for (std::size_t end = line.find('\n'); end != std::string::npos; end = line.find('\n')) {
+      const std::string command = line.substr(0, end);
+      line.erase(0, end + 1);
+      std::string reply;
+      if (command == "standin pid") {
+        reply = "pid " + std::to_string(::getpid()) + "\n";
+      } else if (command.starts_with("standin put ")) {
+        std::lock_guard lock(noteMutex);
+        note = command.substr(std::strlen("standin put "));
+        reply = "ok\n";
+      } else if (command == "standin get") {
+        std::lock_guard lock(noteMutex);
+        reply = "got " + note + "\n";
+      } else if (command == "standin crash") {
+        std::abort();
+      }
+      if (!reply.empty() && ::write(client, reply.data(), reply.size()) < 0) {
+        break;
+      }
+    }
+    if (line.size() > 4096) {
+      line.clear();
+    }
+  }
+  if (!leakClients) {
+    ::close(client);
+  }
+}
+
+// The listening child: accepts clients in a blocking loop, each served by a thread of its
+// own, as GVirtuS's Process does.
 int serve(int port, const Args& args) {
   const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
   // GVirtuS's request, as it makes it: a bool, which Linux refuses (EINVAL), unchecked.
@@ -124,36 +173,20 @@ int serve(int port, const Args& args) {
   if (!args.sayPartial.empty()) {
     std::fputs(args.sayPartial.c_str(), stderr);
   }
-  const std::optional<double> exitAfter = args.childExitAfter;
-  const bool leakClients = args.leakClients;
-  const auto start = Clock::now();
-  std::vector<pollfd> fds{{listener, POLLIN, 0}};
-  for (;;) {
-    if (exitAfter && Clock::now() - start >= std::chrono::duration<double>(*exitAfter)) {
+  if (const std::optional<double> exitAfter = args.childExitAfter) {
+    std::thread([seconds = *exitAfter] {
+      std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
       std::printf("fake backend: listening child exits\n");
       std::fflush(stdout);
-      return 0;
-    }
-    if (::poll(fds.data(), fds.size(), 50) <= 0) {
-      continue;
-    }
-    for (std::size_t i = fds.size(); i-- > 1;) {
-      if (fds[i].revents == 0) {
-        continue;
-      }
-      char buffer[512];
-      if (::read(fds[i].fd, buffer, sizeof(buffer)) <= 0) {
-        if (!leakClients) {
-          ::close(fds[i].fd);
-        }
-        fds.erase(fds.begin() + static_cast<std::ptrdiff_t>(i));
-      }
-    }
-    if ((fds[0].revents & POLLIN) != 0) {
-      const int client = ::accept(listener, nullptr, nullptr);
-      if (client >= 0) {
-        fds.push_back({client, POLLIN, 0});
-      }
+      std::_Exit(0);
+    }).detach();
+  }
+  for (;;) {
+    const int client = ::accept(listener, nullptr, nullptr);
+    if (client >= 0) {
+      std::thread(serveClient, client, args.leakClients).detach();
+    } else if (errno != EINTR) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
 }

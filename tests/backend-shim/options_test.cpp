@@ -59,6 +59,9 @@ TEST_CASE("backend-shim options: defaults, with the backend command after --", "
   CHECK(options->port == 9999);
   CHECK(options->plugins == kDefaultPlugins);
   CHECK(options->maxSessions == 16);
+  CHECK(options->sessions == "per-pod");
+  CHECK(options->sessionPool == 2);
+  CHECK(options->maxConnectionsPerPod == 64);
   CHECK(options->publishInterval == 5s);
   CHECK(options->drainTimeout == 30s);
   CHECK(options->common.healthAddr == ":8080");
@@ -84,12 +87,20 @@ TEST_CASE("backend-shim options: the peer check's flags", "[options]") {
   REQUIRE(options.has_value());
   CHECK(options->peerWait == 500ms);
   CHECK(options->peerGuardLibrary == test::kPeerGuardLibrary);
-  options = parse({"--peer-check=false", "--peer-guard-library", "/no/such.so", "--", "sh"});
+  // Without the check the library is still needed to hand per-pod processes their
+  // connections; only --sessions=shared runs without it.
+  CHECK(parse({"--peer-check=false", "--peer-guard-library", "/no/such.so", "--", "sh"}).error() ==
+        2);
+  options = parse({"--peer-check=false", "--sessions=shared", "--peer-guard-library", "/no/such.so",
+                   "--", "sh"});
   REQUIRE(options.has_value());
   CHECK_FALSE(options->peerCheck);
   CHECK(parse({"--peer-wait", "2m", "--", "sh"}).error() == 2);
   CHECK(parse({"--peer-wait", "-1s", "--", "sh"}).error() == 2);
   CHECK(parse({"--peer-guard-library", "/no/such.so", "--", "sh"}).error() == 2);
+  CHECK(parse({"--sessions", "per-thread", "--", "sh"}).error() == 2);
+  CHECK(parse({"--session-pool", "0", "--", "sh"}).error() == 2);
+  CHECK(parse({"--max-connections-per-pod", "0", "--", "sh"}).error() == 2);
 }
 
 TEST_CASE("backend-shim options: the peer check needs the pod and its library", "[options]") {

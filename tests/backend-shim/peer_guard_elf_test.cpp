@@ -62,7 +62,8 @@ TEST_CASE("peer guard library: no symbol version newer than GLIBC_2.17", "[peer_
   }
 }
 
-TEST_CASE("peer guard library: exports accept, accept4 and setsockopt only", "[peer_guard_elf]") {
+TEST_CASE("peer guard library: exports accept, accept4, bind and setsockopt only",
+          "[peer_guard_elf]") {
   const std::string symbols = readelf("--dyn-syms");
   std::set<std::string> defined;
   std::istringstream lines(symbols);
@@ -76,5 +77,5 @@ TEST_CASE("peer guard library: exports accept, accept4 and setsockopt only", "[p
     }
   }
   INFO(symbols);
-  CHECK(defined == std::set<std::string>{"accept", "accept4", "setsockopt"});
+  CHECK(defined == std::set<std::string>{"accept", "accept4", "bind", "setsockopt"});
 }

@@ -41,11 +41,19 @@ struct RunningShim {
   }
 
   // Without a --peer-check flag of its own, the shim runs with --peer-check=false: it has
-  // no pod to read the peers from.
+  // no pod to read the peers from. Without --sessions, with --sessions=shared: these tests
+  // are about the one supervised process (session_host_test.cpp and shim_sessions_test.cpp
+  // are about per-pod processes).
   void start(std::vector<std::string> shimFlags, std::vector<std::string> fakeFlags = {}) {
-    if (std::none_of(shimFlags.begin(), shimFlags.end(),
-                     [](const std::string& flag) { return flag.starts_with("--peer-check"); })) {
+    auto given = [&shimFlags](const char* prefix) {
+      return std::any_of(shimFlags.begin(), shimFlags.end(),
+                         [prefix](const std::string& flag) { return flag.starts_with(prefix); });
+    };
+    if (!given("--peer-check")) {
       shimFlags.push_back("--peer-check=false");
+    }
+    if (!given("--sessions")) {
+      shimFlags.push_back("--sessions=shared");
     }
     std::vector<std::string> argv{kShimBinary,
                                   "--port",

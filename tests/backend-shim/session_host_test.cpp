@@ -1,0 +1,215 @@
+// --sessions=per-pod with real processes: the host in this test's process, the fake backend
+// (a thread per connection, state shared between them, as GVirtuS) under the real guard
+// library, clients from distinct loopback addresses standing for distinct pods.
+#include "backend-shim/session_host.h"
+
+#include <signal.h>
+
+#include <catch2/catch.hpp>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backend-shim/backend_config.h"
+#include "backend-shim/peer_gate.h"
+#include "backend-shim/peer_guard_test_support.h"
+#include "backend-shim/shim_test_support.h"
+#include "support/cluster_env.h"
+
+using namespace gvirtus::backend_shim;
+using namespace std::chrono_literals;
+using gvirtus::testing::eventually;
+using gvirtus::testing::freePort;
+
+namespace {
+
+struct Host {
+  test::TempDir dir;
+  int port = freePort();
+  std::unique_ptr<PeerGate> gate;
+  std::unique_ptr<SessionHost> host;
+
+  explicit Host(SessionHostOptions options = {}, bool withGate = false) {
+    const std::string config = dir.file("properties.json");
+    REQUIRE(writeBackendConfig(config, renderBackendConfig(static_cast<uint16_t>(port), {"cudart"}))
+                .has_value());
+    if (withGate) {
+      PeerGateOptions gateOptions;
+      gateOptions.wait = 3s;
+      gateOptions.parentDir = dir.path();
+      auto started = PeerGate::start(std::move(gateOptions));
+      REQUIRE(started.has_value());
+      gate = std::move(*started);
+      options.gateSocket = gate->socketPath();
+    }
+    options.port = static_cast<uint16_t>(port);
+    options.argv = {test::kFakeBackend, config};
+    options.env = withPreload({test::kAsanPreloadOrder}, test::kPeerGuardLibrary);
+    auto started = SessionHost::start(std::move(options));
+    REQUIRE(started.has_value());
+    host = std::move(*started);
+    REQUIRE(eventually([&] { return host->status().ready; }, 10s));
+  }
+};
+
+// One line of the stand-in's protocol and its answer.
+std::string ask(test::LoopbackClient& client, const std::string& line) {
+  const size_t before = client.received().size();
+  client.send(line + "\n");
+  for (auto deadline = std::chrono::steady_clock::now() + 10s;
+       std::chrono::steady_clock::now() < deadline;) {
+    const std::string& got = client.receive(before + 1, 100ms);
+    const size_t end = got.find('\n', before);
+    if (end != std::string::npos) {
+      return got.substr(before, end - before);
+    }
+    if (client.closedWithin(0ms)) {
+      break;
+    }
+  }
+  return "";
+}
+
+bool processAlive(const std::string& pidLine) {
+  const pid_t pid = std::stoi(pidLine.substr(4));
+  return ::kill(pid, 0) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("per-pod sessions: two pods, two processes; one pod's connections, one process",
+          "[session_host]") {
+  Host host;
+  test::LoopbackClient podA(host.port, "127.0.0.2");
+  test::LoopbackClient podB(host.port, "127.0.0.3");
+  const std::string pidA = ask(podA, "standin pid");
+  const std::string pidB = ask(podB, "standin pid");
+  REQUIRE(pidA.starts_with("pid "));
+  REQUIRE(pidB.starts_with("pid "));
+  CHECK(pidA != pidB);
+  // A second thread of pod A reaches pod A's process, and shares its state.
+  test::LoopbackClient podAgain(host.port, "127.0.0.2");
+  CHECK(ask(podAgain, "standin pid") == pidA);
+  CHECK(ask(podA, "standin put secret of A") == "ok");
+  CHECK(ask(podAgain, "standin get") == "got secret of A");
+  // What pod A wrote cannot be read through pod B's session.
+  CHECK(ask(podB, "standin get") == "got ");
+  CHECK(host.host->status().pods == 2);
+  CHECK(host.host->status().connections == 3);
+}
+
+TEST_CASE("per-pod sessions: a crash ends its own pod's connections only", "[session_host]") {
+  Host host;
+  test::LoopbackClient podA(host.port, "127.0.0.2");
+  test::LoopbackClient podB(host.port, "127.0.0.3");
+  const std::string pidA = ask(podA, "standin pid");
+  const std::string pidB = ask(podB, "standin pid");
+  podA.send("standin crash\n");
+  CHECK(podA.closedWithin(10s));
+  CHECK(ask(podB, "standin pid") == pidB);
+  CHECK(eventually([&] { return host.host->status().processesLost == 1; }, 10s));
+  CHECK(host.host->status().ready);
+  // Pod A comes back to a fresh process.
+  test::LoopbackClient podAgain(host.port, "127.0.0.2");
+  const std::string fresh = ask(podAgain, "standin pid");
+  CHECK(fresh.starts_with("pid "));
+  CHECK(fresh != pidA);
+}
+
+TEST_CASE("per-pod sessions: a pod's process ends with its last connection", "[session_host]") {
+  Host host;
+  std::string pid;
+  {
+    test::LoopbackClient podA(host.port, "127.0.0.2");
+    test::LoopbackClient podAgain(host.port, "127.0.0.2");
+    pid = ask(podA, "standin pid");
+    CHECK(ask(podAgain, "standin pid") == pid);
+  }
+  CHECK(eventually([&] { return host.host->status().pods == 0; }, 10s));
+  CHECK(eventually([&] { return !processAlive(pid); }, 10s));
+  // The pool is filled again.
+  CHECK(eventually([&] { return host.host->status().idle == 2; }, 10s));
+}
+
+TEST_CASE("per-pod sessions: --max-connections-per-pod and --max-sessions are enforced at accept",
+          "[session_host]") {
+  SessionHostOptions options;
+  options.maxSessions = 1;
+  options.maxConnectionsPerPod = 2;
+  std::mutex kindsMutex;
+  std::vector<std::string> kinds;  // told on the host's thread
+  options.onRefused = [&](const char* kind) {
+    std::lock_guard lock(kindsMutex);
+    kinds.emplace_back(kind);
+  };
+  Host host(options);
+  test::LoopbackClient first(host.port, "127.0.0.2");
+  test::LoopbackClient second(host.port, "127.0.0.2");
+  REQUIRE(ask(first, "standin pid").starts_with("pid "));
+  REQUIRE(ask(second, "standin pid").starts_with("pid "));
+  test::LoopbackClient third(host.port, "127.0.0.2");
+  third.send("standin pid\n");
+  CHECK(third.closedWithin(10s));
+  CHECK(third.received().empty());
+  test::LoopbackClient otherPod(host.port, "127.0.0.3");
+  otherPod.send("standin pid\n");
+  CHECK(otherPod.closedWithin(10s));
+  CHECK(otherPod.received().empty());
+  CHECK(eventually([&] { return host.host->status().refused == 2; }, 10s));
+  std::lock_guard lock(kindsMutex);
+  CHECK(kinds == std::vector<std::string>{"max-connections-per-pod", "max-sessions"});
+}
+
+TEST_CASE("per-pod sessions: a listed pod is served while unlisted addresses wait on the gate",
+          "[session_host]") {
+  Host host({}, true);
+  host.gate->setPeers(PeerList({*parseIpv4("127.0.0.2")}));
+  // Unlisted addresses knock first; each waits for the list (up to 3 s) without holding
+  // up the accept of the next.
+  std::vector<std::unique_ptr<test::LoopbackClient>> strangers;
+  for (int i = 10; i < 20; ++i) {
+    strangers.push_back(
+        std::make_unique<test::LoopbackClient>(host.port, "127.0.1." + std::to_string(i)));
+  }
+  REQUIRE(eventually([&] { return host.gate->waiting() == 10; }, 10s));
+  const auto before = std::chrono::steady_clock::now();
+  test::LoopbackClient pod(host.port, "127.0.0.2");
+  CHECK(ask(pod, "standin pid").starts_with("pid "));
+  CHECK(std::chrono::steady_clock::now() - before < 2s);  // well inside the strangers' wait
+  for (auto& stranger : strangers) {
+    stranger->send("standin pid\n");
+    CHECK(stranger->closedWithin(10s));
+    CHECK(stranger->received().empty());
+  }
+}
+
+TEST_CASE("per-pod sessions: drained, a new connection is refused and open ones go on",
+          "[session_host]") {
+  Host host;
+  test::LoopbackClient pod(host.port, "127.0.0.2");
+  const std::string pid = ask(pod, "standin pid");
+  host.host->refuseNewSessions();
+  test::LoopbackClient late(host.port, "127.0.0.3");
+  late.send("standin pid\n");
+  CHECK(late.closedWithin(10s));
+  CHECK(ask(pod, "standin pid") == pid);
+  CHECK_FALSE(host.host->waitForDrain(100ms));
+}
+
+TEST_CASE("the stand-in shares state across connections of one process, as GVirtuS does",
+          "[session_host]") {
+  // Without the host (--sessions=shared): the check the tests above make fails, as it must.
+  test::TempDir dir;
+  const int port = freePort();
+  const std::string config = dir.file("properties.json");
+  REQUIRE(writeBackendConfig(config, renderBackendConfig(static_cast<uint16_t>(port), {"cudart"}))
+              .has_value());
+  gvirtus::testing::ChildProcess backend({test::kFakeBackend, config}, {}, dir.file("backend.log"));
+  REQUIRE(eventually([&] { return backend.output().find("listening") != std::string::npos; }, 10s));
+  test::LoopbackClient podA(port, "127.0.0.2");
+  test::LoopbackClient podB(port, "127.0.0.3");
+  CHECK(ask(podA, "standin put secret of A") == "ok");
+  CHECK(ask(podB, "standin get") == "got secret of A");
+  CHECK(ask(podA, "standin pid") == ask(podB, "standin pid"));
+}

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# One backend process per pod (the shim's --sessions=per-pod, the default), on real nodes.
+# The stand-in backend serves every connection of a process as a thread and shares its
+# state among them, as GVirtuS does, so each check below fails when pods share a process
+# (--sessions=shared): two GVirtuS pods on one backend are served by two processes; a
+# second connection from a pod reaches that pod's process; what one pod writes cannot be
+# read through the other's session; a crash of one pod's process closes only that pod's
+# connections, the other goes on answering and the backend stays Ready.
+# shellcheck source=../../scenarios/lib.sh
+source "$(dirname "$0")/../../scenarios/lib.sh"
+use_test_namespace
+field() { jp pod "$1" -n "$test_ns" -o "jsonpath=$2"; }
+running() { [ "$(field "$1" '{.status.phase}')" = Running ]; }
+
+# Three frontends that hold a connection each (pigeonhole: two of them share one of the
+# backends, whatever the policy spreads).
+for i in 1 2 3; do
+  test_pod "iso-$i" '  labels: {gvirtus.io/enabled: "true"}' \
+    '      command: ["gvirtus-frontend-standin"]' | k apply -f - >/dev/null
+done
+for i in 1 2 3; do
+  eventually "iso-$i runs" running "iso-$i" || finish
+done
+declare -A on_backend
+a="" b=""
+for i in 1 2 3; do
+  backend=$(field "iso-$i" '{.metadata.annotations.gvirtus\.io/backend-pod}')
+  if [ -n "${on_backend[$backend]:-}" ]; then
+    a=${on_backend[$backend]} b=iso-$i backend_pod=${backend#*/}
+    break
+  fi
+  on_backend[$backend]=iso-$i
+done
+[ -n "$b" ] || { bad "no two of iso-1..3 share a backend"; finish; }
+say "$a and $b share the backend $backend_pod"
+# The frontends' own connections are open (their first ping answered) before any check.
+answered() { k logs -n "$test_ns" "$1" 2>/dev/null | grep -q '^backend answered'; }
+eventually "$a's frontend is connected" answered "$a" || finish
+eventually "$b's frontend is connected" answered "$b" || finish
+
+# standin POD LINE: a new connection from POD to its backend (the address its
+# properties.json names), one line of the stand-in's protocol, and the reply.
+standin() {
+  # shellcheck disable=SC2016 # the script runs in the pod, with the pod's variables
+  k exec -n "$test_ns" "$1" -- bash -c '
+    config=${GVIRTUS_CONFIG:-${GVIRTUS_HOME:-/usr/local/gvirtus}/etc/properties.json}
+    address=$(sed -nE "s/.*\"server_address\" *: *\"([0-9.]+)\".*/\1/p" "$config" | head -n 1)
+    port=$(sed -nE "s/.*\"port\" *: *\"([0-9]+)\".*/\1/p" "$config" | head -n 1)
+    exec 3<>"/dev/tcp/$address/$port" || exit 1
+    printf "%s\n" "$1" >&3
+    IFS= read -r -t 5 reply <&3 || exit 1
+    printf "%s\n" "$reply"' _ "$2" 2>/dev/null
+}
+
+pid_a=$(standin "$a" "standin pid")
+pid_b=$(standin "$b" "standin pid")
+[[ $pid_a == pid\ * && $pid_b == pid\ * ]] || { bad "no pid from the backend: '$pid_a' '$pid_b'"; finish; }
+[ "$pid_a" != "$pid_b" ] && ok "$a and $b are served by two processes ($pid_a, $pid_b)" ||
+  bad "$a and $b share one backend process ($pid_a)"
+again=$(standin "$a" "standin pid")
+[ "$again" = "$pid_a" ] && ok "a second connection from $a reaches $a's process" ||
+  bad "a second connection from $a reached '$again', not $pid_a"
+
+[ "$(standin "$a" "standin put secret-of-$a")" = ok ] || bad "$a could not write its note"
+got=$(standin "$a" "standin get")
+[ "$got" = "got secret-of-$a" ] && ok "$a reads back what it wrote, over another connection" ||
+  bad "$a read '$got'"
+got=$(standin "$b" "standin get")
+[ "$got" = "got " ] && ok "$b cannot read what $a wrote" || bad "$b read '$got' through its own session"
+
+restarts_a=$(field "$a" '{.status.containerStatuses[0].restartCount}')
+standin "$a" "standin crash" >/dev/null && bad "the crash answered"
+[ "$(standin "$b" "standin pid")" = "$pid_b" ] && ok "$b's process still answers after $a's crashed" ||
+  bad "$b's process is gone with $a's"
+restarted() { [ "$(field "$a" '{.status.containerStatuses[0].restartCount}')" -gt "${restarts_a:-0}" ]; }
+eventually "$a's frontend saw its connection closed (its container restarted)" restarted
+b_restarts=$(field "$b" '{.status.containerStatuses[0].restartCount}')
+[ "$b_restarts" = 0 ] && ok "$b's frontend kept its connection" || bad "$b's container restarted $b_restarts times"
+fresh() {
+  local pid
+  pid=$(standin "$a" "standin pid") && [[ $pid == pid\ * ]] && [ "$pid" != "$pid_a" ]
+}
+eventually "$a is served by a fresh process" fresh
+ready() {
+  [ "$(jp pod "$backend_pod" -n "$system_ns" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}')" = True ]
+}
+ready && ok "the backend pod $backend_pod stayed Ready" || bad "the backend pod $backend_pod is not Ready"
+k delete pods -n "$test_ns" --all --wait=true --timeout=60s >/dev/null 2>&1 || true
+finish
