@@ -9,6 +9,8 @@
 //   --child-exit-after SECONDS  the listening child exits after that long; the parent idles
 //   --exit-after SECONDS        the parent exits (code 3) after that long; the child stays
 //   --ignore-sigterm            both processes ignore SIGTERM (only SIGKILL stops them)
+//   --echo                      every byte read is written back (no commands): a round trip
+//                               that costs what the network path costs, for benchmarks
 //   --leak-clients              like GVirtuS, never closes a finished client's socket
 //                               (it stays in CLOSE_WAIT)
 //   --marker FILE               appends "start PID MILLISECONDS_SINCE_EPOCH" per start, and
@@ -45,6 +47,7 @@ struct Args {
   std::optional<double> exitAfter;
   bool ignoreSigterm = false;
   bool leakClients = false;
+  bool echo = false;
   std::string marker;
   std::string envOut;
   std::string say;
@@ -66,6 +69,8 @@ std::optional<Args> parseArgs(int argc, char** argv) {
       args.exitAfter = std::atof(value().c_str());
     } else if (arg == "--ignore-sigterm") {
       args.ignoreSigterm = true;
+    } else if (arg == "--echo") {
+      args.echo = true;
     } else if (arg == "--leak-clients") {
       args.leakClients = true;
     } else if (arg == "--marker") {
@@ -109,14 +114,20 @@ std::string note;
 
 // One client, on a thread of its own as GVirtuS serves it. Lines of the stand-in's protocol
 // are answered ("standin pid", "standin put TEXT", "standin get", "standin crash"); any
-// other bytes are read and dropped.
-void serveClient(int client, bool leakClients) {
+// other bytes are read and dropped (with --echo: everything is echoed).
+void serveClient(int client, bool leakClients, bool echo) {
   std::string line;
-  char buffer[512];
+  char buffer[4096];
   for (;;) {
     const ssize_t n = ::read(client, buffer, sizeof(buffer));
     if (n <= 0) {
       break;
+    }
+    if (echo) {
+      if (::write(client, buffer, static_cast<std::size_t>(n)) != n) {
+        break;
+      }
+      continue;
     }
     line.append(buffer, static_cast<std::size_t>(n));
     for (std::size_t end = line.find('\n'); end != std::string::npos; end = line.find('\n')) {
@@ -184,7 +195,7 @@ int serve(int port, const Args& args) {
   for (;;) {
     const int client = ::accept(listener, nullptr, nullptr);
     if (client >= 0) {
-      std::thread(serveClient, client, args.leakClients).detach();
+      std::thread(serveClient, client, args.leakClients, args.echo).detach();
     } else if (errno != EINTR) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
