@@ -22,8 +22,10 @@ ShimMetrics::ShimMetrics(MetricsRegistry& registry, int maxSessions)
       running_(registry.gauge("gvirtus_backend_process_running",
                               "1 when the backend process (its group's leader) is alive, "
                               "listening or not.")),
-      connections_(registry.gauge("gvirtus_backend_connections",
-                                  "ESTABLISHED TCP connections on the backend's port.")),
+      connections_(
+          registry.gauge("gvirtus_backend_connections",
+                         "Sessions: the pods served, one process each (--sessions=per-pod), or "
+                         "the ESTABLISHED TCP connections on the port (shared).")),
       gpus_(registry.gauge("gvirtus_gpus", "GPUs NVML reports on this node (0 without NVML).")),
       leakedSockets_(registry.gauge(
           "gvirtus_backend_leaked_sockets",

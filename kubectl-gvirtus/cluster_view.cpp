@@ -6,6 +6,7 @@
 #include "common/gpu_share.h"
 #include "common/json_access.h"
 #include "common/labels.h"
+#include "common/pod_origin.h"
 #include "common/pod_status.h"
 
 namespace gvirtus::kubectl_gvirtus {
@@ -63,6 +64,9 @@ std::vector<BackendView> backendViews(const std::vector<json>& backendPods,
   for (const auto& pod : backendPods) {
     if (isDeleting(pod) && !podReady(pod)) {
       continue;  // going away
+    }
+    if (isMirrorPod(pod)) {
+      continue;  // a node's static pod, never a backend (the webhook skips it too)
     }
     BackendView view;
     view.ns = stringAt(pod, {"metadata", "namespace"});

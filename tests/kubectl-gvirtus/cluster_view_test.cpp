@@ -121,6 +121,16 @@ TEST_CASE("backends: node, endpoint, readiness, load, its age and the pods given
   CHECK_FALSE(views[2].loadError.empty());
 }
 
+TEST_CASE("backends: a node's mirror pod, labelled as a backend, is not listed", "[view]") {
+  json mirror = backendPod("gvirtus-backend-gpu-9", "gpu-9", "10.0.0.9", true, kLoad);
+  mirror["metadata"]["annotations"]["kubernetes.io/config.mirror"] = "abc";
+  const std::vector<json> backends = {
+      backendPod("gvirtus-backend-a", "gpu-1", "10.0.0.5", true, kLoad), mirror};
+  auto views = backendViews(backends, {}, 9999, kNow);
+  REQUIRE(views.size() == 1);
+  CHECK(views[0].name == "gvirtus-backend-a");
+}
+
 TEST_CASE("waiting pods: oldest first, with the latest reason from their Events", "[view]") {
   const std::vector<json> pods = {
       gated(gvirtusPod("team-a", "young", "2026-11-22T09:58:00Z")),
