@@ -13,6 +13,7 @@
 
 #include "backend-shim/guard_question.h"
 #include "backend-shim/peer_guard/peer_guard_protocol.h"
+#include "backend-shim/poll_timeout.h"
 #include "backend-shim/private_unix_listener.h"
 #include "backend-shim/refusal_log.h"
 #include "common/log.h"
@@ -29,18 +30,6 @@ constexpr auto kFdLimitPause = std::chrono::milliseconds(100);
 constexpr const char* kFolderPrefix = "gvirtus-peer-gate-";
 constexpr const char* kSocketName = "gate.sock";
 constexpr const char* kDraining = "the backend is draining: it takes no new session";
-
-// poll(2)'s timeout until `next`, rounded up: waking early would only spin.
-int pollTimeout(Clock::time_point now, std::optional<Clock::time_point> next) {
-  if (!next) {
-    return -1;
-  }
-  if (*next <= now) {
-    return 0;
-  }
-  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(*next - now).count();
-  return static_cast<int>(std::min<int64_t>(ms, INT_MAX));
-}
 
 struct Question {
   UniqueFd fd;

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <climits>
 
+#include "backend-shim/poll_timeout.h"
 #include "common/log.h"
 #include "common/sockets.h"
 
@@ -17,17 +18,6 @@ using Clock = SessionClock;
 
 // While killed processes are being reaped, the loop looks again this often.
 constexpr auto kReapStep = std::chrono::milliseconds(20);
-
-int pollTimeout(Clock::time_point now, std::optional<Clock::time_point> next) {
-  if (!next) {
-    return -1;
-  }
-  if (*next <= now) {
-    return 0;
-  }
-  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(*next - now).count();
-  return static_cast<int>(std::min<int64_t>(ms, INT_MAX));
-}
 
 }  // namespace
 

@@ -13,8 +13,18 @@ Settings loaded;
 // sees `loaded` whole.
 bool loadedReady = false;
 
-// A decimal number within [1, max], or -1.
-long parseNumber(const char* text, long max) {
+Settings fromEnvironment() {
+  return parseSettings(getenv(kPortEnv), getenv(kSocketEnv), getenv(kTimeoutEnv));
+}
+
+[[gnu::constructor]] void loadSettings() {
+  loaded = fromEnvironment();
+  __atomic_store_n(&loadedReady, true, __ATOMIC_RELEASE);
+}
+
+}  // namespace
+
+long parseVariableNumber(const char* text, long max) {
   if (text == nullptr || *text == '\0') {
     return -1;
   }
@@ -31,24 +41,13 @@ long parseNumber(const char* text, long max) {
   return value >= 1 ? value : -1;
 }
 
-Settings fromEnvironment() {
-  return parseSettings(getenv(kPortEnv), getenv(kSocketEnv), getenv(kTimeoutEnv));
-}
-
-[[gnu::constructor]] void loadSettings() {
-  loaded = fromEnvironment();
-  __atomic_store_n(&loadedReady, true, __ATOMIC_RELEASE);
-}
-
-}  // namespace
-
 Settings parseSettings(const char* port, const char* socketPath, const char* timeoutMs) {
   Settings settings;
   if (port == nullptr) {
     return settings;
   }
   settings.enabled = true;
-  const long number = parseNumber(port, 65535);
+  const long number = parseVariableNumber(port, 65535);
   if (number < 0) {
     settings.everyPort = true;
     report("GVIRTUS_PEER_GUARD_PORT is not a port; every TCP listener is checked", port);
@@ -71,7 +70,7 @@ Settings parseSettings(const char* port, const char* socketPath, const char* tim
     settings.gateKnown = true;
   }
   if (timeoutMs != nullptr) {
-    const long timeout = parseNumber(timeoutMs, 600000);
+    const long timeout = parseVariableNumber(timeoutMs, 600000);
     if (timeout < 0) {
       report("GVIRTUS_PEER_GUARD_TIMEOUT_MS is not a number of milliseconds; using 5000",
              timeoutMs);

@@ -19,6 +19,10 @@ struct Settings {
   int timeoutMs = kDefaultTimeoutMs;
 };
 
+// A variable's value as a decimal number within [1, max], or -1 (unset, empty, not digits,
+// out of range).
+long parseVariableNumber(const char* text, long max);
+
 // Settings from the three variables' values (null: unset). A mistake in them never opens
 // the backend: a port that is not one checks every port, a missing or too long socket path
 // refuses every connection, each said once on stderr.

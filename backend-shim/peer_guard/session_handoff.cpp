@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "backend-shim/peer_guard/guard_report.h"
+#include "backend-shim/peer_guard/guard_settings.h"
 #include "backend-shim/peer_guard/peer_guard_protocol.h"
 
 namespace gvirtus::peer_guard {
@@ -23,35 +24,17 @@ uint16_t boundPort = 0;
 // a race of two accepting threads is harmless, so no lock.
 bool announced = false;
 
-// A decimal number within [0, max], or -1.
-long parseNumber(const char* text, long max) {
-  if (text == nullptr || *text == '\0') {
-    return -1;
-  }
-  long value = 0;
-  for (const char* c = text; *c != '\0'; ++c) {
-    if (*c < '0' || *c > '9') {
-      return -1;
-    }
-    value = value * 10 + (*c - '0');
-    if (value > max) {
-      return -1;
-    }
-  }
-  return value;
-}
-
 [[gnu::constructor]] void loadHandoff() {
   const char* fd = getenv(kHandoffFdEnv);
   if (fd == nullptr) {
     return;
   }
-  handoffFd = static_cast<int>(parseNumber(fd, 65535));
+  handoffFd = static_cast<int>(parseVariableNumber(fd, 65535));
   if (handoffFd < 0) {
     report("GVIRTUS_SESSION_HANDOFF_FD is not a descriptor; the process exits", fd);
     syscall(SYS_exit_group, 2);
   }
-  const long port = parseNumber(getenv(kHandoffPortEnv), 65535);
+  const long port = parseVariableNumber(getenv(kHandoffPortEnv), 65535);
   boundPort = port > 0 ? static_cast<uint16_t>(port) : 0;
 }
 

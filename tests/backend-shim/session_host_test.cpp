@@ -78,8 +78,9 @@ bool processAlive(const std::string& pidLine) {
 
 }  // namespace
 
-TEST_CASE("per-pod sessions: two pods, two processes; one pod's connections, one process",
-          "[session_host]") {
+TEST_CASE(
+    "per-pod sessions: two pods, two processes, and one process for all of a pod's connections",
+    "[session_host]") {
   Host host;
   test::LoopbackClient podA(host.port, "127.0.0.2");
   test::LoopbackClient podB(host.port, "127.0.0.3");

@@ -24,6 +24,8 @@
 #include <thread>
 #include <vector>
 
+#include "bench/percentile.h"
+
 namespace gvirtus::bench {
 
 using Clock = std::chrono::steady_clock;
@@ -45,19 +47,6 @@ struct LoadResult {
 
   double perSecond() const { return seconds > 0 ? static_cast<double>(ok) / seconds : 0; }
 };
-
-// The p-quantile (0..1) of `values`, nearest rank; 0 when empty.
-inline double percentile(std::vector<double> values, double p) {
-  if (values.empty()) {
-    return 0;
-  }
-  std::sort(values.begin(), values.end());
-  return values[std::min(values.size() - 1, static_cast<size_t>(p * values.size()))];
-}
-
-inline double microseconds(Clock::duration d) {
-  return std::chrono::duration<double, std::micro>(d).count();
-}
 
 namespace detail {
 

@@ -37,6 +37,8 @@
 #include "backend-shim/peer_gate.h"
 #include "bench/bench_env.h"
 #include "bench/bench_output.h"
+#include "bench/gvirtus_request.h"
+#include "bench/percentile.h"
 #include "common/unique_fd.h"
 #include "support/child_process.h"
 #include "support/cluster_env.h"
@@ -54,8 +56,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr int kRounds = 20;
-const std::vector<std::string> kRoutines = {"cudaMalloc", "cudaMemcpy", "cudaLaunchKernel",
-                                            "cublasSgemm_v2", "cudaFree"};
 
 // One way of running the server, and what was measured of it.
 struct Way {
@@ -66,24 +66,6 @@ struct Way {
   std::vector<double> roundTrips;  // microseconds
   std::vector<double> sessions;    // microseconds
 };
-
-double percentile(std::vector<double> values, double p) {
-  std::sort(values.begin(), values.end());
-  return values[std::min(values.size() - 1, static_cast<size_t>(p * values.size()))];
-}
-
-// A request as GVirtuS frames it: size_t length and routine name, size_t length and input.
-std::string request(std::mt19937& random) {
-  const std::string& routine = kRoutines[random() % kRoutines.size()];
-  const uint64_t inputSize = 100 + random() % 401;
-  const uint64_t nameSize = routine.size();
-  std::string out(sizeof(nameSize), '\0');
-  std::memcpy(out.data(), &nameSize, sizeof(nameSize));
-  out += routine;
-  out.append(reinterpret_cast<const char*>(&inputSize), sizeof(inputSize));
-  out.append(inputSize, 'x');
-  return out;
-}
 
 UniqueFd connectTo(int port) {
   UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -113,10 +95,6 @@ bool roundTrip(int fd, const std::string& text) {
   uint64_t size = 0;
   std::memcpy(&size, reply.data() + 4, sizeof(size));
   return size <= 64 && ::recv(fd, reply.data(), size, MSG_WAITALL) == static_cast<ssize_t>(size);
-}
-
-double micros(Clock::duration d) {
-  return std::chrono::duration<double, std::micro>(d).count();
 }
 
 }  // namespace
@@ -158,7 +136,7 @@ TEST_CASE("peer guard: round trips and sessions, direct, guard off and guard on"
   for (auto& way : ways) {
     open.push_back(connectTo(way.port));
     for (int i = 0; i < 200; ++i) {  // warm up: caches, the scheduler's idea of the processes
-      REQUIRE(roundTrip(open.back().get(), request(random)));
+      REQUIRE(roundTrip(open.back().get(), gvirtusRequest(random)));
     }
   }
   // Each round starts with another way: none is always the one right after the others.
@@ -166,10 +144,10 @@ TEST_CASE("peer guard: round trips and sessions, direct, guard off and guard on"
     for (size_t k = 0; k < ways.size(); ++k) {
       const size_t i = (k + static_cast<size_t>(round)) % ways.size();
       for (int n = 0; n < roundTrips / kRounds; ++n) {
-        const std::string text = request(random);
+        const std::string text = gvirtusRequest(random);
         const auto start = Clock::now();
         REQUIRE(roundTrip(open[i].get(), text));
-        ways[i].roundTrips.push_back(micros(Clock::now() - start));
+        ways[i].roundTrips.push_back(microseconds(Clock::now() - start));
       }
     }
   }
@@ -178,11 +156,11 @@ TEST_CASE("peer guard: round trips and sessions, direct, guard off and guard on"
     for (size_t k = 0; k < ways.size(); ++k) {
       Way& way = ways[(k + static_cast<size_t>(round)) % ways.size()];
       for (int n = 0; n < sessions / kRounds; ++n) {
-        const std::string text = request(random);
+        const std::string text = gvirtusRequest(random);
         const auto start = Clock::now();
         UniqueFd fd = connectTo(way.port);
         REQUIRE(roundTrip(fd.get(), text));
-        way.sessions.push_back(micros(Clock::now() - start));
+        way.sessions.push_back(microseconds(Clock::now() - start));
       }
     }
   }

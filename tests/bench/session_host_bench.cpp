@@ -38,6 +38,8 @@
 #include "backend-shim/session_host.h"
 #include "bench/bench_env.h"
 #include "bench/bench_output.h"
+#include "bench/gvirtus_request.h"
+#include "bench/percentile.h"
 #include "common/unique_fd.h"
 #include "support/child_process.h"
 #include "support/cluster_env.h"
@@ -57,30 +59,6 @@ using Clock = std::chrono::steady_clock;
 constexpr int kRounds = 10;
 constexpr int kFlood = 50;
 constexpr auto kPeerWait = 200ms;
-
-double percentile(std::vector<double> values, double p) {
-  std::sort(values.begin(), values.end());
-  return values[std::min(values.size() - 1, static_cast<size_t>(p * values.size()))];
-}
-
-double micros(Clock::duration d) {
-  return std::chrono::duration<double, std::micro>(d).count();
-}
-
-// A request as GVirtuS frames it: u64 length and routine name, u64 length and input.
-std::string request(std::mt19937& random) {
-  static const std::vector<std::string> routines = {"cudaMalloc", "cudaMemcpy", "cudaLaunchKernel",
-                                                    "cublasSgemm_v2"};
-  const std::string& routine = routines[random() % routines.size()];
-  const uint64_t nameSize = routine.size();
-  const uint64_t inputSize = 100 + random() % 401;
-  std::string out(sizeof(nameSize), '\0');
-  std::memcpy(out.data(), &nameSize, sizeof(nameSize));
-  out += routine;
-  out.append(reinterpret_cast<const char*>(&inputSize), sizeof(inputSize));
-  out.append(inputSize, 'x');
-  return out;
-}
 
 UniqueFd connectFrom(const std::string& source, int port) {
   UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -173,17 +151,17 @@ TEST_CASE("sessions: one process per pod against one shared process", "[bench]")
                                  connectFrom("127.0.0.2", perPod.port)};
     for (size_t i = 0; i < 2; ++i) {
       for (int n = 0; n < 200; ++n) {
-        REQUIRE(roundTrip(open[i].get(), request(random)));
+        REQUIRE(roundTrip(open[i].get(), gvirtusRequest(random)));
       }
     }
     for (int round = 0; round < kRounds; ++round) {
       for (size_t k = 0; k < 2; ++k) {
         const size_t i = (k + static_cast<size_t>(round)) % 2;
         for (int n = 0; n < roundTrips / kRounds; ++n) {
-          const std::string text = request(random);
+          const std::string text = gvirtusRequest(random);
           const auto start = Clock::now();
           REQUIRE(roundTrip(open[i].get(), text));
-          ways[i]->roundTrips.push_back(micros(Clock::now() - start));
+          ways[i]->roundTrips.push_back(microseconds(Clock::now() - start));
         }
       }
     }
@@ -195,11 +173,11 @@ TEST_CASE("sessions: one process per pod against one shared process", "[bench]")
       for (int n = 0; n < sessions / kRounds; ++n) {
         REQUIRE(eventually(poolFull, 10s));
         REQUIRE(eventually([&] { return (*host)->status().pods == 0; }, 10s));
-        const std::string text = request(random);
+        const std::string text = gvirtusRequest(random);
         const auto start = Clock::now();
         UniqueFd fd = connectFrom("127.0.0.3", ways[i]->port);
         REQUIRE(roundTrip(fd.get(), text));
-        ways[i]->setups.push_back(micros(Clock::now() - start));
+        ways[i]->setups.push_back(microseconds(Clock::now() - start));
       }
     }
   }
@@ -214,11 +192,11 @@ TEST_CASE("sessions: one process per pod against one shared process", "[bench]")
                             std::to_string(s + 1),
                         way->port));
       }
-      const std::string text = request(random);
+      const std::string text = gvirtusRequest(random);
       const auto start = Clock::now();
       UniqueFd fd = connectFrom("127.0.0.2", way->port);
       REQUIRE(roundTrip(fd.get(), text));
-      way->flooded.push_back(micros(Clock::now() - start));
+      way->flooded.push_back(microseconds(Clock::now() - start));
     }
   }
 
