@@ -72,7 +72,7 @@ void SessionHost::Loop::run(const std::stop_token& stop) {
     // Hang-ups first: a connection that ended frees its place before new ones are counted.
     for (size_t i = 0; i < sessionCount; ++i) {
       if ((fds[firstSession + i].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0) {
-        sessions_[i].process = nullptr;  // marked; endSessions() closes it
+        sessions_[i].ended = true;
       }
     }
     endSessions();
@@ -114,18 +114,13 @@ SessionProcess* SessionHost::Loop::startProcess(Clock::time_point now) {
 }
 
 void SessionHost::Loop::endSessions() {
-  std::erase_if(sessions_, [this](OpenSession& session) {
-    if (session.process != nullptr) {
-      return false;
+  std::erase_if(sessions_, [](const OpenSession& session) {
+    if (session.ended) {
+      --session.process->connections;
     }
-    return true;
+    return session.ended;
   });
-  for (const auto& process : processes_) {
-    process->connections = 0;
-  }
-  for (const auto& session : sessions_) {
-    ++session.process->connections;
-  }
+  // Pods whose last connection ended, and pods given a process whose handoff failed.
   std::vector<SessionProcess*> done;
   for (const auto& process : processes_) {
     if (process->pod && process->connections == 0) {

@@ -36,6 +36,7 @@ struct PendingSession {
 struct OpenSession {
   UniqueFd connection;
   SessionProcess* process = nullptr;
+  bool ended = false;  // the frontend hung up; endSessions() closes it
 };
 
 // The host's thread: the listener, the gate's answers, the processes and the connections.
