@@ -29,7 +29,9 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
   flags.addString("default-frontend", &options.defaultFrontend,
                   "value of gvirtus.io/frontend.allowed written when the label is missing");
   flags.addString("default-backend", &options.defaultBackend,
-                  "value of gvirtus.io/backend.allowed written when the label is missing");
+                  "value of gvirtus.io/backend.allowed written when the label is missing; the "
+                  "admission policy gvirtus-labeler-nodes lets only \"false\" through (operators "
+                  "opt nodes in)");
   flags.addList("gpu-probe-paths", &options.gpuProbePaths,
                 "a GPU is present when any of these paths exists");
   flags.addDuration("gpu-probe-interval", &options.gpuProbeInterval,

@@ -46,6 +46,10 @@ struct Backend {
   // assignment window (from the cluster's pods; none for static backends): what the other
   // webhook replicas assigned lately.
   std::vector<AssignedPod> assigned;
+  // The GVirtuS pods it was given that have not finished, whenever created: each holds a
+  // session, or will. The chooser never counts fewer connections than this, whatever the
+  // backend's own load report says (a taken shim could report none and draw every pod).
+  int64_t wired = 0;
   // Positions in `assigned` in the order of their pods' names (indexAssigned()), so that
   // the chooser finds a reservation's pod in each review of a burst without indexing a
   // list of thousands each time: it is indexed once per build of the backend list. Not
@@ -69,6 +73,7 @@ struct Backend {
                    .draining = draining,
                    .shares = {},
                    .assigned = {},
+                   .wired = wired,
                    .assignedByName = {}};
   }
   void indexAssigned() {

@@ -338,8 +338,10 @@ ChooseResult BackendChooser::choose(const std::vector<Backend>& backends,
     const bool fresh = age && *age >= -kClockSkew && *age <= options_.staleAfter;
     std::string endpoint = backend.endpoint();
     const int64_t own = recentLocked(endpoint);
-    const int64_t connections =
-        (load ? load->connections : 0) + own + assignedElsewhere(backend, now);
+    // The backend's own report, plus what it cannot have seen yet; never fewer than the live
+    // pods wired to it (a taken shim could report none, and draw every new pod).
+    const int64_t connections = std::max(
+        (load ? load->connections : 0) + own + assignedElsewhere(backend, now), backend.wired);
     if (load && load->maxSessions > 0 && connections >= load->maxSessions) {
       ++full;
       continue;

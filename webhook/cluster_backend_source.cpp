@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "common/pod_origin.h"
 #include "common/pod_status.h"
+#include "common/strings.h"
 #include "common/time_text.h"
 #include "webhook/names.h"
 #include "webhook/pod_fields.h"
@@ -16,6 +17,22 @@ namespace gvirtus::webhook {
 namespace {
 
 using nlohmann::json;
+
+// The nvidia.com/gpu limits of the backend pod's containers, in all; nullopt when none asks
+// (backend.gpus=0: the shim then sees what its node gives it).
+std::optional<int64_t> gpusHeld(const json& pod) {
+  const json* containers = memberAt(pod, {"spec", "containers"});
+  if (containers == nullptr || !containers->is_array()) {
+    return std::nullopt;
+  }
+  std::optional<int64_t> held;
+  for (const json& container : *containers) {
+    if (auto gpus = parseNonNegative(stringAt(container, {"resources", "limits", kGpuResource}))) {
+      held = held.value_or(0) + *gpus;
+    }
+  }
+  return held;
+}
 
 }  // namespace
 
@@ -64,7 +81,12 @@ std::optional<Backend> backendFromPod(const json& pod, const json* node, int por
   }
   const std::string load = stringAt(pod, {"metadata", "annotations", kLoadAnnotation});
   if (!load.empty()) {
-    if (auto parsed = parseBackendLoad(load)) {
+    // More GPUs than its pod was given (a limit the shim cannot change) is a claim no one
+    // can check: a taken shim would draw the pods that ask for many GPUs or much memory.
+    // Such a report counts as none.
+    auto parsed = parseBackendLoad(load);
+    const auto held = gpusHeld(pod);
+    if (parsed && (!held || static_cast<int64_t>(parsed->gpus.size()) <= *held)) {
       backend.load = *parsed;
     }
   }
@@ -152,7 +174,8 @@ bool ClusterBackendSource::updateFrontend(
     std::optional<std::pair<std::string, AssignedPod>> assigned) {
   // Only the assignments of the window are ever read (buildBackends()), and a pod's
   // creation time never changes: one created before the window is not kept at all. The
-  // 50,000 pods of a cluster that run for good cost nothing here.
+  // 50,000 pods of a cluster that run for good cost nothing here, but their backend's count.
+  std::optional<std::string> wiredTo = assigned ? std::optional(assigned->first) : std::nullopt;
   if (assigned &&
       assigned->second.created <= std::chrono::system_clock::now() - assignmentWindow_) {
     assigned.reset();
@@ -170,6 +193,17 @@ bool ClusterBackendSource::updateFrontend(
     if (newCreated) {
       recentAssigned_.emplace(*newCreated, pod);
     }
+    ++assignmentChanges_;
+  }
+  if (const auto wired = wiredTo_.find(pod);
+      (wired == wiredTo_.end() ? std::nullopt : std::optional(wired->second)) != wiredTo) {
+    if (wired != wiredTo_.end() && --wiredCount_[wired->second] == 0) {
+      wiredCount_.erase(wired->second);
+    }
+    if (wiredTo) {
+      ++wiredCount_[*wiredTo];
+    }
+    replaceEntry(wiredTo_, pod, std::move(wiredTo));
     ++assignmentChanges_;
   }
   if (shareChanged) {
@@ -192,6 +226,12 @@ void ClusterBackendSource::start() {
       if (auto parsed = parseBackendLoad(load); !parsed) {
         log::warn("backend pod has an unreadable load report; its load counts as unknown",
                   {{"pod", cacheKey(pod)}, {"error", parsed.error().message}});
+      } else if (const auto held = gpusHeld(pod);
+                 held && static_cast<int64_t>(parsed->gpus.size()) > *held) {
+        log::warn("backend pod reports more GPUs than it was given; its load counts as unknown",
+                  {{"pod", cacheKey(pod)},
+                   {"reported", std::to_string(parsed->gpus.size())},
+                   {"given", std::to_string(*held)}});
       }
     }
   };
@@ -346,6 +386,9 @@ std::vector<Backend> ClusterBackendSource::buildBackends() const {
     }
   }
   for (auto& backend : out) {
+    if (auto wired = wiredCount_.find(backend.endpoint()); wired != wiredCount_.end()) {
+      backend.wired = wired->second;
+    }
     backend.indexAssigned();
   }
   return out;

@@ -103,6 +103,10 @@ class ClusterBackendSource : public BackendSource {
   // assignment window (a build lets go of those that left it). Hashed: a build looks up
   // each of them, and their names share long prefixes.
   mutable std::unordered_map<std::string, std::pair<std::string, AssignedPod>> assigned_;
+  // By pod: the backend endpoint of every GVirtuS pod given one that has not finished, and
+  // how many each endpoint has (Backend::wired).
+  std::unordered_map<std::string, std::string> wiredTo_;
+  std::unordered_map<std::string, int64_t> wiredCount_;
   // The pods of assigned_, by creation time.
   mutable std::set<std::pair<std::chrono::system_clock::time_point, std::string>> recentAssigned_;
 

@@ -344,6 +344,13 @@ refused "another node" $L "may change only that node, not mf-pol-fe" "$labeler" 
 unbound=$(k create token gvirtus-labeler -n "$ns" --duration=10m)
 refused "a token bound to no pod" $L "this token names no node" "$unbound" \
   label node mf-pol-bare gvirtus.io/gpu.present=false --overwrite
+# A node taken over holds its labeler's token: where the label is missing, it must not
+# add it as "true" (the labeler's default is "false"; operators opt nodes in).
+k label node mf-pol-bare gvirtus.io/backend.allowed- >/dev/null
+refused "its node: add gvirtus.io/backend.allowed=true where missing" $L "refused: gvirtus.io/backend.allowed" \
+  "$labeler" label node mf-pol-bare gvirtus.io/backend.allowed=true
+allowed "its node: add gvirtus.io/backend.allowed=false where missing" "$labeler" \
+  label node mf-pol-bare gvirtus.io/backend.allowed=false
 
 say "backend shim: token bound to its pod on mf-pol-gpu1"
 backend_pod=$(pod_on gvirtus-backend mf-pol-gpu1)
@@ -406,6 +413,49 @@ refused "gvirtus.io/peers of its own replica" $W "only GVirtuS pods" "$webhook" 
   patch pod "$webhook_pod" -n "$ns" --type=merge -p "$peers"
 [ "$(k get pod "$backend_pod" -n "$ns" -o jsonpath='{.metadata.annotations.gvirtus\.io/peers}')" = "10.244.0.5,10.244.0.6" ] &&
   ok "the backend pod carries the list written" || bad "the backend pod's gvirtus.io/peers is not the list written"
+
+say "a node's own credentials (user system:node:mf-pol-bare in group system:nodes)"
+# Impersonated by the admin: the API server authorizes and the policies judge that user,
+# as for the kubelet's client certificate (tests/e2e/real/scenarios/96-tenant-attacks.sh
+# uses a real kubelet's).
+as_node() { k --as="system:node:$1" --as-group=system:nodes --as-group=system:authenticated "${@:2}" 2>&1; }
+# node_refused WHAT FRAGMENT NODE kubectl-args...
+node_refused() {
+  local what=$1 fragment=$2 out; shift 2
+  if out=$(as_node "$@"); then bad "$what: allowed"; return; fi
+  if grep -q "ValidatingAdmissionPolicy 'gvirtus-kubelet-nodes'" <<<"$out" && grep -qE -- "$fragment" <<<"$out"; then
+    ok "$what: refused: ${out##*denied request: }"
+  else
+    bad "$what: $out (want gvirtus-kubelet-nodes: ...$fragment...)"
+  fi
+}
+if out=$(as_node mf-pol-bare label node mf-pol-bare example.com/rack=r1); then
+  ok "its node: a label of its own (example.com/rack): allowed"
+else
+  bad "its node: a label of its own: refused: $out"
+fi
+node_refused "its node: opt in as a backend" "refused: gvirtus.io/backend.allowed" mf-pol-bare \
+  label node mf-pol-bare gvirtus.io/backend.allowed=true --overwrite
+node_refused "its node: remove the opt-out" "refused: gvirtus.io/backend.allowed" mf-pol-bare \
+  label node mf-pol-bare gvirtus.io/backend.allowed-
+node_refused "its node: mark itself a GPU node" "refused: gvirtus.io/gpu.present" mf-pol-fe \
+  label node mf-pol-fe gvirtus.io/gpu.present=true --overwrite
+node_refused "an opted-in node: lift the autoscaler's drain" "refused: gvirtus.io/backend.draining" mf-pol-gpu1 \
+  annotate node mf-pol-gpu1 gvirtus.io/backend.draining=x
+# Through nodes/status (a kubelet may patch it, not read it: kubectl cannot send that
+# patch): tests/e2e/real/scenarios/96-tenant-attacks.sh, with a kubelet's certificate.
+[ "$(k get node mf-pol-bare -o jsonpath='{.metadata.labels.gvirtus\.io/backend\.allowed}')" = false ] &&
+  ok "mf-pol-bare is still opted out" || bad "mf-pol-bare's gvirtus.io/backend.allowed changed"
+# A restarted kubelet registers again: that must fail as AlreadyExists, never be refused.
+registration='{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "mf-pol-gpu1",
+  "labels": {"gvirtus.io/backend.allowed": "true"}}}'
+if out=$(as_node mf-pol-gpu1 create -f - <<<"$registration"); then
+  bad "an opted-in node registers again: created"
+elif grep -q AlreadyExists <<<"$out"; then
+  ok "an opted-in node registers again (--node-labels): AlreadyExists, as the kubelet expects"
+else
+  bad "an opted-in node registers again: $out"
+fi
 
 say "the DaemonSet pods still run (kwok's status updates pass the policies)"
 running=$(k get pods -n "$ns" --field-selector status.phase=Running -o name | wc -l)

@@ -313,6 +313,27 @@ TEST_CASE("a load report dated ahead of the clock counts as stale, within a smal
   CHECK(pick(chooser, {ahead}, {}, false) == "10.0.0.1");
 }
 
+TEST_CASE("a backend's load report never counts fewer connections than the pods wired to it",
+          "[chooser]") {
+  FakeClock clock;
+  BackendChooser chooser(optionsFor(Policy::LeastConnections, clock));
+  // A taken shim reports no connections, though five live pods were given to it.
+  Backend underReporting = backend("10.0.0.1", 0, 4);
+  underReporting.wired = 5;
+  Backend honest = backend("10.0.0.2", 2, 4);
+  honest.wired = 2;
+  CHECK(pick(chooser, {underReporting, honest}, {}, false) == "10.0.0.2");
+  auto none = chooser.choose({underReporting}, {}, false);
+  REQUIRE_FALSE(none.has_value());
+  CHECK(none.error().reason == "none of 1 backend can take the pod: 1 at maxSessions");
+  // An honest report above the wired pods (several connections per pod) stands.
+  Backend busy = backend("10.0.0.3", 3, 4);
+  busy.wired = 1;
+  Backend wiredMore = backend("10.0.0.4", 1, 4);
+  wiredMore.wired = 2;
+  CHECK(pick(chooser, {busy, wiredMore}, {}, false) == "10.0.0.4");
+}
+
 TEST_CASE("no backend at all", "[chooser]") {
   FakeClock clock;
   BackendChooser chooser(optionsFor(Policy::LeastConnections, clock));

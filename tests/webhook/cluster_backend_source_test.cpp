@@ -48,6 +48,32 @@ TEST_CASE("a Ready backend pod with an IP is a backend", "[cluster-backends]") {
   CHECK(noNode->port == 7000);
 }
 
+TEST_CASE("a load report with more GPUs than the backend pod was given counts as none",
+          "[cluster-backends]") {
+  json pod = backendPod();
+  pod["spec"]["containers"] =
+      json::array({{{"name", "backend"}, {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}});
+  auto twoGpus = json::parse(pod["metadata"]["annotations"]["gvirtus.io/load"].get<std::string>());
+  twoGpus["gpus"].push_back(twoGpus["gpus"][0]);
+  twoGpus["gpus"][1]["index"] = 1;
+
+  auto held = backendFromPod(pod, &kNode, 9999);
+  REQUIRE(held.has_value());
+  CHECK(held->load.has_value());  // one GPU reported, one given
+
+  pod["metadata"]["annotations"]["gvirtus.io/load"] = twoGpus.dump();
+  auto claimed = backendFromPod(pod, &kNode, 9999);
+  REQUIRE(claimed.has_value());  // still a backend, its load unknown
+  CHECK_FALSE(claimed->load.has_value());
+
+  // A backend pod that asks for no GPU (backend.gpus=0) is not bounded by its pod.
+  pod["spec"]["containers"][0].erase("resources");
+  auto unbounded = backendFromPod(pod, &kNode, 9999);
+  REQUIRE(unbounded.has_value());
+  REQUIRE(unbounded->load.has_value());
+  CHECK(unbounded->load->gpus.size() == 2);
+}
+
 TEST_CASE("the node cache keeps of a Node what gives a backend its zone and drain mark",
           "[cluster-backends]") {
   json node = {

@@ -132,4 +132,53 @@ else
 fi
 refused "a fourth GPU pod in a namespace with a quota of 3" "exceeded quota" \
   as_tenant apply -f - < <(share_pod share-2)
+
+# A node taken over: whoever holds its kubelet's client certificate, or the tokens of the
+# pods on it, tries to make it a backend so that tenants' CUDA traffic comes to it.
+node=$(field own '{.spec.nodeName}')
+if container=$(node_container "$node"); then
+  say "a node taken over ($node): its kubelet's own certificate and its labeler's token"
+  creds=$(mktemp -d)
+  docker exec "$container" cat /etc/kubernetes/pki/ca.crt >"$creds/ca.crt"
+  docker exec "$container" cat /etc/kubernetes/pki/kubelet.crt >"$creds/kubelet.crt"
+  docker exec "$container" cat /etc/kubernetes/pki/kubelet.key >"$creds/kubelet.key"
+  server=$(k config view --minify -o jsonpath='{.clusters[0].cluster.server}')
+  as_node() {
+    kubectl --kubeconfig=/dev/null --server="$server" --certificate-authority="$creds/ca.crt" \
+      --client-certificate="$creds/kubelet.crt" --client-key="$creds/kubelet.key" --request-timeout=30s "$@"
+  }
+  labeler=$(jp pods -n "$system_ns" -l app.kubernetes.io/component=labeler \
+    --field-selector "spec.nodeName=$node" -o 'jsonpath={.items[0].metadata.uid}')
+  # The token the kubelet wrote for the labeler's pod, read where the node keeps it.
+  token=$(docker exec "$container" sh -c "cat /var/lib/kubelet/pods/$labeler/volumes/kubernetes.io~projected/*/token" 2>/dev/null || true)
+  as_labeler() {
+    kubectl --kubeconfig=/dev/null --server="$server" --certificate-authority="$creds/ca.crt" \
+      --token="$token" --request-timeout=30s "$@"
+  }
+  opted=$(jp node "$node" -o 'jsonpath={.metadata.labels.gvirtus\.io/backend\.allowed}')
+  [ "$(as_node auth whoami -o 'jsonpath={.status.userInfo.username}' 2>&1)" = "system:node:$node" ] &&
+    ok "the kubelet's certificate is system:node:$node" || bad "the kubelet's certificate is not system:node:$node"
+  refused "$node (its kubelet) opts itself in as a backend" "may not opt its node in as a GVirtuS backend" \
+    as_node label node "$node" gvirtus.io/backend.allowed=true gvirtus.io/gpu.present=true --overwrite
+  # A kubelet may patch its Node's status but not read it, so no kubectl: one PATCH.
+  # curl exits 0 either way: the reply is the Node (allowed) or a Status (refused), printed.
+  status_reply=$(curl -sS --max-time 30 --cacert "$creds/ca.crt" --cert "$creds/kubelet.crt" \
+    --key "$creds/kubelet.key" -X PATCH -H 'Content-Type: application/merge-patch+json' \
+    --data '{"metadata": {"labels": {"gvirtus.io/backend.allowed": "true"}}}' \
+    "$server/api/v1/nodes/$node/status" 2>&1)
+  if grep -q "may not opt its node in as a GVirtuS backend" <<<"$status_reply"; then
+    ok "$node (its kubelet) through its status: refused: $(grep -o 'may not opt[^"]*' <<<"$status_reply" | head -n 1)"
+  else
+    bad "$node (its kubelet) through its status: $(head -c 300 <<<"$status_reply")"
+  fi
+  if [ -n "$token" ]; then
+    refused "$node (its labeler's token) opts itself in as a backend" "refused: gvirtus.io/backend.allowed" \
+      as_labeler label node "$node" gvirtus.io/backend.allowed=true --overwrite
+  else
+    bad "no token of the labeler's pod $labeler on $node"
+  fi
+  [ "$(jp node "$node" -o 'jsonpath={.metadata.labels.gvirtus\.io/backend\.allowed}')" = "$opted" ] &&
+    ok "$node's gvirtus.io/backend.allowed is still \"$opted\"" || bad "$node's gvirtus.io/backend.allowed changed"
+  rm -rf "$creds"
+fi
 finish
