@@ -218,6 +218,11 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
                   "line-buffers the backend's stdout and makes its SO_REUSEADDR work (without "
                   "--peer-check a missing one is only a warning); empty: " +
                       std::string(kPeerGuardBeside) + " from this binary's folder");
+  flags.addString("hide-from-backend", &options.hideFromBackend,
+                  "a folder the backend processes may not read, fenced off by the guard with "
+                  "Landlock (Linux 5.13 or later): this pod's ServiceAccount token, which may "
+                  "write the load report, is kept from the process that parses tenants' bytes; "
+                  "empty: nothing is hidden");
 
   if (auto stop = parseCommandLine(flags, options.common, argc, argv)) {
     return std::unexpected(*stop);

@@ -50,6 +50,9 @@ struct Options {
   Duration peerWait = std::chrono::seconds(3);
   // Empty: kPeerGuardBeside, from the folder of this binary (resolved by validateOptions).
   std::string peerGuardLibrary;
+  // A directory the backend processes may not read (the guard fences it off with Landlock);
+  // empty: none. Default: where the kubelet mounts this pod's ServiceAccount token.
+  std::string hideFromBackend = "/var/run/secrets/kubernetes.io/serviceaccount";
   // The backend command without the config path; [0] resolved to an executable path.
   std::vector<std::string> backendCommand;
 };

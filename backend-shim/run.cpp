@@ -9,6 +9,7 @@
 
 #include "backend-shim/backend_config.h"
 #include "backend-shim/backend_output.h"
+#include "backend-shim/hidden_path.h"
 #include "backend-shim/leak_restart_gate.h"
 #include "backend-shim/listen_probe.h"
 #include "backend-shim/load_publisher.h"
@@ -228,9 +229,11 @@ int run(const Options& options) {
     log::warn("orphans of the backend will not be reaped here",
               {{"error", reaper.error().message}});
   }
-  const std::vector<std::string> env =
-      backendEnvironment(currentEnvironment(), options.gvirtusHome);
   const bool perPod = options.sessions == kPerPodSessions;
+  // The backend parses tenants' bytes: the guard keeps it from this pod's token.
+  const std::vector<std::string> env = withHiddenPath(
+      backendEnvironment(currentEnvironment(), options.gvirtusHome), options.hideFromBackend);
+  logPathFence(options.hideFromBackend, preloaded || perPod);
 
   // Declared before the supervisor, which asks it.
   std::unique_ptr<LeakRestartGate> leakGate;

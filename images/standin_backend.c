@@ -19,6 +19,8 @@
  *   standin put TEXT    -> "ok" (TEXT becomes the process's note)
  *   standin get         -> "got TEXT" (the note, whichever connection put it)
  *   standin crash       -> the process aborts, every connection it serves with it
+ *   standin read PATH   -> "read N bytes" or "cannot read: REASON" (a file of its container,
+ *                          as a tenant that took the backend over would try)
  * It has no SIGTERM handler: the shim stops its whole process group. */
 #include <errno.h>
 #include <netinet/in.h>
@@ -93,6 +95,16 @@ static int command(int connection, char* line) {
     pthread_mutex_unlock(&note_lock);
   } else if (strcmp(line, "standin crash") == 0) {
     abort();
+  } else if (strncmp(line, "standin read ", 13) == 0) {
+    FILE* file = fopen(line + 13, "r");
+    if (file == NULL) {
+      snprintf(reply, sizeof(reply), "cannot read: %s\n", strerror(errno));
+    } else {
+      char content[4096];
+      const size_t n = fread(content, 1, sizeof(content), file);
+      fclose(file);
+      snprintf(reply, sizeof(reply), "read %zu bytes\n", n);
+    }
   } else {
     snprintf(reply, sizeof(reply), "unknown\n");
   }

@@ -44,4 +44,10 @@ inline constexpr uint8_t kSession = 'S';
 inline constexpr uint8_t kReady = 'R';
 inline constexpr int kReadySize = 5;
 
+// A directory the backend must not read (the shim's ServiceAccount token: the backend parses
+// tenants' bytes). Before the program's main, the guard fences it off with Landlock
+// (path_fence.cpp): the process and every process it starts may read anything else, and
+// nothing beneath it. Unset or empty: no fence.
+inline constexpr char kHiddenPathEnv[] = "GVIRTUS_HIDDEN_PATH";
+
 }  // namespace gvirtus::peer_guard

@@ -26,11 +26,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -113,8 +115,9 @@ std::mutex noteMutex;
 std::string note;
 
 // One client, on a thread of its own as GVirtuS serves it. Lines of the stand-in's protocol
-// are answered ("standin pid", "standin put TEXT", "standin get", "standin crash"); any
-// other bytes are read and dropped (with --echo: everything is echoed).
+// are answered ("standin pid", "standin put TEXT", "standin get", "standin crash",
+// "standin read PATH": "read N bytes" or "cannot read: REASON"); any other bytes are read and
+// dropped (with --echo: everything is echoed).
 void serveClient(int client, bool leakClients, bool echo) {
   std::string line;
   char buffer[4096];
@@ -145,6 +148,15 @@ void serveClient(int client, bool leakClients, bool echo) {
         reply = "got " + note + "\n";
       } else if (command == "standin crash") {
         std::abort();
+      } else if (command.starts_with("standin read ")) {
+        std::ifstream file(command.substr(std::strlen("standin read ")), std::ios::binary);
+        const int error = errno;
+        if (!file) {
+          reply = "cannot read: " + std::string(std::strerror(error)) + "\n";
+        } else {
+          const std::string content{std::istreambuf_iterator<char>(file), {}};
+          reply = "read " + std::to_string(content.size()) + " bytes\n";
+        }
       }
       if (!reply.empty() && ::write(client, reply.data(), reply.size()) < 0) {
         break;

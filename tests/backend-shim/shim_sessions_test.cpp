@@ -5,7 +5,9 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "backend-shim/hidden_path.h"
 #include "backend-shim/running_shim.h"
+#include "support/temp_dir.h"
 
 using namespace std::chrono_literals;
 using gvirtus::testing::eventually;
@@ -13,13 +15,17 @@ namespace test = gvirtus::backend_shim::test;
 
 namespace {
 
-// "standin pid" over `client`: the serving process's answer line.
-std::string servingPid(test::LoopbackClient& client) {
+// One line of the stand-in's protocol over `client`: the serving process's answer line.
+std::string ask(test::LoopbackClient& client, const std::string& line) {
   const size_t before = client.received().size();
-  client.send("standin pid\n");
-  const std::string& got = client.receive(before + 8, 10s);
+  client.send(line + "\n");
+  const std::string& got = client.receive(before + 2, 10s);
   const size_t end = got.find('\n', before);
   return end == std::string::npos ? "" : got.substr(before, end - before);
+}
+
+std::string servingPid(test::LoopbackClient& client) {
+  return ask(client, "standin pid");
 }
 
 }  // namespace
@@ -58,4 +64,35 @@ TEST_CASE("backend-shim binary, per-pod: ready, a process per pod, drained on SI
   CHECK(*code == 0);
   CHECK_THAT(shim.process->output(), Catch::Contains("no connection left"));
   CHECK_THAT(shim.process->output(), Catch::Contains("serving a pod in a process of its own"));
+}
+
+TEST_CASE("backend-shim binary, per-pod: the backend processes cannot read the hidden folder",
+          "[shim_sessions]") {
+  if (gvirtus::backend_shim::landlockAbi() == 0) {
+    WARN("Landlock is not available on this kernel: the fence cannot be checked here");
+    return;
+  }
+  gvirtus::testing::TempDir dir;
+  std::filesystem::create_directories(dir.file("account/..data"));
+  dir.write("account/..data/token", "secret");
+  // As the kubelet lays a projected token out: a link into the current ..data.
+  std::filesystem::create_symlink("..data/token", dir.file("account/token"));
+  dir.write("open", "not secret");
+  test::RunningShim shim;
+  shim.start({"--sessions=per-pod", "--session-pool", "1", "--hide-from-backend",
+              dir.file("account").string()});
+  REQUIRE(eventually([&] { return shim.readyz() == 200; }, 15s));
+
+  test::LoopbackClient pod(shim.port, "127.0.0.2");
+  CHECK(ask(pod, "standin read " + dir.file("account/token").string()) ==
+        "cannot read: Permission denied");
+  CHECK(ask(pod, "standin read " + dir.file("account/..data/token").string()) ==
+        "cannot read: Permission denied");
+  CHECK(ask(pod, "standin read /proc/self/root" + dir.file("account/token").string()) ==
+        "cannot read: Permission denied");
+  // The rest of the machine reads as before.
+  CHECK(ask(pod, "standin read " + dir.file("open").string()) == "read 10 bytes");
+  CHECK(ask(pod, "standin read /etc/passwd").starts_with("read "));
+  CHECK_THAT(shim.process->output(),
+             Catch::Contains("the backend processes cannot read the hidden folder"));
 }

@@ -5,7 +5,8 @@
 # (--sessions=shared): two GVirtuS pods on one backend are served by two processes; a
 # second connection from a pod reaches that pod's process; what one pod writes cannot be
 # read through the other's session; a crash of one pod's process closes only that pod's
-# connections, the other goes on answering and the backend stays Ready.
+# connections, the other goes on answering and the backend stays Ready. A backend process
+# cannot read the shim's ServiceAccount token (the guard's Landlock fence).
 # shellcheck source=../../scenarios/lib.sh
 source "$(dirname "$0")/../../scenarios/lib.sh"
 use_test_namespace
@@ -70,6 +71,30 @@ got=$(standin "$a" "standin get")
   bad "$a read '$got'"
 got=$(standin "$b" "standin get")
 [ "$got" = "got " ] && ok "$b cannot read what $a wrote" || bad "$b read '$got' through its own session"
+
+# A tenant that takes its backend process over finds the shim's ServiceAccount token fenced
+# off (--hide-from-backend, Landlock), and the rest of the container as before. Where the
+# container runtime's seccomp profile refuses Landlock, the shim must say so at its start.
+token=/var/run/secrets/kubernetes.io/serviceaccount/token
+shim_log=$(k logs -n "$system_ns" "$backend_pod" --all-containers 2>&1)
+if grep -q "Landlock is not available" <<<"$shim_log"; then
+  ok "Landlock refused on this node's runtime: $backend_pod warns that its backend processes can read the token"
+  [ "$(standin "$b" "standin read $token")" != "cannot read: Permission denied" ] ||
+    bad "the token is fenced off, though the shim says Landlock is not available"
+elif grep -q "the backend processes cannot read the hidden folder" <<<"$shim_log"; then
+  got=$(standin "$b" "standin read $token")
+  [ "$got" = "cannot read: Permission denied" ] && ok "$b's backend process cannot read the shim's token ($got)" ||
+    bad "$b's backend process reads the shim's token: '$got'"
+  # Nor another pod's process of the same container, though they share a user.
+  got=$(standin "$a" "standin read /proc/${pid_b#pid }/environ")
+  [ "$got" = "cannot read: Permission denied" ] && ok "$a's process cannot read $b's process's environment ($got)" ||
+    bad "$a's process reads /proc/${pid_b#pid }/environ of $b's: '$got'"
+else
+  bad "$backend_pod says nothing of the fence around its token"
+fi
+got=$(standin "$b" "standin read /etc/hostname")
+[[ $got == read\ * ]] && ok "$b's backend process reads its other files (/etc/hostname: $got)" ||
+  bad "$b's backend process cannot read /etc/hostname: '$got'"
 
 restarts_a=$(field "$a" '{.status.containerStatuses[0].restartCount}')
 standin "$a" "standin crash" >/dev/null && bad "the crash answered"
