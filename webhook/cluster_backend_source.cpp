@@ -34,6 +34,31 @@ std::optional<int64_t> gpusHeld(const json& pod) {
   return held;
 }
 
+// The load report of a backend pod as the chooser may count it: nullopt when there is none;
+// an error when it is unreadable, or when it lists more GPUs than its pod was given (a limit
+// the shim cannot change). Such a claim is one no one can check: a taken shim would draw the
+// pods that ask for many GPUs or much memory. Both count as no report.
+Result<std::optional<BackendLoad>> countedLoad(const json& pod) {
+  const std::string load = stringAt(pod, {"metadata", "annotations", kLoadAnnotation});
+  if (load.empty()) {
+    return std::nullopt;
+  }
+  auto parsed = parseBackendLoad(load);
+  if (!parsed) {
+    return fail(parsed.error().context("unreadable load report"));
+  }
+  if (const auto held = gpusHeld(pod); held && std::ssize(parsed->gpus) > *held) {
+    return fail("the load report lists " + std::to_string(parsed->gpus.size()) +
+                " GPUs, the pod was given " + std::to_string(*held));
+  }
+  return std::optional{std::move(*parsed)};
+}
+
+// gvirtus.io/backend.allowed=true: an operator opted the node in as a backend.
+bool optedIn(const json& node) {
+  return stringAt(node, {"metadata", "labels", kBackendAllowed}) == "true";
+}
+
 }  // namespace
 
 std::optional<std::pair<std::string, AssignedPod>> assignedPod(const json& pod) {
@@ -55,6 +80,12 @@ std::optional<std::pair<std::string, AssignedPod>> assignedPod(const json& pod) 
 }
 
 std::optional<Backend> backendFromPod(const json& pod, const json* node, int port) {
+  // Only on a node an operator opted in (a kubelet cannot set the label on its own Node):
+  // a node whose opt-in is taken back gets no new session from the moment it is, not once
+  // the DaemonSet controller has removed its backend pod.
+  if (node == nullptr || !optedIn(*node)) {
+    return std::nullopt;
+  }
   const json* metadata = member(pod, "metadata");
   if (metadata == nullptr || member(*metadata, "deletionTimestamp") != nullptr || !podReady(pod)) {
     return std::nullopt;
@@ -74,21 +105,11 @@ std::optional<Backend> backendFromPod(const json& pod, const json* node, int por
   backend.podNamespace = stringAt(pod, {"metadata", "namespace"});
   backend.podName = stringAt(pod, {"metadata", "name"});
   backend.node = stringAt(pod, {"spec", "nodeName"});
-  if (node) {
-    backend.zone = stringAt(*node, {"metadata", "labels", kZoneLabel});
-    backend.draining =
-        !stringAt(*node, {"metadata", "annotations", kBackendDrainingAnnotation}).empty();
-  }
-  const std::string load = stringAt(pod, {"metadata", "annotations", kLoadAnnotation});
-  if (!load.empty()) {
-    // More GPUs than its pod was given (a limit the shim cannot change) is a claim no one
-    // can check: a taken shim would draw the pods that ask for many GPUs or much memory.
-    // Such a report counts as none.
-    auto parsed = parseBackendLoad(load);
-    const auto held = gpusHeld(pod);
-    if (parsed && (!held || static_cast<int64_t>(parsed->gpus.size()) <= *held)) {
-      backend.load = *parsed;
-    }
+  backend.zone = stringAt(*node, {"metadata", "labels", kZoneLabel});
+  backend.draining =
+      !stringAt(*node, {"metadata", "annotations", kBackendDrainingAnnotation}).empty();
+  if (auto load = countedLoad(pod); load && *load) {
+    backend.load = std::move(**load);
   }
   return backend;
 }
@@ -101,8 +122,10 @@ json nodeFields(json node) {
       metadata[key] = *value;
     }
   }
-  if (const json* zone = memberAt(node, {"metadata", "labels", kZoneLabel})) {
-    metadata["labels"][kZoneLabel] = *zone;
+  for (const char* label : {kZoneLabel, kBackendAllowed}) {
+    if (const json* value = memberAt(node, {"metadata", "labels", label})) {
+      metadata["labels"][label] = *value;
+    }
   }
   if (const json* draining =
           memberAt(node, {"metadata", "annotations", kBackendDrainingAnnotation})) {
@@ -221,18 +244,9 @@ void ClusterBackendSource::start() {
     }
   };
   auto warnBadLoad = [](const json& pod) {
-    const std::string load = stringAt(pod, {"metadata", "annotations", kLoadAnnotation});
-    if (!load.empty()) {
-      if (auto parsed = parseBackendLoad(load); !parsed) {
-        log::warn("backend pod has an unreadable load report; its load counts as unknown",
-                  {{"pod", cacheKey(pod)}, {"error", parsed.error().message}});
-      } else if (const auto held = gpusHeld(pod);
-                 held && static_cast<int64_t>(parsed->gpus.size()) > *held) {
-        log::warn("backend pod reports more GPUs than it was given; its load counts as unknown",
-                  {{"pod", cacheKey(pod)},
-                   {"reported", std::to_string(parsed->gpus.size())},
-                   {"given", std::to_string(*held)}});
-      }
+    if (auto load = countedLoad(pod); !load) {
+      log::warn("backend pod's load report counts as unknown",
+                {{"pod", cacheKey(pod)}, {"error", load.error().message}});
     }
   };
   pods_->addHandlers({[=](const json& pod) {
@@ -243,21 +257,31 @@ void ClusterBackendSource::start() {
                         // What the list holds of a backend pod changed (its readiness, address,
                         // load report): not the peer publisher's gvirtus.io/peers, written for
                         // each new frontend of the backend.
-                        if (backendFromPod(old, nullptr, port_) ==
-                            backendFromPod(pod, nullptr, port_)) {
+                        const std::string nodeName = stringAt(pod, {"spec", "nodeName"});
+                        const auto node = nodeName.empty() ? nullptr : nodes_->get("", nodeName);
+                        if (backendFromPod(old, node.get(), port_) ==
+                            backendFromPod(pod, node.get(), port_)) {
                           return;
                         }
                         warnBadLoad(pod);
                         changed();
                       },
                       [=](const json&) { changed(); }});
-  // A node that comes or goes can give a backend pod its zone: rebuild, but no pass of the
-  // waiting-pod controller for it (the pod events carry those).
-  auto nodeSetChanged = [this](const json&) { invalidate(); };
+  // A node that comes or goes changes the list only when it is opted in (its backend pod
+  // becomes a backend, or stops being one): then the waiting pods are looked at again. Any
+  // other node may still give a backend pod its zone later: the list is rebuilt.
+  auto nodeSetChanged = [=, this](const json& node) {
+    if (optedIn(node)) {
+      changed();
+    } else {
+      invalidate();
+    }
+  };
   nodes_->addHandlers(
       {nodeSetChanged,
        [=](const json& old, const json& now) {
-         if (stringAt(old, {"metadata", "labels", kZoneLabel}) !=
+         if (optedIn(old) != optedIn(now) ||
+             stringAt(old, {"metadata", "labels", kZoneLabel}) !=
                  stringAt(now, {"metadata", "labels", kZoneLabel}) ||
              stringAt(old, {"metadata", "annotations", kBackendDrainingAnnotation}) !=
                  stringAt(now, {"metadata", "annotations", kBackendDrainingAnnotation})) {

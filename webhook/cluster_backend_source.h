@@ -20,13 +20,16 @@
 namespace gvirtus::webhook {
 
 // The backend a backend pod offers, or nullopt when it cannot take frontends: not Ready,
-// no IPv4 pod IP, being deleted. `node` (the pod's Node; null when not known) gives the zone; the
-// gvirtus.io/load annotation gives the load (absent or unreadable: unknown).
+// no IPv4 pod IP, being deleted, a mirror pod, or its `node` (the pod's Node) not known or not
+// opted in (gvirtus.io/backend.allowed=true). The node gives the zone and the drain mark; the
+// gvirtus.io/load annotation gives the load (absent, unreadable or claiming more GPUs than
+// the pod holds: unknown).
 std::optional<Backend> backendFromPod(const nlohmann::json& pod, const nlohmann::json* node,
                                       int port);
 
-// What the node cache keeps of a Node: its name, resourceVersion, zone label and
-// gvirtus.io/backend-draining annotation, all that backendFromPod() reads. A real Node is
+// What the node cache keeps of a Node: its name, resourceVersion, zone and
+// gvirtus.io/backend.allowed labels and gvirtus.io/backend-draining annotation, all that
+// backendFromPod() reads. A real Node is
 // kilobytes (its images, conditions, managedFields) and there is one per machine.
 nlohmann::json nodeFields(nlohmann::json node);
 

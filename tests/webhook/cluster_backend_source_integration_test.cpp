@@ -30,7 +30,9 @@ struct OneBackend {
         node(name + "-gpu-" + run),
         source(*client, ns.name(), "gvirtus.io/test-run=" + run, 9999, assignmentWindow) {
     ns.waitForDefaultServiceAccount();
-    ensureNode(*client, node, nodeLabels);
+    json labels = nodeLabels;
+    labels["gvirtus.io/backend.allowed"] = "true";
+    ensureNode(*client, node, labels);
     REQUIRE(client->create(resources::kPods, ns.name(),
                            backendPod(ns.name(), "backend-" + run, node, run, 0, 16)));
     source.start();
@@ -86,6 +88,13 @@ TEST_CASE("backends follow their node's zone and draining mark", "[cluster-backe
 
   patchNode({{"annotations", {{"gvirtus.io/backend.draining", "2026-11-23T00:00:00Z"}}}});
   CHECK(eventually([&] { return only() && only()->draining; }));
+
+  // The operator takes the node's opt-in back: its backend pod is no backend from then on,
+  // though the pod still runs; opted in again, it is one again.
+  patchNode({{"labels", {{"gvirtus.io/backend.allowed", "false"}}}});
+  CHECK(eventually([&] { return fixture.source.backends()->empty(); }));
+  patchNode({{"labels", {{"gvirtus.io/backend.allowed", "true"}}}});
+  CHECK(eventually([&] { return only().has_value(); }));
 }
 
 TEST_CASE("backends carry the GPU shares of the pods given them until those finish",

@@ -26,7 +26,10 @@ json backendPod(bool ready = true) {
 }
 
 const json kNode = {
-    {"metadata", {{"name", "gpu-1"}, {"labels", {{"topology.kubernetes.io/zone", "zone-a"}}}}}};
+    {"metadata",
+     {{"name", "gpu-1"},
+      {"labels",
+       {{"topology.kubernetes.io/zone", "zone-a"}, {"gvirtus.io/backend.allowed", "true"}}}}}};
 
 }  // namespace
 
@@ -42,10 +45,26 @@ TEST_CASE("a Ready backend pod with an IP is a backend", "[cluster-backends]") {
   CHECK(backend->load->maxSessions == 8);
   CHECK(backend->load->gpus.at(0).memoryFreeMiB() == 90);
 
-  auto noNode = backendFromPod(backendPod(), nullptr, 7000);
-  REQUIRE(noNode.has_value());
-  CHECK(noNode->zone.empty());
-  CHECK(noNode->port == 7000);
+  json noZone = kNode;
+  noZone["metadata"]["labels"].erase("topology.kubernetes.io/zone");
+  auto plain = backendFromPod(backendPod(), &noZone, 7000);
+  REQUIRE(plain.has_value());
+  CHECK(plain->zone.empty());
+  CHECK(plain->port == 7000);
+}
+
+TEST_CASE("a backend pod is a backend only on a node an operator opted in", "[cluster-backends]") {
+  // Not known yet (the node cache has not seen it): no backend until it is.
+  CHECK_FALSE(backendFromPod(backendPod(), nullptr, 9999).has_value());
+  json node = kNode;
+  for (const char* value : {"false", "", "True"}) {
+    node["metadata"]["labels"]["gvirtus.io/backend.allowed"] = value;
+    CHECK_FALSE(backendFromPod(backendPod(), &node, 9999).has_value());
+  }
+  node["metadata"]["labels"].erase("gvirtus.io/backend.allowed");
+  CHECK_FALSE(backendFromPod(backendPod(), &node, 9999).has_value());
+  node["metadata"]["labels"]["gvirtus.io/backend.allowed"] = "true";
+  CHECK(backendFromPod(backendPod(), &node, 9999).has_value());
 }
 
 TEST_CASE("a load report with more GPUs than the backend pod was given counts as none",
@@ -74,24 +93,30 @@ TEST_CASE("a load report with more GPUs than the backend pod was given counts as
   CHECK(unbounded->load->gpus.size() == 2);
 }
 
-TEST_CASE("the node cache keeps of a Node what gives a backend its zone and drain mark",
-          "[cluster-backends]") {
-  json node = {
-      {"metadata",
-       {{"name", "gpu-1"},
-        {"resourceVersion", "42"},
-        {"labels", {{"topology.kubernetes.io/zone", "zone-a"}, {"kubernetes.io/os", "linux"}}},
-        {"annotations", {{"gvirtus.io/backend.draining", "true"}, {"note", "x"}}},
-        {"managedFields", json::array({{{"manager", "kubelet"}}})}}},
-      {"status",
-       {{"images", json::array({{{"names", {"registry/image:1"}}, {"sizeBytes", 1}}})},
-        {"capacity", {{"cpu", "64"}}}}}};
+TEST_CASE(
+    "the node cache keeps of a Node its opt-in, and what gives a backend its zone and drain mark",
+    "[cluster-backends]") {
+  json node = {{"metadata",
+                {{"name", "gpu-1"},
+                 {"resourceVersion", "42"},
+                 {"labels",
+                  {{"topology.kubernetes.io/zone", "zone-a"},
+                   {"gvirtus.io/backend.allowed", "true"},
+                   {"kubernetes.io/os", "linux"}}},
+                 {"annotations", {{"gvirtus.io/backend.draining", "true"}, {"note", "x"}}},
+                 {"managedFields", json::array({{{"manager", "kubelet"}}})}}},
+               {"status",
+                {{"images", json::array({{{"names", {"registry/image:1"}}, {"sizeBytes", 1}}})},
+                 {"capacity", {{"cpu", "64"}}}}}};
   const json kept = nodeFields(node);
-  CHECK(kept == json{{"metadata",
-                      {{"name", "gpu-1"},
-                       {"resourceVersion", "42"},
-                       {"labels", {{"topology.kubernetes.io/zone", "zone-a"}}},
-                       {"annotations", {{"gvirtus.io/backend.draining", "true"}}}}}});
+  CHECK(
+      kept ==
+      json{{"metadata",
+            {{"name", "gpu-1"},
+             {"resourceVersion", "42"},
+             {"labels",
+              {{"topology.kubernetes.io/zone", "zone-a"}, {"gvirtus.io/backend.allowed", "true"}}},
+             {"annotations", {{"gvirtus.io/backend.draining", "true"}}}}}});
   auto full = backendFromPod(backendPod(), &node, 9999);
   auto fromKept = backendFromPod(backendPod(), &kept, 9999);
   REQUIRE(full.has_value());

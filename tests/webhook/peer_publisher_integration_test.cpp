@@ -53,7 +53,7 @@ TEST_CASE("a backend pod's gvirtus.io/peers follows the pods assigned to it", "[
   const std::string run = randomSuffix();
   const std::string gpuNode = "peers-gpu-" + run;
   const std::string feNode = "peers-fe-" + run;
-  ensureNode(*client, gpuNode, json::object());
+  ensureNode(*client, gpuNode, {{"gvirtus.io/backend.allowed", "true"}});
   ensureNode(*client, feNode, json::object());
   struct NodesRemoved {
     gvirtus::KubeClient& client;

@@ -113,8 +113,8 @@ struct DraCluster {
 
   DraCluster() {
     ns.waitForDefaultServiceAccount();
-    ensureNode(*client, gpuNode, json::object());
-    ensureNode(*client, bigGpuNode, json::object());
+    ensureNode(*client, gpuNode, {{"gvirtus.io/backend.allowed", "true"}});
+    ensureNode(*client, bigGpuNode, {{"gvirtus.io/backend.allowed", "true"}});
     ensureNode(*client, frontendNode, {{"gvirtus.io/frontend.allowed", "true"}});
     // The class the manifests install (manifests/dra/deviceclass.yaml).
     const json deviceClass = {

@@ -35,8 +35,10 @@ struct Cluster {
       ensureNode(*client, name, {{"gvirtus.io/frontend.allowed", "true"}},
                  {{"nvidia.com/gpu", "8"}});
     }
-    ensureNode(*client, "wh-gpu-a", {{"topology.kubernetes.io/zone", "zone-a"}});
-    ensureNode(*client, "wh-gpu-b", {{"topology.kubernetes.io/zone", "zone-b"}});
+    ensureNode(*client, "wh-gpu-a",
+               {{"topology.kubernetes.io/zone", "zone-a"}, {"gvirtus.io/backend.allowed", "true"}});
+    ensureNode(*client, "wh-gpu-b",
+               {{"topology.kubernetes.io/zone", "zone-b"}, {"gvirtus.io/backend.allowed", "true"}});
     for (auto [name, node, connections] :
          {std::tuple{backendA, "wh-gpu-a", 2}, std::tuple{backendB, "wh-gpu-b", 1}}) {
       auto created =

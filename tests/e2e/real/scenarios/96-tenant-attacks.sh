@@ -161,7 +161,7 @@ if container=$(node_container "$node"); then
   refused "$node (its kubelet) opts itself in as a backend" "may not opt its node in as a GVirtuS backend" \
     as_node label node "$node" gvirtus.io/backend.allowed=true gvirtus.io/gpu.present=true --overwrite
   # A kubelet may patch its Node's status but not read it, so no kubectl: one PATCH.
-  # curl exits 0 either way: the reply is the Node (allowed) or a Status (refused), printed.
+  # No --fail: the reply is printed either way, the Node (allowed) or a Status (refused).
   status_reply=$(curl -sS --max-time 30 --cacert "$creds/ca.crt" --cert "$creds/kubelet.crt" \
     --key "$creds/kubelet.key" -X PATCH -H 'Content-Type: application/merge-patch+json' \
     --data '{"metadata": {"labels": {"gvirtus.io/backend.allowed": "true"}}}' \
