@@ -37,6 +37,17 @@ else
   grep -v '^same:' <<<"$out" >&2
 fi
 
+say "webhook.networkPolicy.apiServerCIDRs renders overlays/webhook-networkpolicy"
+kubectl kustomize "$repo/overlays/webhook-networkpolicy" >"$work/kustomize-webhook-np.yaml"
+helm template gvirtus "$chart" --namespace default \
+  --set 'webhook.networkPolicy.apiServerCIDRs={192.0.2.0/24}' >"$work/helm-webhook-np.yaml"
+if out=$(objdiff "$work/kustomize-webhook-np.yaml" "$work/helm-webhook-np.yaml"); then
+  ok "$(tail -1 <<<"$out")"
+else
+  bad "helm template with webhook.networkPolicy differs from kubectl kustomize overlays/webhook-networkpolicy:"
+  grep -v '^same:' <<<"$out" >&2
+fi
+
 render() { helm template gvirtus "$chart" --namespace default "$@"; }
 # expect DESCRIPTION PATTERN helm-template-args...: the rendering contains the line.
 expect() {
@@ -81,6 +92,12 @@ expect "namespace.name reaches the admission policies" \
 expect "namespace.name: the backend pods whose gvirtus.io/peers the webhook writes" \
   "variables.gvirtusPod && request.namespace == 'gpu-system' &&" --set namespace.name=gpu-system
 expect_not "admissionPolicies.enabled=false" '^kind: ValidatingAdmissionPolicy' --set admissionPolicies.enabled=false
+# The webhook's NetworkPolicy only when its API server addresses are given: a guess would
+# cut the API server off and stop every GVirtuS pod's creation.
+webhook_policy() { render "$@" | grep -A3 '^kind: NetworkPolicy$' | grep -c 'name: gvirtus-webhook$'; }
+[ "$(webhook_policy)" = 0 ] && ok "no webhook NetworkPolicy by default" || bad "a webhook NetworkPolicy by default"
+expect "webhook.networkPolicy.apiServerCIDRs: each an ipBlock" '^ +cidr: "10.0.0.10/32"$' \
+  --set 'webhook.networkPolicy.apiServerCIDRs={10.0.0.10/32,10.0.0.11/32}'
 
 say "values.schema.json refuses what the binaries would"
 # expect_refused DESCRIPTION helm-template-args...: the schema stops the rendering.
@@ -100,6 +117,7 @@ expect_refused "a static backend without a port" --set 'webhook.staticBackends={
 expect_refused "a port out of range" --set backend.port=70000
 expect_refused "a duration without a unit" --set backend.drainTimeout=30
 expect_refused "admissionPolicies.enabled not a boolean" --set-string admissionPolicies.enabled=no
+expect_refused "an API server address without a prefix length" --set 'webhook.networkPolicy.apiServerCIDRs={10.0.0.10}'
 
 say "cert-manager"
 cm=(--set certManager.enabled=true)

@@ -19,11 +19,12 @@ as_tenant() { k --as="$tenant" --as-group=system:serviceaccounts "$@"; }
 field() { jp pod "$1" -n "$test_ns" -o "jsonpath=$2"; }
 running() { [ "$(field "$1" '{.status.phase}')" = Running ]; }
 
-# probe POD IP: "echo" (the backend answered), "closed" (connected, then closed before any
-# reply: the session check) or "dropped" (no connection within 5 s: NetworkPolicy).
+# probe POD IP [PORT]: "echo" (the backend answered), "closed" (connected, then closed before
+# any reply: the session check; or no echo, from a port that is not GVirtuS) or "dropped" (no
+# connection within 5 s: NetworkPolicy). PORT: 9999.
 probe() {
   local status=0
-  reply=$(k exec -n "$test_ns" "$1" -- timeout 5 tcp-echo-probe "$2" 9999 2>/dev/null) || status=$?
+  reply=$(k exec -n "$test_ns" "$1" -- timeout 5 tcp-echo-probe "$2" "${3:-9999}" 2>/dev/null) || status=$?
   if [ "$status" = 0 ] && [ "$reply" = gvirtus ]; then echo echo
   elif [ "$status" = 124 ]; then echo dropped
   else echo closed; fi
@@ -92,6 +93,48 @@ plain_ip=$(field plain '{.status.podIP}')
 for backend in "${backends[@]}"; do
   listed "${backend% *}" "$plain_ip" && bad "${backend% *} lists the plain pod" || ok "${backend% *} does not list the plain pod"
 done
+
+say "the webhook's port: only the API server (overlays/webhook-networkpolicy)"
+if [ "${E2E_NETWORK_POLICY:-0}" = 1 ]; then
+  # The address of a webhook pod that is not being deleted.
+  webhook_ip() {
+    k get pods -n "$system_ns" -l app.kubernetes.io/name=gvirtus-webhook -o json |
+      jq -r '[.items[] | select(.metadata.deletionTimestamp == null) | .status.podIP // empty][0] // empty'
+  }
+  result=$(probe own "$(webhook_ip)" 8443)
+  [ "$result" = closed ] && ok "without the policy a tenant's pod connects to the webhook's port 8443" ||
+    bad "own to the webhook's port without the policy: $result"
+  # Where the API server calls the webhook from: here a host process, reaching the pods
+  # through the node containers from the host's address on their network.
+  api_source=$(ip -4 route get "$(webhook_ip)" | sed -n 's/.* src \([0-9.]*\).*/\1/p')
+  repo=$(cd "$(dirname "$0")/../../../.." && pwd)
+  sed -e "s#192.0.2.0/24#$api_source/32#" -e "s/namespace: gvirtus-system/namespace: $system_ns/" \
+    "$repo/overlays/webhook-networkpolicy/networkpolicy.yaml" | k apply -f - >/dev/null &&
+    ok "the overlay's NetworkPolicy, with the API server's address $api_source/32" ||
+    bad "the overlay's NetworkPolicy was not applied"
+  # The agent judges new connections only, and the API server keeps its own to the webhook
+  # open: new webhook pods make it open new ones, which the policy judges.
+  if k rollout restart deployment/gvirtus-webhook -n "$system_ns" >/dev/null &&
+    k rollout status deployment/gvirtus-webhook -n "$system_ns" --timeout="${timeout_s}s" >/dev/null; then
+    ok "the webhook restarted under the policy"
+  else
+    bad "the webhook did not restart within ${timeout_s}s"
+  fi
+  webhook_dropped() { [ "$(probe own "$(webhook_ip)" 8443)" = dropped ]; }
+  eventually "a tenant's pod can no longer reach the webhook's port" webhook_dropped || true
+  # The API server still reaches it: a server-side dry run is admitted by the webhook
+  # (failurePolicy Fail: were the webhook cut off, the create would fail), and mutated: given
+  # a backend, or the gate of a pod that waits for one.
+  if out=$(test_pod np-dry-run '  labels: {gvirtus.io/enabled: "true"}' "" |
+    as_tenant create --dry-run=server -f - \
+      -o 'jsonpath={.metadata.annotations.gvirtus\.io/backend}{.spec.schedulingGates[*].name}' 2>&1) &&
+    [ -n "$out" ]; then
+    ok "the API server still calls the webhook: a GVirtuS pod is admitted, given $out"
+  else
+    bad "with the policy, admission fails: $out"
+  fi
+  k delete networkpolicy gvirtus-webhook -n "$system_ns" --ignore-not-found >/dev/null 2>&1 || true
+fi
 
 say "edits the admission policies refuse"
 refused "label the plain pod gvirtus.io/enabled=true" "gvirtus.io/enabled" \
