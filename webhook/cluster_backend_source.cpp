@@ -36,9 +36,11 @@ std::optional<int64_t> gpusHeld(const json& pod) {
 
 // The load report of a backend pod as the chooser may count it: nullopt when there is none;
 // an error when it is unreadable, or when it lists more GPUs than its pod was given (a limit
-// the shim cannot change). Such a claim is one no one can check: a taken shim would draw the
-// pods that ask for many GPUs or much memory. Both count as no report.
-Result<std::optional<BackendLoad>> countedLoad(const json& pod) {
+// the shim cannot change) or, for a pod that asks for none (backend.gpus=0), than its node
+// has (`node`: its Node, as the node cache keeps it; null when not known). Such a claim is
+// one no one can check: a taken shim would draw the pods that ask for many GPUs or much
+// memory. Both count as no report.
+Result<std::optional<BackendLoad>> countedLoad(const json& pod, const json* node) {
   const std::string load = stringAt(pod, {"metadata", "annotations", kLoadAnnotation});
   if (load.empty()) {
     return std::nullopt;
@@ -47,9 +49,18 @@ Result<std::optional<BackendLoad>> countedLoad(const json& pod) {
   if (!parsed) {
     return fail(parsed.error().context("unreadable load report"));
   }
-  if (const auto held = gpusHeld(pod); held && std::ssize(parsed->gpus) > *held) {
-    return fail("the load report lists " + std::to_string(parsed->gpus.size()) +
-                " GPUs, the pod was given " + std::to_string(*held));
+  const auto reported = std::ssize(parsed->gpus);
+  if (const auto held = gpusHeld(pod)) {
+    if (reported > *held) {
+      return fail("the load report lists " + std::to_string(reported) +
+                  " GPUs, the pod was given " + std::to_string(*held));
+    }
+  } else if (const auto onNode =
+                 node ? parseNonNegative(stringAt(*node, {"status", "capacity", kGpuResource}))
+                      : std::nullopt;
+             onNode && reported > *onNode) {
+    return fail("the load report lists " + std::to_string(reported) + " GPUs, its node has " +
+                std::to_string(*onNode));
   }
   return std::optional{std::move(*parsed)};
 }
@@ -108,7 +119,7 @@ std::optional<Backend> backendFromPod(const json& pod, const json* node, int por
   backend.zone = stringAt(*node, {"metadata", "labels", kZoneLabel});
   backend.draining =
       !stringAt(*node, {"metadata", "annotations", kBackendDrainingAnnotation}).empty();
-  if (auto load = countedLoad(pod); load && *load) {
+  if (auto load = countedLoad(pod, node); load && *load) {
     backend.load = std::move(**load);
   }
   return backend;
@@ -126,6 +137,9 @@ json nodeFields(json node) {
     if (const json* value = memberAt(node, {"metadata", "labels", label})) {
       metadata["labels"][label] = *value;
     }
+  }
+  if (const json* gpus = memberAt(node, {"status", "capacity", kGpuResource})) {
+    kept["status"]["capacity"][kGpuResource] = *gpus;
   }
   if (const json* draining =
           memberAt(node, {"metadata", "annotations", kBackendDrainingAnnotation})) {
@@ -243,8 +257,10 @@ void ClusterBackendSource::start() {
       onChange_();
     }
   };
-  auto warnBadLoad = [](const json& pod) {
-    if (auto load = countedLoad(pod); !load) {
+  auto warnBadLoad = [this](const json& pod) {
+    const std::string nodeName = stringAt(pod, {"spec", "nodeName"});
+    const auto node = nodeName.empty() ? nullptr : nodes_->get("", nodeName);
+    if (auto load = countedLoad(pod, node.get()); !load) {
       log::warn("backend pod's load report counts as unknown",
                 {{"pod", cacheKey(pod)}, {"error", load.error().message}});
     }
@@ -281,6 +297,8 @@ void ClusterBackendSource::start() {
       {nodeSetChanged,
        [=](const json& old, const json& now) {
          if (optedIn(old) != optedIn(now) ||
+             stringAt(old, {"status", "capacity", kGpuResource}) !=
+                 stringAt(now, {"status", "capacity", kGpuResource}) ||
              stringAt(old, {"metadata", "labels", kZoneLabel}) !=
                  stringAt(now, {"metadata", "labels", kZoneLabel}) ||
              stringAt(old, {"metadata", "annotations", kBackendDrainingAnnotation}) !=

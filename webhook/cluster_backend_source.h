@@ -23,13 +23,13 @@ namespace gvirtus::webhook {
 // no IPv4 pod IP, being deleted, a mirror pod, or its `node` (the pod's Node) not known or not
 // opted in (gvirtus.io/backend.allowed=true). The node gives the zone and the drain mark; the
 // gvirtus.io/load annotation gives the load (absent, unreadable or claiming more GPUs than
-// the pod holds: unknown).
+// the pod holds, or than its node has when the pod asks for none: unknown).
 std::optional<Backend> backendFromPod(const nlohmann::json& pod, const nlohmann::json* node,
                                       int port);
 
 // What the node cache keeps of a Node: its name, resourceVersion, zone and
-// gvirtus.io/backend.allowed labels and gvirtus.io/backend-draining annotation, all that
-// backendFromPod() reads. A real Node is
+// gvirtus.io/backend.allowed labels, gvirtus.io/backend-draining annotation and
+// nvidia.com/gpu capacity, all that backendFromPod() reads. A real Node is
 // kilobytes (its images, conditions, managedFields) and there is one per machine.
 nlohmann::json nodeFields(nlohmann::json node);
 

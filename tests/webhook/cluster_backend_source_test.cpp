@@ -85,16 +85,25 @@ TEST_CASE("a load report with more GPUs than the backend pod was given counts as
   REQUIRE(claimed.has_value());  // still a backend, its load unknown
   CHECK_FALSE(claimed->load.has_value());
 
-  // A backend pod that asks for no GPU (backend.gpus=0) is not bounded by its pod.
+  // A backend pod that asks for no GPU (backend.gpus=0) is bounded by its node's GPUs, when
+  // the node tells them.
   pod["spec"]["containers"][0].erase("resources");
   auto unbounded = backendFromPod(pod, &kNode, 9999);
   REQUIRE(unbounded.has_value());
   REQUIRE(unbounded->load.has_value());
   CHECK(unbounded->load->gpus.size() == 2);
+  json node = kNode;
+  node["status"]["capacity"]["nvidia.com/gpu"] = "1";
+  auto beyondNode = backendFromPod(pod, &node, 9999);
+  REQUIRE(beyondNode.has_value());
+  CHECK_FALSE(beyondNode->load.has_value());
+  node["status"]["capacity"]["nvidia.com/gpu"] = "2";
+  CHECK(backendFromPod(pod, &node, 9999)->load.has_value());
 }
 
 TEST_CASE(
-    "the node cache keeps of a Node its opt-in, and what gives a backend its zone and drain mark",
+    "the node cache keeps of a Node its opt-in, GPUs, and what gives a backend its zone and drain "
+    "mark",
     "[cluster-backends]") {
   json node = {{"metadata",
                 {{"name", "gpu-1"},
@@ -107,7 +116,7 @@ TEST_CASE(
                  {"managedFields", json::array({{{"manager", "kubelet"}}})}}},
                {"status",
                 {{"images", json::array({{{"names", {"registry/image:1"}}, {"sizeBytes", 1}}})},
-                 {"capacity", {{"cpu", "64"}}}}}};
+                 {"capacity", {{"cpu", "64"}, {"nvidia.com/gpu", "8"}}}}}};
   const json kept = nodeFields(node);
   CHECK(
       kept ==
@@ -116,7 +125,8 @@ TEST_CASE(
              {"resourceVersion", "42"},
              {"labels",
               {{"topology.kubernetes.io/zone", "zone-a"}, {"gvirtus.io/backend.allowed", "true"}}},
-             {"annotations", {{"gvirtus.io/backend.draining", "true"}}}}}});
+             {"annotations", {{"gvirtus.io/backend.draining", "true"}}}}},
+           {"status", {{"capacity", {{"nvidia.com/gpu", "8"}}}}}});
   auto full = backendFromPod(backendPod(), &node, 9999);
   auto fromKept = backendFromPod(backendPod(), &kept, 9999);
   REQUIRE(full.has_value());
