@@ -145,21 +145,27 @@ TEST_CASE("kubectl gvirtus status, backends and why on a live cluster", "[kubect
           ->patch(resources::kPods, backendsNs.name(), backend, PatchType::Merge,
                   json{{"metadata", {{"annotations", {{"gvirtus.io/load", load(0, 1)}}}}}}.dump())
           .has_value());
+  // The Event is written after the release, by the webhook's event recorder: wait for both.
   json explained;
-  REQUIRE(eventually(
+  auto assignedEvent = [&] {
+    for (const auto& e : explained["events"]) {
+      if (e["reason"] == "BackendAssigned") {
+        return true;
+      }
+    }
+    return false;
+  };
+  CHECK(eventually(
       [&] {
         explained = pluginJson({"why", "pod/kg-train", "--namespace", apps.name(), "-ojson"});
-        return explained["state"] == "assigned";
+        return explained["state"] == "assigned" && assignedEvent();
       },
       30s));
   INFO(explained.dump(2));
+  REQUIRE(explained["state"] == "assigned");
   CHECK(explained["backend"] == backendIp() + ":9999");
   CHECK(explained["backendPod"] == backendsNs.name() + "/" + backend);
-  bool assignedEvent = false;
-  for (const auto& e : explained["events"]) {
-    assignedEvent = assignedEvent || e["reason"] == "BackendAssigned";
-  }
-  CHECK(assignedEvent);
+  CHECK(assignedEvent());
   auto backendsArgs = scope;
   backendsArgs.insert(backendsArgs.begin(), {"backends", "-o", "json"});
   CHECK(pluginJson(backendsArgs)["backends"][0]["pods"] == 1);
