@@ -282,9 +282,11 @@ TEST_CASE("backend-shim binary: sessions only from the addresses in gvirtus.io/p
               "GVIRTUS_HOME=", test::kAsanPreloadOrder};
   shim.start({"--kubeconfig", shim.dir.file("kubeconfig"), "--peer-check", "--peer-wait", "3s",
               "--log-level", "debug", "--drain-timeout", "1s"});
+  // The shim's log as it is when a wait fails (INFO keeps the text it is given).
+  const bool ready = eventually([&] { return shim.readyz() == 200; }, 15s) &&
+                     eventually([&] { return shim.metric("gvirtus_backend_peers 1"); }, 10s);
   INFO(shim.process->output());
-  REQUIRE(eventually([&] { return shim.readyz() == 200; }, 15s));
-  REQUIRE(eventually([&] { return shim.metric("gvirtus_backend_peers 1"); }, 10s));
+  REQUIRE(ready);
 
   test::LoopbackClient listed(shim.port, "127.0.0.2");
   REQUIRE(eventually([&] { return shim.metric("gvirtus_backend_sessions_allowed_total 1"); }, 10s));
