@@ -250,6 +250,11 @@ bool ClusterBackendSource::updateFrontend(
   return shareChanged;
 }
 
+ObjectSnapshot ClusterBackendSource::nodeOf(const json& pod) const {
+  const std::string nodeName = stringAt(pod, {"spec", "nodeName"});
+  return nodeName.empty() ? nullptr : nodes_->get("", nodeName);
+}
+
 void ClusterBackendSource::start() {
   auto changed = [this] {
     invalidate();
@@ -258,9 +263,7 @@ void ClusterBackendSource::start() {
     }
   };
   auto warnBadLoad = [this](const json& pod) {
-    const std::string nodeName = stringAt(pod, {"spec", "nodeName"});
-    const auto node = nodeName.empty() ? nullptr : nodes_->get("", nodeName);
-    if (auto load = countedLoad(pod, node.get()); !load) {
+    if (auto load = countedLoad(pod, nodeOf(pod).get()); !load) {
       log::warn("backend pod's load report counts as unknown",
                 {{"pod", cacheKey(pod)}, {"error", load.error().message}});
     }
@@ -273,8 +276,7 @@ void ClusterBackendSource::start() {
                         // What the list holds of a backend pod changed (its readiness, address,
                         // load report): not the peer publisher's gvirtus.io/peers, written for
                         // each new frontend of the backend.
-                        const std::string nodeName = stringAt(pod, {"spec", "nodeName"});
-                        const auto node = nodeName.empty() ? nullptr : nodes_->get("", nodeName);
+                        const auto node = nodeOf(pod);
                         if (backendFromPod(old, node.get(), port_) ==
                             backendFromPod(pod, node.get(), port_)) {
                           return;
@@ -371,8 +373,7 @@ std::vector<Backend> ClusterBackendSource::buildBackends() const {
     std::lock_guard lock(readMutex_);
     std::unordered_map<std::string, ReadBackend> read;
     for (const auto& pod : pods_->list()) {
-      const std::string nodeName = stringAt(*pod, {"spec", "nodeName"});
-      auto node = nodeName.empty() ? nullptr : nodes_->get("", nodeName);
+      auto node = nodeOf(*pod);
       ReadBackend now{.podVersion = stringAt(*pod, {"metadata", "resourceVersion"}),
                       .nodeVersion = node ? stringAt(*node, {"metadata", "resourceVersion"}) : "",
                       .backend = std::nullopt};

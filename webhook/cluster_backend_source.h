@@ -76,6 +76,8 @@ class ClusterBackendSource : public BackendSource {
 
  private:
   std::vector<Backend> buildBackends() const;
+  // The Node a pod is bound to, as the node cache keeps it; null when not bound or not known.
+  ObjectSnapshot nodeOf(const nlohmann::json& pod) const;
   void invalidate();
   // Records the share and the assignment of one GVirtuS pod (nullopt: it holds none, has
   // none); true when that changed what its backend holds.
