@@ -66,6 +66,11 @@ while [ $SECONDS -lt $deadline ]; do
 done
 if [ -z "$seconds" ]; then
   bad "the backend did not listen again within ${timeout_s}s of the kill"
+  # What the shim says now, into the run's log: its numbers and its last words.
+  { k get --raw "/api/v1/namespaces/$system_ns/pods/$backend:8080/proxy/metrics" |
+    grep '^gvirtus_backend_' || true; } |
+    sed 's/^/    metric: /' >&2
+  { k logs -n "$system_ns" "$backend" -c backend --tail=40 || true; } 2>&1 | sed 's/^/    log: /' >&2
 elif awk -v s="$seconds" 'BEGIN {exit !(s < 15)}'; then
   ok "the backend listens again ${seconds}s after its listener was killed (under 15s)"
 else
