@@ -5,33 +5,44 @@
 
 namespace gvirtus::backend_shim {
 
+namespace {
+
+std::optional<std::string> textAt(const nlohmann::json& pod, std::string_view annotation) {
+  const nlohmann::json* value = memberAt(pod, {"metadata", "annotations", annotation});
+  if (value == nullptr || !value->is_string()) {
+    return std::nullopt;
+  }
+  return value->get<std::string>();
+}
+
+}  // namespace
+
 PeerAnnotationWatch::PeerAnnotationWatch(ObjectCache& cache, Sink sink) : sink_(std::move(sink)) {
   ResourceEventHandlers handlers;
   handlers.onAdd = [this](const nlohmann::json& pod) { apply(pod); };
   handlers.onUpdate = [this](const nlohmann::json&, const nlohmann::json& pod) { apply(pod); };
   handlers.onDelete = [this](const nlohmann::json&) {
     log::warn("this pod was deleted; every session is refused from now on");
-    publish(std::nullopt, PeerList());
+    publish({}, PeerList(), PeerShares());
   };
   cache.addHandlers(std::move(handlers));
 }
 
 void PeerAnnotationWatch::apply(const nlohmann::json& pod) {
-  const nlohmann::json* value = memberAt(pod, {"metadata", "annotations", kPeersAnnotation});
-  if (value == nullptr || !value->is_string()) {
-    if (!published_ || text_) {
+  Texts texts{textAt(pod, kPeersAnnotation), textAt(pod, kPeerMemoryAnnotation)};
+  if (!texts.peers) {
+    if (!published_ || texts_.peers) {
       log::warn(
           "this pod has no gvirtus.io/peers annotation; every session is refused until the "
           "webhook writes it (or run with --peer-check=false)");
-      publish(std::nullopt, PeerList());
+      publish({}, PeerList(), PeerShares());
     }
     return;
   }
-  const std::string& text = value->get_ref<const std::string&>();
-  if (published_ && text_ == text) {
+  if (published_ && texts_ == texts) {
     return;
   }
-  ParsedPeers parsed = parsePeers(text);
+  ParsedPeers parsed = parsePeers(*texts.peers);
   if (parsed.malformed > 0) {
     log::warn("gvirtus.io/peers: entries that are not IPv4 addresses are ignored",
               {{"ignored", parsed.malformed}, {"first", parsed.firstMalformed}});
@@ -40,15 +51,21 @@ void PeerAnnotationWatch::apply(const nlohmann::json& pod) {
     log::warn("gvirtus.io/peers: more addresses than the limit; the rest are ignored",
               {{"limit", kMaxPeers}});
   }
-  log::info("peer list updated", {{"peers", parsed.peers.size()}});
-  publish(text, std::move(parsed.peers));
+  ParsedShares shares = parsePeerShares(texts.shares.value_or(""));
+  if (shares.malformed > 0) {
+    log::warn("gvirtus.io/peer-memory: entries that are not ADDRESS=MiB are ignored",
+              {{"ignored", shares.malformed}, {"first", shares.firstMalformed}});
+  }
+  log::info("peer list updated",
+            {{"peers", parsed.peers.size()}, {"gpuMemoryShares", shares.shares.size()}});
+  publish(std::move(texts), std::move(parsed.peers), std::move(shares.shares));
 }
 
-void PeerAnnotationWatch::publish(std::optional<std::string> text, PeerList peers) {
+void PeerAnnotationWatch::publish(Texts texts, PeerList peers, PeerShares shares) {
   published_ = true;
-  text_ = std::move(text);
+  texts_ = std::move(texts);
   ++updates_;
-  sink_(std::move(peers));
+  sink_(std::move(peers), std::move(shares));
 }
 
 nlohmann::json peersAnnotationFields(nlohmann::json pod) {
@@ -59,8 +76,10 @@ nlohmann::json peersAnnotationFields(nlohmann::json pod) {
       metadata[key] = *value;
     }
   }
-  if (const nlohmann::json* peers = memberAt(pod, {"metadata", "annotations", kPeersAnnotation})) {
-    metadata["annotations"][std::string(kPeersAnnotation)] = *peers;
+  for (std::string_view annotation : {kPeersAnnotation, kPeerMemoryAnnotation}) {
+    if (const nlohmann::json* value = memberAt(pod, {"metadata", "annotations", annotation})) {
+      metadata["annotations"][std::string(annotation)] = *value;
+    }
   }
   return kept;
 }

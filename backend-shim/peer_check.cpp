@@ -39,11 +39,16 @@ Result<std::unique_ptr<PeerCheck>> PeerCheck::start(const Options& options, Kube
   check->cache_ =
       std::make_unique<ResourceCache>(client, resources::kPods, options.podNamespace, "",
                                       "metadata.name=" + options.podName, std::move(cacheOptions));
-  PeerGate* gatePtr = check->gate_.get();
-  check->watch_ =
-      std::make_unique<PeerAnnotationWatch>(*check->cache_, [gatePtr, &metrics](PeerList peers) {
+  PeerCheck* self = check.get();
+  check->watch_ = std::make_unique<PeerAnnotationWatch>(
+      *check->cache_, [self, &metrics](PeerList peers, PeerShares shares) {
         metrics.observePeers(peers.size());
-        gatePtr->setPeers(std::move(peers));
+        // The shares first: a pod the gate lets in from now on finds its share.
+        {
+          std::lock_guard lock(self->sharesMutex_);
+          self->shares_ = std::move(shares);
+        }
+        self->gate_->setPeers(std::move(peers));
       });
   check->cache_->start();
   log::info("peer check on: sessions only from the pods listed in gvirtus.io/peers",
@@ -51,6 +56,11 @@ Result<std::unique_ptr<PeerCheck>> PeerCheck::start(const Options& options, Kube
              {"guard", options.peerGuardLibrary},
              {"wait", formatDuration(options.peerWait)}});
   return check;
+}
+
+std::optional<uint64_t> PeerCheck::gpuMemoryShare(Ipv4 pod) const {
+  std::lock_guard lock(sharesMutex_);
+  return shares_.bytesOf(pod);
 }
 
 std::vector<std::string> PeerCheck::backendEnvironment(const std::vector<std::string>& env) const {

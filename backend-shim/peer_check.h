@@ -1,11 +1,15 @@
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "backend-shim/peer_annotation_watch.h"
 #include "backend-shim/peer_gate.h"
+#include "backend-shim/peer_shares.h"
 #include "backend-shim/shim_metrics.h"
 #include "common/error.h"
 #include "common/kube_client.h"
@@ -33,6 +37,9 @@ class PeerCheck {
   // `env` with the guard preloaded and told where the gate is (withPeerGuard).
   std::vector<std::string> backendEnvironment(const std::vector<std::string>& env) const;
   const PeerGate& gate() const { return *gate_; }
+  // The GPU memory share of the pod at `pod` in bytes, from gvirtus.io/peer-memory; nullopt:
+  // none. Any thread.
+  std::optional<uint64_t> gpuMemoryShare(Ipv4 pod) const;
   // The drain: every new session is refused from now on (PeerGate::refuseNewSessions).
   void refuseNewSessions() { gate_->refuseNewSessions(); }
 
@@ -44,6 +51,8 @@ class PeerCheck {
 
  private:
   const Options& options_;
+  mutable std::mutex sharesMutex_;
+  PeerShares shares_;  // guarded by sharesMutex_
   // In this order: the cache is stopped first, its handlers call the watch, which feeds the
   // gate.
   std::unique_ptr<PeerGate> gate_;

@@ -120,6 +120,7 @@ std::unique_ptr<SessionHost> startSessionHost(const Options& options, std::vecto
   if (peerCheck != nullptr) {
     host.gateSocket = peerCheck->gate().socketPath();
     host.gateTimeout = options.peerWait + std::chrono::seconds(2);
+    host.gpuMemoryShare = [peerCheck](Ipv4 pod) { return peerCheck->gpuMemoryShare(pod); };
   }
   host.startupTimeout = options.startupTimeout;
   host.onRefused = [&metrics](const char* kind) { metrics.observeRefusal(kind); };

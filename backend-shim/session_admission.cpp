@@ -168,6 +168,14 @@ void SessionHost::Loop::dispatch(UniqueFd connection, Ipv4 peer, Clock::time_poi
       refuse(std::move(connection), peer, "start", "no session process could be started", now);
       return;
     }
+    const uint64_t share = options_.gpuMemoryShare ? options_.gpuMemoryShare(peer).value_or(0) : 0;
+    if (share != 0) {
+      if (auto told = process->limit(share); !told) {
+        refuse(std::move(connection), peer, "handoff", told.error().message, now);
+        retire(process);
+        return;
+      }
+    }
     process->pod = peer;
     const bool anotherWaits =
         std::any_of(processes_.begin(), processes_.end(),
@@ -176,7 +184,9 @@ void SessionHost::Loop::dispatch(UniqueFd connection, Ipv4 peer, Clock::time_poi
       refillAt_ = now + kRefillDelay;
     }
     log::info("serving a pod in a process of its own",
-              {{"peer", formatIpv4(peer)}, {"pid", process->pid()}});
+              {{"peer", formatIpv4(peer)},
+               {"pid", process->pid()},
+               {"gpuMemoryShareMiB", static_cast<int64_t>(share >> 20)}});
   }
   if (auto handed = process->hand(connection.get()); !handed) {
     refuse(std::move(connection), peer, "handoff", handed.error().message, now);

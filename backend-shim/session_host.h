@@ -6,10 +6,12 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "backend-shim/peer_list.h"
 #include "backend-shim/process_group.h"
 #include "common/duration.h"
 #include "common/error.h"
@@ -44,6 +46,10 @@ struct SessionHostOptions {
   Duration startupTimeout = std::chrono::minutes(1);
   Duration backoffInitial = std::chrono::seconds(1);
   Duration backoffMax = std::chrono::minutes(1);
+  // The GPU memory share of the pod at an address, in bytes, given to the pod's process before
+  // its first connection (the guard refuses allocations past it); nullopt or 0: none. Asked
+  // on the host's thread: it must not block. Empty: no pod has a share.
+  std::function<std::optional<uint64_t>(Ipv4 pod)> gpuMemoryShare;
   // Told of each connection refused, with its kind (ShimMetrics::observeRefusal), on the
   // host's thread.
   std::function<void(const char* kind)> onRefused;

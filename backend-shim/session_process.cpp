@@ -83,6 +83,21 @@ Result<bool> SessionProcess::readAnnouncement() {
   return true;
 }
 
+Result<void> SessionProcess::limit(uint64_t gpuMemoryBytes) {
+  uint8_t message[protocol::kLimitsSize];
+  message[0] = protocol::kLimits;
+  std::memcpy(message + 1, &gpuMemoryBytes, sizeof(gpuMemoryBytes));
+  for (;;) {
+    if (::send(control_.get(), message, sizeof(message), MSG_NOSIGNAL | MSG_DONTWAIT) ==
+        static_cast<ssize_t>(sizeof(message))) {
+      return {};
+    }
+    if (errno != EINTR) {
+      return fail("cannot send the pod's limits: " + errnoText(errno));
+    }
+  }
+}
+
 Result<void> SessionProcess::hand(int connection) {
   uint8_t kind = protocol::kSession;
   iovec part{&kind, 1};

@@ -3,6 +3,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -45,6 +46,9 @@ class SessionProcess {
   Result<bool> readAnnouncement();
   bool ready() const { return serverPid_ != 0; }
 
+  // Tells the process its pod's share of GPU memory, which its guard enforces from then on
+  // (kLimits); before the pod's first connection is handed over.
+  Result<void> limit(uint64_t gpuMemoryBytes);
   // Hands an accepted connection over (a copy of the descriptor: the caller keeps its own).
   Result<void> hand(int connection);
 

@@ -36,6 +36,9 @@ inline constexpr const char* kLoadAnnotation = "gvirtus.io/load";
 // On backend pods, written by the webhook's leader only: the IPv4s of the pods assigned to
 // that backend pod, comma-separated; its shim accepts sessions from these alone.
 inline constexpr const char* kPeersAnnotation = "gvirtus.io/peers";
+// Beside it, written with it: the GPU memory share of those peers that have one, in MiB
+// ("10.244.1.5=4096,10.244.2.7=2048"); the shim gives each pod's process its share as a cap.
+inline constexpr const char* kPeerMemoryAnnotation = "gvirtus.io/peer-memory";
 inline constexpr const char* kSchedulingGate = "gvirtus.io/backend";
 // What the webhook's leader leaves on a GVirtuS pod whose backend went away
 // (webhook/backend_follower.h): a pod condition on a pod it cannot recreate (a bare pod),

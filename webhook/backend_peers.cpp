@@ -40,8 +40,12 @@ std::optional<PeerClaim> peerClaim(const json& pod) {
   if (ip.empty()) {
     return std::nullopt;
   }
+  std::optional<GpuShare> share;
+  if (auto held = heldShare(pod)) {
+    share = std::move(held->second);
+  }
   return PeerClaim{std::move(assigned->second.backendPod), std::move(assigned->first),
-                   std::move(ip)};
+                   std::move(ip), std::move(share)};
 }
 
 std::string backendEndpoint(const json& backendPod, int port) {
@@ -79,6 +83,50 @@ std::string peersValue(const std::vector<std::string>& peers, size_t max) {
       out += ',';
     }
     out += peers[i];
+  }
+  return out;
+}
+
+std::vector<PeerShare> backendPeerShares(std::string_view backendPod, std::string_view endpoint,
+                                         const std::vector<PeerClaim>& claims,
+                                         const std::vector<GpuLoad>& gpus) {
+  std::vector<std::pair<uint32_t, PeerShare>> found;
+  for (const auto& claim : claims) {
+    if (!claim.share || !claimsBackend(claim, backendPod, endpoint)) {
+      continue;
+    }
+    int64_t totalMiB = 0;
+    for (const auto& gpu : gpus) {
+      if (gpu.index == claim.share->gpuIndex) {
+        totalMiB = gpu.memoryTotalMiB;
+      }
+    }
+    const int64_t mebibytes = memoryDemandMiB(claim.share->demand, totalMiB);
+    if (mebibytes > 0) {
+      found.emplace_back(addressOrder(claim.ip), PeerShare{claim.ip, mebibytes});
+    }
+  }
+  // By address, the smallest share first: the first of each address is kept.
+  std::sort(found.begin(), found.end());
+  found.erase(std::unique(found.begin(), found.end(),
+                          [](const auto& a, const auto& b) { return a.first == b.first; }),
+              found.end());
+  std::vector<PeerShare> out;
+  out.reserve(found.size());
+  for (auto& entry : found) {
+    out.push_back(std::move(entry.second));
+  }
+  return out;
+}
+
+std::string peerMemoryValue(const std::vector<PeerShare>& shares, size_t max) {
+  std::string out;
+  const size_t count = std::min(shares.size(), max);
+  for (size_t i = 0; i < count; ++i) {
+    if (i > 0) {
+      out += ',';
+    }
+    out += shares[i].first + "=" + std::to_string(shares[i].second);
   }
   return out;
 }

@@ -5,7 +5,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
+
+#include "common/backend_load.h"
+#include "common/gpu_share.h"
 
 // Which pods may open sessions on a backend pod (issue 40 item 3): the decision behind the
 // annotation gvirtus.io/peers, which the backend shim enforces on every connection. GVirtuS
@@ -28,6 +32,8 @@ struct PeerClaim {
   std::string backendPod;  // gvirtus.io/backend-pod: "namespace/name"
   std::string endpoint;    // gvirtus.io/backend: "IP:PORT"
   std::string ip;          // the pod's own IPv4 address
+  // The GPU memory it holds on the backend (heldShare()); none: the whole GPU is its to use.
+  std::optional<GpuShare> share;
 
   bool operator==(const PeerClaim&) const = default;
 };
@@ -54,5 +60,21 @@ std::vector<std::string> backendPeers(std::string_view backendPod, std::string_v
 
 // The annotation's value: the first `max` of `peers` joined by commas; "" for none.
 std::string peersValue(const std::vector<std::string>& peers, size_t max = kMaxPeers);
+
+// An address and its GPU memory share in MiB.
+using PeerShare = std::pair<std::string, int64_t>;
+
+// The shares of those of `claims` that count for the backend pod (as backendPeers()) and hold
+// one, in address order, each address once (its smallest share): what the pod asked for
+// (memoryDemandMiB()), a fraction of the total of the GPU it was given as `gpus` (the
+// backend's load report) says. A share that comes to 0 MiB (a fraction of a GPU the report
+// does not list yet) is left out: that pod is not capped until the report says.
+std::vector<PeerShare> backendPeerShares(std::string_view backendPod, std::string_view endpoint,
+                                         const std::vector<PeerClaim>& claims,
+                                         const std::vector<GpuLoad>& gpus);
+
+// gvirtus.io/peer-memory's value: "IP=MiB" entries of the first `max` of `shares`, joined by
+// commas; "" for none.
+std::string peerMemoryValue(const std::vector<PeerShare>& shares, size_t max = kMaxPeers);
 
 }  // namespace gvirtus::webhook

@@ -1,8 +1,11 @@
 #include "webhook/peer_publisher.h"
 
 #include <optional>
+#include <string_view>
+#include <utility>
 #include <vector>
 
+#include "common/backend_load.h"
 #include "common/json_access.h"
 #include "common/kube_resource.h"
 #include "common/log.h"
@@ -22,13 +25,32 @@ constexpr int kWorkers = 4;
 // How often run() looks again while the caches have not synced yet.
 constexpr auto kSyncPoll = std::chrono::milliseconds(200);
 
-// The value a backend pod carries; nullopt when absent (never published).
-std::optional<std::string> carriedPeers(const json& pod) {
-  const json* value = memberAt(pod, {"metadata", "annotations", kPeersAnnotation});
+std::optional<std::string> carried(const json& pod, std::string_view annotation) {
+  const json* value = memberAt(pod, {"metadata", "annotations", annotation});
   if (value == nullptr || !value->is_string()) {
     return std::nullopt;
   }
   return value->get<std::string>();
+}
+
+// The values a backend pod carries; nullopt where absent (never published).
+PeerAnnotations carriedPeers(const json& pod) {
+  return {carried(pod, kPeersAnnotation), carried(pod, kPeerMemoryAnnotation)};
+}
+
+// The GPUs its load report lists; none while it has not published one that parses.
+std::vector<GpuLoad> reportedGpus(const json& backendPod) {
+  auto load = parseBackendLoad(stringAt(backendPod, {"metadata", "annotations", kLoadAnnotation}));
+  return load ? std::move(load->gpus) : std::vector<GpuLoad>{};
+}
+
+// Each reported GPU's index and total: what a share of a fraction is computed from.
+std::vector<std::pair<int64_t, int64_t>> gpuTotals(const json& backendPod) {
+  std::vector<std::pair<int64_t, int64_t>> totals;
+  for (const auto& gpu : reportedGpus(backendPod)) {
+    totals.emplace_back(gpu.index, gpu.memoryTotalMiB);
+  }
+  return totals;
 }
 
 }  // namespace
@@ -69,12 +91,14 @@ PeerPublisher::PeerPublisher(ObjectCache& backendPods, ObjectCache& frontendPods
        .onUpdate = [this](const json&, const json& now) { frontendChanged(now, false); },
        .onDelete = [this](const json& pod) { frontendChanged(pod, true); }});
   // A backend pod's load report changes every few seconds and alters no list: only a new
-  // address, or a list that is not what was written (an edit, a lost write), needs a look.
+  // address, values that are not what was written (an edit, a lost write), or GPUs of other
+  // sizes (the shares of fractions) need a look.
   backendPods_.addHandlers({.onAdd = [this](const json& pod) { enqueue(cacheKey(pod)); },
                             .onUpdate =
                                 [this](const json& old, const json& now) {
                                   if (podIpv4(old) != podIpv4(now) ||
-                                      carriedPeers(old) != carriedPeers(now)) {
+                                      carriedPeers(old) != carriedPeers(now) ||
+                                      gpuTotals(old) != gpuTotals(now)) {
                                     enqueue(cacheKey(now));
                                   }
                                 },
@@ -204,9 +228,11 @@ void PeerPublisher::refreshClaimLocked(const std::string& claimKey, Due& due) {
       if (ip.empty()) {
         continue;
       }
+      // No share yet: a claimant's process is not capped (its claim's consumed memory would
+      // be its share; not read here yet).
       for (const auto& backendPod : held->second.backendPods) {
         wanted.emplace("claim:" + claimKey + "#" + reservation.pod + "@" + backendPod,
-                       PeerClaim{backendPod, "", ip});
+                       PeerClaim{backendPod, "", ip, std::nullopt});
       }
     }
   }
@@ -286,9 +312,12 @@ Result<bool> PeerPublisher::sync(const std::string& backendPod) {
         "out and refused by its backend (logged once)",
         {{"backendPod", backendPod}, {"peers", peers.size()}, {"max", options_.maxPeers}});
   }
-  const std::string value = peersValue(peers, options_.maxPeers);
+  const std::vector<PeerShare> shares = backendPeerShares(
+      backendPod, backendEndpoint(*pod, options_.port), claims, reportedGpus(*pod));
+  const PeerAnnotations value{peersValue(peers, options_.maxPeers),
+                              peerMemoryValue(shares, options_.maxPeers)};
   const std::string resourceVersion = stringAt(*pod, {"metadata", "resourceVersion"});
-  std::optional<std::string> carried = carriedPeers(*pod);
+  PeerAnnotations carried = carriedPeers(*pod);
   {
     std::lock_guard lock(mutex_);
     if (auto it = written_.find(backendPod); it != written_.end()) {
@@ -302,11 +331,15 @@ Result<bool> PeerPublisher::sync(const std::string& backendPod) {
   if (carried == value) {
     return false;
   }
-  // A merge patch of this one key, not guarded by a resourceVersion: no one else writes it
-  // (manifests/policy), the value is derived from the caches, not from what the pod held, and
-  // other annotations (the shim's gvirtus.io/load) are left as they are. A write from a
-  // stale cache is corrected by the next event of either cache.
-  json patch = {{"metadata", {{"annotations", {{std::string(kPeersAnnotation), value}}}}}};
+  // A merge patch of these two keys, in one write so that the shim never sees a peer without
+  // its share, not guarded by a resourceVersion: no one else writes them (manifests/policy),
+  // the values are derived from the caches, not from what the pod held, and other
+  // annotations (the shim's gvirtus.io/load) are left as they are. A write from a stale cache
+  // is corrected by the next event of either cache.
+  json patch = {{"metadata",
+                 {{"annotations",
+                   {{std::string(kPeersAnnotation), *value.peers},
+                    {std::string(kPeerMemoryAnnotation), *value.memory}}}}}};
   auto wrote = write_(ns, name, patch.dump());
   if (!wrote) {
     if (wrote.error().isNotFound()) {
@@ -321,7 +354,9 @@ Result<bool> PeerPublisher::sync(const std::string& backendPod) {
     metrics_->peersPublished();
   }
   log::debug("published the peers of a backend pod",
-             {{"backendPod", backendPod}, {"peers", std::min(peers.size(), options_.maxPeers)}});
+             {{"backendPod", backendPod},
+              {"peers", std::min(peers.size(), options_.maxPeers)},
+              {"gpuMemoryShares", std::min(shares.size(), options_.maxPeers)}});
   std::lock_guard lock(mutex_);
   written_[backendPod] = Written{resourceVersion, value};
   return true;

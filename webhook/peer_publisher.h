@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <stop_token>
 #include <string>
@@ -23,7 +24,8 @@
 
 // The peer publisher (issue 40 item 3): keeps gvirtus.io/peers on every backend pod equal
 // to the addresses of the pods assigned to it (webhook/backend_peers.h), which the backend
-// shim lets connect and no other address.
+// shim lets connect and no other address, and gvirtus.io/peer-memory equal to those pods'
+// GPU memory shares, which the shim caps each pod's process at (issue 52 item 3).
 namespace gvirtus::webhook {
 
 class WebhookMetrics;
@@ -32,6 +34,14 @@ class WebhookMetrics;
 using PeerWriter = std::function<Result<void>(const std::string& ns, const std::string& name,
                                               const std::string& mergePatch)>;
 PeerWriter peerWriter(KubeClient& client);
+
+// gvirtus.io/peers and gvirtus.io/peer-memory as a backend pod carries them, or as written;
+// nullopt: absent.
+struct PeerAnnotations {
+  std::optional<std::string> peers;
+  std::optional<std::string> memory;
+  bool operator==(const PeerAnnotations&) const = default;
+};
 
 struct PeerPublisherOptions {
   int port = 9999;  // the backends' port, as gvirtus.io/backend names them
@@ -51,7 +61,7 @@ struct PeerPublisherOptions {
 // pods it named before and after (at most one sync per `coalesce`); a change of a backend pod's
 // address or of its gvirtus.io/peers queues that pod; gaining leadership (run(), once the caches
 // have synced) queues every backend pod. sync(key) writes at most one merge patch of that one
-// annotation, once the pod has an address, and only when the value differs from what the pod
+// annotation pair, once the pod has an address, and only when a value differs from what the pod
 // carries (an empty list too: "" tells the shim there is none). Event-driven: a new frontend pod
 // connects within a second or two of getting its address, and the shim waits only a few seconds for
 // the list to name it.
@@ -124,7 +134,7 @@ class PeerPublisher {
   // the watch brings the patched pod does not write the same value again.
   struct Written {
     std::string fromResourceVersion;
-    std::string value;
+    PeerAnnotations value;
   };
   std::map<std::string, Written> written_;
 };

@@ -38,11 +38,17 @@ inline constexpr uint8_t kRefused = 'R';
 // there is one byte, kSession, with the accepted connection as SCM_RIGHTS. Before its first
 // accept waits, the guard sends kReadySize bytes: kReady and its pid (int32, host order),
 // the pid of the process that accepts (GVirtuS's forked child), which the shim watches.
+//
+// Before the pod's first connection, the shim may send the pod's limits: kLimitsSize bytes,
+// kLimits and the pod's share of GPU memory in bytes (uint64, host order; 0: none), which the
+// guard's allocation calls enforce from then on (gpu_memory_cap.h).
 inline constexpr char kHandoffFdEnv[] = "GVIRTUS_SESSION_HANDOFF_FD";
 inline constexpr char kHandoffPortEnv[] = "GVIRTUS_SESSION_PORT";
 inline constexpr uint8_t kSession = 'S';
 inline constexpr uint8_t kReady = 'R';
 inline constexpr int kReadySize = 5;
+inline constexpr uint8_t kLimits = 'L';
+inline constexpr int kLimitsSize = 9;
 
 // A directory the backend must not read (the shim's ServiceAccount token: the backend parses
 // tenants' bytes). Before the program's main, the guard fences it off with Landlock

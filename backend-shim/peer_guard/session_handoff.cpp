@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "backend-shim/peer_guard/gpu_memory_cap.h"
 #include "backend-shim/peer_guard/guard_report.h"
 #include "backend-shim/peer_guard/guard_settings.h"
 #include "backend-shim/peer_guard/peer_guard_protocol.h"
@@ -66,8 +67,8 @@ int acceptHandedOver(int listener, sockaddr* address, socklen_t* length, int fla
   const long listenerFlags = syscall(SYS_fcntl, listener, F_GETFL);
   const bool nonBlocking = listenerFlags >= 0 && (listenerFlags & O_NONBLOCK) != 0;
   for (;;) {
-    uint8_t kind = 0;
-    iovec part{&kind, 1};
+    uint8_t received[kLimitsSize] = {};
+    iovec part{received, sizeof(received)};
     alignas(cmsghdr) uint8_t control[CMSG_SPACE(sizeof(int))];
     msghdr message{};
     message.msg_iov = &part;
@@ -86,6 +87,16 @@ int acceptHandedOver(int listener, sockaddr* address, socklen_t* length, int fla
     if (got <= 0) {
       // The shim is gone or ended this process's service: nothing will come again.
       syscall(SYS_exit_group, 0);
+    }
+    const uint8_t kind = received[0];
+    if (kind == kLimits && got == kLimitsSize) {
+      uint64_t bytes = 0;
+      auto* to = reinterpret_cast<uint8_t*>(&bytes);
+      for (int i = 0; i < 8; ++i) {
+        to[i] = received[1 + i];
+      }
+      setMemoryCap(bytes);
+      continue;
     }
     const cmsghdr* header = CMSG_FIRSTHDR(&message);
     if (kind != kSession || header == nullptr || header->cmsg_level != SOL_SOCKET ||

@@ -32,13 +32,25 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iomanip>
 #include <iterator>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+// The fake CUDA library's calls (fake_cuda.cpp), as the CUDA headers declare them.
+extern "C" {
+int cudaMalloc(void** pointer, size_t bytes);
+int cudaFree(void* pointer);
+int cudaMemGetInfo(size_t* free, size_t* total);
+int cuMemAlloc_v2(unsigned long long* pointer, size_t bytes);
+int cuMemFree_v2(unsigned long long pointer);
+long fakeCudaAllocationsReached();
+}
 
 namespace {
 
@@ -114,9 +126,48 @@ long long millisSinceEpoch() {
 std::mutex noteMutex;
 std::string note;
 
+// GVirtuS's CUDA calls, made on the fake CUDA library (fake_cuda.cpp), as a session's
+// requests would make them: "malloc BYTES" and "cumalloc BYTES" answer "RESULT ADDRESS",
+// "free ADDRESS" and "cufree ADDRESS" "RESULT", "meminfo" "RESULT FREE TOTAL" and "reached"
+// the allocations that reached the library.
+std::string cudaCommand(const std::string& request) {
+  std::istringstream in(request);
+  std::string verb;
+  in >> verb;
+  unsigned long long number = 0;
+  in >> std::setbase(0) >> number;
+  if (verb == "malloc") {
+    void* pointer = nullptr;
+    const int result = cudaMalloc(&pointer, number);
+    return std::to_string(result) + " " + std::to_string(reinterpret_cast<uintptr_t>(pointer));
+  }
+  if (verb == "cumalloc") {
+    unsigned long long pointer = 0;
+    const int result = cuMemAlloc_v2(&pointer, number);
+    return std::to_string(result) + " " + std::to_string(pointer);
+  }
+  if (verb == "free") {
+    return std::to_string(cudaFree(reinterpret_cast<void*>(number)));
+  }
+  if (verb == "cufree") {
+    return std::to_string(cuMemFree_v2(number));
+  }
+  if (verb == "meminfo") {
+    size_t free = 0;
+    size_t total = 0;
+    const int result = cudaMemGetInfo(&free, &total);
+    return std::to_string(result) + " " + std::to_string(free) + " " + std::to_string(total);
+  }
+  if (verb == "reached") {
+    return std::to_string(fakeCudaAllocationsReached());
+  }
+  return "unknown";
+}
+
 // One client, on a thread of its own as GVirtuS serves it. Lines of the stand-in's protocol
 // are answered ("standin pid", "standin put TEXT", "standin get", "standin crash",
-// "standin read PATH": "read N bytes" or "cannot read: REASON"); any other bytes are read and
+// "standin read PATH": "read N bytes" or "cannot read: REASON", "standin cuda REQUEST":
+// cudaCommand's answer); any other bytes are read and
 // dropped (with --echo: everything is echoed).
 void serveClient(int client, bool leakClients, bool echo) {
   std::string line;
@@ -148,6 +199,8 @@ void serveClient(int client, bool leakClients, bool echo) {
         reply = "got " + note + "\n";
       } else if (command == "standin crash") {
         std::abort();
+      } else if (command.starts_with("standin cuda ")) {
+        reply = cudaCommand(command.substr(std::strlen("standin cuda "))) + "\n";
       } else if (command.starts_with("standin read ")) {
         std::ifstream file(command.substr(std::strlen("standin read ")), std::ios::binary);
         const int error = errno;

@@ -12,7 +12,8 @@ using nlohmann::json;
 
 namespace {
 
-json pod(const std::optional<std::string>& peers, const std::string& phase = "Running") {
+json pod(const std::optional<std::string>& peers, const std::string& phase = "Running",
+         const std::optional<std::string>& shares = std::nullopt) {
   json object = {{"apiVersion", "v1"},
                  {"kind", "Pod"},
                  {"metadata",
@@ -24,13 +25,20 @@ json pod(const std::optional<std::string>& peers, const std::string& phase = "Ru
   if (peers) {
     object["metadata"]["annotations"] = {{"gvirtus.io/peers", *peers}, {"gvirtus.io/load", "{}"}};
   }
+  if (shares) {
+    object["metadata"]["annotations"]["gvirtus.io/peer-memory"] = *shares;
+  }
   return object;
 }
 
 struct Watched {
   FakeObjectCache cache;
   std::vector<PeerList> lists;
-  PeerAnnotationWatch watch{cache, [this](PeerList peers) { lists.push_back(std::move(peers)); }};
+  std::vector<PeerShares> shares;
+  PeerAnnotationWatch watch{cache, [this](PeerList peers, PeerShares given) {
+                              lists.push_back(std::move(peers));
+                              shares.push_back(std::move(given));
+                            }};
 };
 
 Ipv4 ip(const char* text) {
@@ -107,4 +115,46 @@ TEST_CASE("peer annotation watch: the cache keeps only what the watch reads",
   CHECK(peersAnnotationFields(pod(std::nullopt)) ==
         json{{"metadata",
               {{"name", "backend-0"}, {"namespace", "gvirtus-system"}, {"resourceVersion", "7"}}}});
+}
+
+TEST_CASE("peer annotation watch: gvirtus.io/peer-memory gives the peers' shares",
+          "[peer_annotation_watch]") {
+  Watched w;
+  w.cache.start();
+  // An older webhook writes no shares: nobody is capped.
+  w.cache.put(pod("10.0.0.1,10.0.0.2"));
+  REQUIRE(w.shares.size() == 1);
+  CHECK(w.shares[0].size() == 0);
+  // A change of the shares alone is handed on, with the same list.
+  w.cache.put(pod("10.0.0.1,10.0.0.2", "Running", "10.0.0.1=4096"));
+  REQUIRE(w.shares.size() == 2);
+  CHECK(w.lists[1] == w.lists[0]);
+  CHECK(w.shares[1].bytesOf(ip("10.0.0.1")) == 4096ull << 20);
+  CHECK_FALSE(w.shares[1].bytesOf(ip("10.0.0.2")).has_value());
+  w.cache.put(pod("10.0.0.1,10.0.0.2", "Pending", "10.0.0.1=4096"));
+  CHECK(w.shares.size() == 2);
+  // Without the peers, shares count for nothing: the empty list and no shares.
+  w.cache.put(pod(std::nullopt, "Running", "10.0.0.1=4096"));
+  REQUIRE(w.shares.size() == 3);
+  CHECK(w.lists[2].size() == 0);
+  CHECK(w.shares[2].size() == 0);
+  CHECK(
+      peersAnnotationFields(pod("10.0.0.1", "Running", "10.0.0.1=1"))["metadata"]["annotations"] ==
+      json{{"gvirtus.io/peers", "10.0.0.1"}, {"gvirtus.io/peer-memory", "10.0.0.1=1"}});
+}
+
+TEST_CASE("peer shares: ADDRESS=MiB entries; anything else is skipped", "[peer_annotation_watch]") {
+  const ParsedShares parsed = parsePeerShares(
+      " 10.0.0.1=4096, 10.0.0.2 = 1 ,,10.0.0.3=0,10.0.0.4=-5,10.0.0.5=1x,nine=9,10.0.0.6,"
+      "10.0.0.7=1073741825,10.0.0.1=2048");
+  CHECK(parsed.shares.size() == 2);
+  CHECK(parsed.shares.bytesOf(ip("10.0.0.1")) == 2048ull << 20);  // twice: the smaller
+  CHECK(parsed.shares.bytesOf(ip("10.0.0.2")) == 1ull << 20);
+  for (const char* without : {"10.0.0.3", "10.0.0.4", "10.0.0.5", "10.0.0.6", "10.0.0.7"}) {
+    CHECK_FALSE(parsed.shares.bytesOf(ip(without)).has_value());
+  }
+  CHECK(parsed.malformed == 6);
+  CHECK(parsed.firstMalformed == "10.0.0.3=0");
+  CHECK(parsePeerShares("10.0.0.1=1,10.0.0.2=1,10.0.0.3=1", 2).shares.size() == 2);
+  CHECK(parsePeerShares("").shares.size() == 0);
 }

@@ -62,8 +62,10 @@ TEST_CASE("peer guard library: no symbol version newer than GLIBC_2.17", "[peer_
   }
 }
 
-TEST_CASE("peer guard library: exports accept, accept4, bind and setsockopt only",
-          "[peer_guard_elf]") {
+TEST_CASE(
+    "peer guard library: exports accept, accept4, bind, setsockopt and CUDA's allocation calls "
+    "only",
+    "[peer_guard_elf]") {
   const std::string symbols = readelf("--dyn-syms");
   std::set<std::string> defined;
   std::istringstream lines(symbols);
@@ -77,5 +79,9 @@ TEST_CASE("peer guard library: exports accept, accept4, bind and setsockopt only
     }
   }
   INFO(symbols);
-  CHECK(defined == std::set<std::string>{"accept", "accept4", "bind", "setsockopt"});
+  CHECK(defined == std::set<std::string>{
+                       "accept", "accept4", "bind", "setsockopt", "cudaMalloc", "cudaMallocManaged",
+                       "cudaMallocPitch", "cudaMallocAsync", "cudaFree", "cudaFreeAsync",
+                       "cudaMemGetInfo", "cuMemAlloc_v2", "cuMemAllocManaged", "cuMemAllocPitch_v2",
+                       "cuMemAllocAsync", "cuMemFree_v2", "cuMemFreeAsync", "cuMemGetInfo_v2"});
 }

@@ -185,6 +185,40 @@ TEST_CASE("per-pod sessions: a listed pod is served while unlisted addresses wai
   }
 }
 
+TEST_CASE("per-pod sessions: a pod's GPU memory share caps its own process's allocations",
+          "[session_host]") {
+  constexpr uint64_t kGiB = 1ull << 30;
+  auto gib = [](uint64_t n) { return std::to_string(n * kGiB); };
+  SessionHostOptions options;
+  options.gpuMemoryShare = [](Ipv4 pod) -> std::optional<uint64_t> {
+    return pod == *parseIpv4("127.0.0.2") ? std::optional(4 * kGiB) : std::nullopt;
+  };
+  Host host(std::move(options));
+  test::LoopbackClient capped(host.port, "127.0.0.2");
+  test::LoopbackClient whole(host.port, "127.0.0.3");
+
+  // A share of 4 GiB: 3 fit; 2 more are refused without reaching CUDA, through the runtime's
+  // call or the driver's.
+  const std::string first = ask(capped, "standin cuda malloc " + gib(3));
+  REQUIRE(first.starts_with("0 "));
+  CHECK(ask(capped, "standin cuda malloc " + gib(2)) == "2 0");
+  CHECK(ask(capped, "standin cuda cumalloc " + gib(2)) == "2 0");
+  CHECK(ask(capped, "standin cuda reached") == "1");
+  // The share is what the process sees of the GPU: a framework sizes its pool to it.
+  CHECK(ask(capped, "standin cuda meminfo") == "0 " + gib(1) + " " + gib(4));
+  // Freed, its room is there again, for either API.
+  CHECK(ask(capped, "standin cuda free " + first.substr(2)) == "0");
+  const std::string driver = ask(capped, "standin cuda cumalloc " + gib(4));
+  CHECK(driver.starts_with("0 "));
+  CHECK(ask(capped, "standin cuda malloc 1") == "2 0");
+  CHECK(ask(capped, "standin cuda cufree " + driver.substr(2)) == "0");
+  CHECK(ask(capped, "standin cuda malloc 1").starts_with("0 "));
+
+  // A pod without a share has the whole GPU (16 GiB here), in a process of its own.
+  CHECK(ask(whole, "standin cuda malloc " + gib(8)).starts_with("0 "));
+  CHECK(ask(whole, "standin cuda meminfo") == "0 " + gib(8) + " " + gib(16));
+}
+
 TEST_CASE("per-pod sessions: drained, a new connection is refused and open ones go on",
           "[session_host]") {
   Host host;

@@ -7,11 +7,13 @@
 #            pod carrying the gate or the webhook's annotations it was not given, or write
 #            gvirtus.io/peers anywhere;
 #   webhook  releases a GVirtuS pod (annotations, gate, zone preference), writes
-#            gvirtus.io/peers of backend pods (the peer publisher) and, with the autoscale
-#            overlay's RBAC, writes the backend keys of nodes; nothing else;
+#            gvirtus.io/peers and gvirtus.io/peer-memory of backend pods (the peer
+#            publisher) and, with the autoscale overlay's RBAC, writes the backend keys of
+#            nodes; nothing else;
 #   labeler  its own node (the token's node-name claim), its three labels only;
 #   backend  its own pod (the token's pod-name claim), gvirtus.io/load only (never
-#            gvirtus.io/peers, the list of addresses it lets connect); reads its own pod.
+#            gvirtus.io/peers, the list of addresses it lets connect, nor
+#            gvirtus.io/peer-memory, their caps); reads its own pod.
 # Allowed requests pass; refused ones are refused by the expected policy, whose message is
 # printed. No webhook runs here (fake nodes): the MutatingWebhookConfiguration is removed
 # and the test writes on pods what the webhook would. Also checks that the scheduler's
@@ -377,6 +379,9 @@ refused "its pod: gvirtus.io/peers (the addresses it lets connect)" "$S|$P" "ref
   patch pod "$backend_pod" -n "$ns" --type=merge -p "$peers"
 refused "another backend's gvirtus.io/peers" "$S|$P" "may change only that pod, not $ns/$other_backend|refused: gvirtus.io/peers" \
   "$shim" patch pod "$other_backend" -n "$ns" --type=merge -p "$peers"
+refused "its pod: gvirtus.io/peer-memory (the GPU memory caps of its pods)" "$S|$P" "refused: gvirtus.io/peer-memory" \
+  "$shim" patch pod "$backend_pod" -n "$ns" --type=merge \
+  -p '{"metadata": {"annotations": {"gvirtus.io/peer-memory": "10.244.0.5=999999"}}}'
 allowed "read its pod (gvirtus.io/peers)" "$shim" get pod "$backend_pod" -n "$ns"
 allowed "list its pod by name, as the shim's watch starts" "$shim" get pods -n "$ns" \
   --field-selector "metadata.name=$backend_pod"
@@ -396,10 +401,13 @@ forbidden "tenant: a backend pod's gvirtus.io/peers" "$tenant" \
 say "webhook: gvirtus.io/peers of a backend pod (the peer publisher), nothing else of it"
 allowed "a backend pod's gvirtus.io/peers (merge patch, as the publisher writes it)" "$webhook" \
   patch pod "$backend_pod" -n "$ns" --type=merge -p "$peers"
+allowed "the peers' GPU memory shares with them (one merge patch, as the publisher writes them)" \
+  "$webhook" patch pod "$backend_pod" -n "$ns" --type=merge \
+  -p '{"metadata": {"annotations": {"gvirtus.io/peers": "10.244.0.5,10.244.0.6", "gvirtus.io/peer-memory": "10.244.0.5=4096"}}}'
 allowed "an empty list" "$webhook" \
   patch pod "$other_backend" -n "$ns" --type=merge -p '{"metadata": {"annotations": {"gvirtus.io/peers": ""}}}'
 # Another value than the shim wrote above: an unchanged key is no change.
-refused "a backend pod's gvirtus.io/load" $W "gvirtus.io/peers annotation of a backend pod; refused: gvirtus.io/load" \
+refused "a backend pod's gvirtus.io/load" $W "gvirtus.io/peer-memory annotations of a backend pod; refused: gvirtus.io/load" \
   "$webhook" patch pod "$backend_pod" -n "$ns" --type=merge \
   -p '{"metadata": {"annotations": {"gvirtus.io/load": "{\"connections\":0,\"maxSessions\":1}"}}}'
 refused "gvirtus.io/peers and another annotation at once" $W "refused: example.com/note" "$webhook" \

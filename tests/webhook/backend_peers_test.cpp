@@ -217,3 +217,42 @@ TEST_CASE("a mirror pod or a host-network pod is no peer, whatever it carries", 
                        frontendFields(frontend("a", "10.1.0.5"))}) ==
         std::vector<std::string>{"10.1.0.5"});
 }
+
+TEST_CASE("a peer's GPU memory share: what it asked for, on the GPU it was given", "[peers]") {
+  auto asking = [](const std::string& name, const std::string& ip, const std::string& gpu,
+                   json annotations, const std::string& backend = "gvirtus-system/be-1",
+                   const std::string& endpoint = "10.0.0.1:9999") {
+    json pod = frontend(name, ip, backend, endpoint);
+    pod["metadata"]["annotations"]["gvirtus.io/backend-gpu"] = gpu;
+    pod["metadata"]["annotations"].update(annotations);
+    return pod;
+  };
+  std::vector<PeerClaim> claims;
+  for (const json& pod :
+       {asking("big", "10.1.0.9", "1", {{"gpu-fraction", "0.5"}, {"gvirtus.io/gpu-memory", "1Gi"}}),
+        asking("small", "10.1.0.10", "0", {{"gvirtus.io/gpu-memory", "512Mi"}}),
+        asking("other", "10.1.0.11", "0", {{"gvirtus.io/gpu-memory", "8Gi"}}, "gvirtus-system/be-2",
+               "10.0.0.2:9999"),
+        frontend("whole", "10.1.0.12")}) {
+    if (auto claim = peerClaim(pod)) {
+      claims.push_back(*claim);
+    }
+  }
+  REQUIRE(claims.size() == 4);
+  CHECK_FALSE(claims[3].share.has_value());
+  // The same address claimed twice (a stale claim beside a new one): the smaller share.
+  PeerClaim again = claims[1];
+  again.share->demand.gpuMemoryMiB = 256;
+  claims.push_back(again);
+  std::vector<gvirtus::GpuLoad> gpus(2);
+  gpus[0].index = 0;
+  gpus[0].memoryTotalMiB = 16384;
+  gpus[1].index = 1;
+  gpus[1].memoryTotalMiB = 81920;
+  const auto shares = backendPeerShares("gvirtus-system/be-1", "10.0.0.1:9999", claims, gpus);
+  // Half of GPU 1 (the larger of that and 1 GiB); the other backend's pod is not here.
+  CHECK(shares == std::vector<PeerShare>{{"10.1.0.9", 40960}, {"10.1.0.10", 256}});
+  CHECK(peerMemoryValue(shares) == "10.1.0.9=40960,10.1.0.10=256");
+  CHECK(peerMemoryValue(shares, 1) == "10.1.0.9=40960");
+  CHECK(peerMemoryValue({}).empty());
+}

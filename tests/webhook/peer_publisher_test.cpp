@@ -127,8 +127,9 @@ std::string sync(PeerPublisher& publisher, const std::string& backendPod) {
   return *wrote ? "wrote" : "unchanged";
 }
 
-json peersPatch(const std::string& value) {
-  return {{"metadata", {{"annotations", {{"gvirtus.io/peers", value}}}}}};
+json peersPatch(const std::string& value, const std::string& memory = "") {
+  return {{"metadata",
+           {{"annotations", {{"gvirtus.io/peers", value}, {"gvirtus.io/peer-memory", memory}}}}}};
 }
 
 }  // namespace
@@ -145,7 +146,8 @@ TEST_CASE("the publisher writes one merge patch of gvirtus.io/peers, only when i
   backends.put(backendPod("be-1", "10.0.0.1"));
   frontends.put(frontend("a", "10.1.0.5"));
 
-  // Never published: the first sync writes, the one key and nothing else.
+  // Never published: the first sync writes, the two keys (no share: an empty one) and
+  // nothing else.
   CHECK(sync(publisher, "gvirtus-system/be-1") == "wrote");
   REQUIRE(api.count() == 1);
   CHECK(api.at(0).first == "gvirtus-system/be-1");
@@ -530,4 +532,51 @@ TEST_CASE("with DRA, a claimant counts for its backend pod at that pod's current
   backends.put(backendPod("be-1", "10.0.0.1"));
   CHECK(sync(publisher, "gvirtus-system/be-1") == "wrote");
   CHECK(api.lastValue("gvirtus-system/be-1") == "10.2.0.7");
+}
+
+TEST_CASE("the publisher writes each peer's GPU memory share beside the list", "[peer-publisher]") {
+  FakeObjectCache backends, frontends;
+  FakeApi api(backends);
+  PeerPublisher publisher(backends, frontends, api.writer(), nullptr);
+  backends.start();
+  frontends.start();
+  backends.put(backendPod("be-1", "10.0.0.1"));
+  auto asking = [](const std::string& name, const std::string& ip, json annotations) {
+    json pod = frontend(name, ip);
+    pod["metadata"]["annotations"]["gvirtus.io/backend-gpu"] = "0";
+    pod["metadata"]["annotations"].update(annotations);
+    return pod;
+  };
+  frontends.put(asking("memory", "10.1.0.5", {{"gvirtus.io/gpu-memory", "4Gi"}}));
+  frontends.put(asking("kai", "10.1.0.6", {{"gpu-memory", "2048"}}));
+  frontends.put(asking("fraction", "10.1.0.7", {{"gpu-fraction", "0.25"}}));
+  frontends.put(frontend("whole", "10.1.0.8"));
+
+  // No load report yet: a fraction of an unknown GPU is no share (not capped until known).
+  CHECK(sync(publisher, "gvirtus-system/be-1") == "wrote");
+  CHECK(api.at(0).second ==
+        peersPatch("10.1.0.5,10.1.0.6,10.1.0.7,10.1.0.8", "10.1.0.5=4096,10.1.0.6=2048"));
+
+  // The report lists GPU 0 of 40 GiB: the fraction's share is a quarter of it. The report's
+  // usual changes (connections, used memory) alone ask for nothing.
+  json reported = *backends.get("gvirtus-system", "be-1");
+  reported["metadata"]["annotations"]["gvirtus.io/load"] =
+      R"({"connections":3,"maxSessions":16,"gpus":[{"index":0,"memoryTotalMiB":40960,)"
+      R"("memoryUsedMiB":100,"utilization":0}]})";
+  reported["metadata"]["resourceVersion"] = "300";
+  backends.put(reported);
+  CHECK(sync(publisher, "gvirtus-system/be-1") == "wrote");
+  CHECK(api.lastValue("gvirtus-system/be-1") == "10.1.0.5,10.1.0.6,10.1.0.7,10.1.0.8");
+  CHECK(api.at(1).second["metadata"]["annotations"]["gvirtus.io/peer-memory"] ==
+        "10.1.0.5=4096,10.1.0.6=2048,10.1.0.7=10240");
+  CHECK(sync(publisher, "gvirtus-system/be-1") == "unchanged");
+
+  // A share edited on the backend pod (by anyone) is written back.
+  json edited = *backends.get("gvirtus-system", "be-1");
+  edited["metadata"]["annotations"]["gvirtus.io/peer-memory"] = "10.1.0.5=999999";
+  edited["metadata"]["resourceVersion"] = "400";
+  backends.put(edited);
+  CHECK(sync(publisher, "gvirtus-system/be-1") == "wrote");
+  CHECK(api.at(2).second["metadata"]["annotations"]["gvirtus.io/peer-memory"] ==
+        "10.1.0.5=4096,10.1.0.6=2048,10.1.0.7=10240");
 }
