@@ -21,6 +21,10 @@
  *   standin crash       -> the process aborts, every connection it serves with it
  *   standin read PATH   -> "read N bytes" or "cannot read: REASON" (a file of its container,
  *                          as a tenant that took the backend over would try)
+ *   standin cuda malloc BYTES -> "RESULT ADDRESS" (cudaMalloc: 0 and an address, or 2 and 0
+ *                          when out of memory, or past the pod's share under the shim)
+ *   standin cuda free ADDRESS -> "RESULT" (cudaFree)
+ *   standin cuda meminfo -> "RESULT FREE TOTAL" (cudaMemGetInfo)
  * It has no SIGTERM handler: the shim stops its whole process group. */
 #include <errno.h>
 #include <netinet/in.h>
@@ -34,6 +38,12 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+/* The CUDA runtime's allocation calls, from libcudart.so.12 (standin_cudart.c here, the
+ * real one under GVirtuS), as GVirtuS's cudart plugin makes them for a session. */
+int cudaMalloc(void** pointer, size_t bytes);
+int cudaFree(void* pointer);
+int cudaMemGetInfo(size_t* free, size_t* total);
 
 static int config_port(const char* path) {
   char text[65536];
@@ -95,6 +105,19 @@ static int command(int connection, char* line) {
     pthread_mutex_unlock(&note_lock);
   } else if (strcmp(line, "standin crash") == 0) {
     abort();
+  } else if (strncmp(line, "standin cuda malloc ", 20) == 0) {
+    void* pointer = NULL;
+    const int result = cudaMalloc(&pointer, (size_t)strtoull(line + 20, NULL, 10));
+    snprintf(reply, sizeof(reply), "%d %llu\n", result,
+             (unsigned long long)(uintptr_t)pointer);
+  } else if (strncmp(line, "standin cuda free ", 18) == 0) {
+    const int result = cudaFree((void*)(uintptr_t)strtoull(line + 18, NULL, 10));
+    snprintf(reply, sizeof(reply), "%d\n", result);
+  } else if (strcmp(line, "standin cuda meminfo") == 0) {
+    size_t free = 0;
+    size_t total = 0;
+    const int result = cudaMemGetInfo(&free, &total);
+    snprintf(reply, sizeof(reply), "%d %zu %zu\n", result, free, total);
   } else if (strncmp(line, "standin read ", 13) == 0) {
     FILE* file = fopen(line + 13, "r");
     if (file == NULL) {

@@ -6,7 +6,8 @@
 # second connection from a pod reaches that pod's process; what one pod writes cannot be
 # read through the other's session; a crash of one pod's process closes only that pod's
 # connections, the other goes on answering and the backend stays Ready. A backend process
-# cannot read the shim's ServiceAccount token (the guard's Landlock fence).
+# cannot read the shim's ServiceAccount token (the guard's Landlock fence). A pod's process
+# cannot allocate past the pod's GPU memory share (the guard's cap).
 # shellcheck source=../../scenarios/lib.sh
 source "$(dirname "$0")/../../scenarios/lib.sh"
 use_test_namespace
@@ -18,8 +19,10 @@ running() { [ "$(field "$1" '{.status.phase}')" = Running ]; }
 backends=$(jp pods -n "$system_ns" -l app.kubernetes.io/component=backend -o 'jsonpath={.items[*].metadata.name}' | wc -w)
 [ "$backends" -ge 1 ] || skip "no backend pod"
 count=$((backends + 1))
+# Each asks for 1 GiB of GPU memory: its backend process is capped at that share.
 for i in $(seq 1 "$count"); do
-  test_pod "iso-$i" '  labels: {gvirtus.io/enabled: "true"}' \
+  test_pod "iso-$i" '  labels: {gvirtus.io/enabled: "true"}
+  annotations: {gvirtus.io/gpu-memory: 1Gi}' \
     '      command: ["gvirtus-frontend-standin"]' | k apply -f - >/dev/null
 done
 for i in $(seq 1 "$count"); do
@@ -95,6 +98,22 @@ fi
 got=$(standin "$b" "standin read /etc/hostname")
 [[ $got == read\ * ]] && ok "$b's backend process reads its other files (/etc/hostname: $got)" ||
   bad "$b's backend process cannot read /etc/hostname: '$got'"
+
+# The pod's share (1 GiB), from the webhook's gvirtus.io/peer-memory through the shim to the
+# guard in its process: 2 GiB are refused before they reach the CUDA runtime (the stand-in
+# image's counts 16 GiB), half a GiB is not, and the runtime's total is the share.
+a_ip=$(field "$a" '{.status.podIP}')
+shares=$(jp pod "$backend_pod" -n "$system_ns" -o 'jsonpath={.metadata.annotations.gvirtus\.io/peer-memory}')
+[[ ,$shares, == *",$a_ip=1024,"* ]] && ok "$backend_pod's gvirtus.io/peer-memory gives $a ($a_ip) 1024 MiB" ||
+  bad "$backend_pod's gvirtus.io/peer-memory is '$shares', without $a_ip=1024"
+got=$(standin "$a" "standin cuda malloc $((2 << 30))")
+[ "$got" = "2 0" ] && ok "$a's process is refused 2 GiB past its 1 GiB share (cudaErrorMemoryAllocation)" ||
+  bad "$a's 2 GiB allocation answered '$got'"
+got=$(standin "$a" "standin cuda malloc $((1 << 29))")
+[[ $got == 0\ * ]] && ok "$a's process is given half a GiB within its share" || bad "$a's half GiB answered '$got'"
+got=$(standin "$a" "standin cuda meminfo")
+[ "$got" = "0 $((1 << 29)) $((1 << 30))" ] && ok "$a's process sees its share as the GPU: $got" ||
+  bad "$a's cudaMemGetInfo answered '$got'"
 
 restarts_a=$(field "$a" '{.status.containerStatuses[0].restartCount}')
 standin "$a" "standin crash" >/dev/null && bad "the crash answered"
