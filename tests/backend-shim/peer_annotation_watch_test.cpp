@@ -143,7 +143,7 @@ TEST_CASE("peer annotation watch: gvirtus.io/peer-memory gives the peers' shares
       json{{"gvirtus.io/peers", "10.0.0.1"}, {"gvirtus.io/peer-memory", "10.0.0.1=1"}});
 }
 
-TEST_CASE("peer shares: ADDRESS=MiB entries; anything else is skipped", "[peer_annotation_watch]") {
+TEST_CASE("peer shares: ADDRESS=MiB entries, anything else skipped", "[peer_annotation_watch]") {
   const ParsedShares parsed = parsePeerShares(
       " 10.0.0.1=4096, 10.0.0.2 = 1 ,,10.0.0.3=0,10.0.0.4=-5,10.0.0.5=1x,nine=9,10.0.0.6,"
       "10.0.0.7=1073741825,10.0.0.1=2048");
