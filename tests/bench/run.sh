@@ -191,6 +191,14 @@ Details and the command that measured each figure in the section named.
 |---|---|---|
 $(section summary.rows "| (no figures) | | |")
 
+The machine's load while each benchmark ran (all its processes, ours and the control
+plane's; printed by each benchmark, \`tests/bench/machine_load_listener.cpp\`): an absolute
+figure taken near 100% busy measured the machine's queue as much as the code.
+
+| benchmark | ran | CPUs busy | load average at its end |
+|---|---|---|---|
+$(section load.rows "| (no figures) | | | |")
+
 ## 1. Admission webhook: ours against agnhost's
 
 $(section webhook.md "Not measured (webhook_compare_bench failed: see its log).")
