@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GVirtuS backend's listener dies inside its pod while clients are connected: the
-# shim sees the port stop listening, restarts the backend, counts the restart, and the
-# backend listens again within seconds, not minutes. The stand-in binds as GVirtuS does
+# shim sees the port stop listening (--sessions=shared) or the serving pods' processes end
+# (per-pod, the default), restarts what died, counts it, and the backend serves again within
+# seconds, not minutes. The stand-in binds as GVirtuS does
 # (SO_REUSEADDR asked with a 1-byte value, which Linux refuses): alone it could not bind
 # while the killed run's connections linger on the port (FIN_WAIT2, TIME_WAIT: one to two
 # minutes); the library the shim preloads makes its request work.
@@ -26,15 +27,22 @@ if grep -q 'gvirtus-backend stand-in' <<<"$log"; then
     bad "the stand-in's 1-byte SO_REUSEADDR request was not set: $(grep -m1 SO_REUSEADDR <<<"$log")"
 fi
 
-# Clients that stay connected (frontend stand-ins: the webhook spreads them over the
-# backends), so that the kill leaves connections lingering on the port.
+# Clients that stay connected to this backend (frontend stand-ins naming it, as a pod may:
+# the webhook honours the choice), so that the kill ends sessions that were being served.
+# Each is waited for until its first ping was answered: a connection the backend counts
+# may be a pod of an earlier scenario on its way out, whose end is no restart.
 if [ "${E2E_BACKEND_ECHO:-0}" = 1 ]; then
-  for i in 1 2 3 4; do
-    test_pod "client-$i" '  labels: {gvirtus.io/enabled: "true"}' \
+  backend_ip=$(jp pod "$backend" -n "$system_ns" -o 'jsonpath={.status.podIP}')
+  for i in 1 2; do
+    test_pod "client-$i" "  labels: {gvirtus.io/enabled: \"true\"}
+  annotations: {gvirtus.io/backend: \"$backend_ip:9999\"}" \
       '      command: ["gvirtus-frontend-standin"]' | k apply -f - >/dev/null
   done
-  connected() { [ "$(metric gvirtus_backend_connections)" -ge 1 ]; }
-  eventually "clients are connected to $backend" connected
+  answered() { k logs -n "$test_ns" "$1" 2>/dev/null | grep -q '^backend answered'; }
+  for i in 1 2; do
+    eventually "client-$i is served by $backend (its first ping answered)" answered "client-$i" ||
+      finish
+  done
 else
   say "E2E_BACKEND_ECHO is not 1: no clients connected to the backend"
 fi
