@@ -5,6 +5,7 @@
 
 #include "common/dra_names.h"
 #include "common/ipv4_resolver.h"
+#include "common/quantity.h"
 
 namespace gvirtus::dra {
 namespace {
@@ -62,7 +63,7 @@ Result<std::vector<AllocatedDevice>> allocatedDevices(const json& claim) {
       continue;
     }
     AllocatedDevice device{stringMember(result, "request"), stringMember(result, "pool"),
-                           stringMember(result, "device"), std::nullopt};
+                           stringMember(result, "device"), std::nullopt, std::nullopt};
     if (device.request.empty() || device.pool.empty() || device.device.empty()) {
       return fail("an allocation result of " + std::string(kDriver) +
                   " lacks its request, pool or device");
@@ -70,6 +71,16 @@ Result<std::vector<AllocatedDevice>> allocatedDevices(const json& claim) {
     device.request = device.request.substr(0, device.request.find('/'));
     if (const json* share = member(result, "shareID"); share && share->is_string()) {
       device.shareId = share->get<std::string>();
+    }
+    const json* consumed = member(result, "consumedCapacity");
+    if (const json* memory = consumed ? member(*consumed, "memory") : nullptr;
+        memory && memory->is_string()) {
+      auto mebibytes = parseMemoryMiB(memory->get<std::string>());
+      if (!mebibytes) {
+        return fail("an allocation result of " + std::string(kDriver) +
+                    " has a consumed memory that is not a quantity: " + mebibytes.error().message);
+      }
+      device.memoryMiB = *mebibytes;
     }
     ours.push_back(std::move(device));
   }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +19,9 @@ struct AllocatedDevice {
   std::string pool;
   std::string device;
   std::optional<std::string> shareId;  // set where the device is shared (consumable capacity)
+  // The device's memory the scheduler counted for this claim (consumedCapacity.memory), in
+  // MiB; nullopt where it counted none.
+  std::optional<int64_t> memoryMiB;
 
   bool operator==(const AllocatedDevice&) const = default;
 };

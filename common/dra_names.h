@@ -1,5 +1,7 @@
 #pragma once
 
+#include <cstdint>
+
 #include "common/kube_resource.h"
 
 // Names of the DRA driver gpu.gvirtus.io (docs/dra.md) that the webhook, which publishes the
@@ -15,6 +17,10 @@ inline constexpr const char* kPortAttribute = "port";
 inline constexpr const char* kIndexAttribute = "index";
 inline constexpr const char* kBackendNamespaceAttribute = "backendNamespace";
 inline constexpr const char* kBackendPodAttribute = "backendPod";
+
+// The memory a claim that names none takes of a device (its capacity's requestPolicy
+// default and least value): such a claim shares the GPU, it holds no share of it.
+inline constexpr int64_t kLeastMemoryMiB = 1;
 
 // The CDI kind of a prepared claim's device: "gvirtus.io/claim=<claim uid>".
 inline constexpr const char* kClaimCdiKind = "gvirtus.io/claim";

@@ -1,6 +1,7 @@
 #include "webhook/claim_peers.h"
 
 #include <algorithm>
+#include <set>
 
 #include "common/dra_claim.h"
 #include "common/json_access.h"
@@ -43,6 +44,7 @@ ClaimPeers claimPeers(const json& claim) {
   if (!devices) {
     return peers;
   }
+  std::set<std::string> uncapped;  // backend pods with a device counted at the least
   for (const auto& device : *devices) {
     // "namespace/name": exactly one '/', both parts non-empty.
     const size_t slash = device.pool.find('/');
@@ -54,6 +56,14 @@ ClaimPeers claimPeers(const json& claim) {
         peers.backendPods.end()) {
       peers.backendPods.push_back(device.pool);
     }
+    if (device.memoryMiB.value_or(0) > dra::kLeastMemoryMiB) {
+      peers.memoryMiB[device.pool] += *device.memoryMiB;
+    } else {
+      uncapped.insert(device.pool);
+    }
+  }
+  for (const auto& pool : uncapped) {
+    peers.memoryMiB.erase(pool);
   }
   if (peers.backendPods.empty()) {
     return peers;

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -38,6 +40,11 @@ struct ClaimPeers {
   // name too long for a pool name) names none.
   std::vector<std::string> backendPods;
   std::vector<ClaimReservation> reservedFor;
+  // By backend pod: the GPU memory the scheduler counted for the claim on that pod's devices,
+  // the claimant's share there (its cap, webhook/backend_peers.h). Only where every device of
+  // the claim on that pod counted more than the least a claim takes (dra::kLeastMemoryMiB): a
+  // claim that named no memory shares the GPU and is not capped.
+  std::map<std::string, int64_t> memoryMiB;
 
   bool operator==(const ClaimPeers&) const = default;
 };

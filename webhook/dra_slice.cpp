@@ -126,7 +126,9 @@ json device(const Backend& backend, const GpuLoad& gpu, int64_t sessions) {
             // session, and the chooser's path treats such a pod the same.
             {"memory",
              {{"value", std::to_string(gpu.memoryTotalMiB) + "Mi"},
-              {"requestPolicy", {{"default", "1Mi"}, {"validRange", {{"min", "1Mi"}}}}}}},
+              {"requestPolicy",
+               {{"default", std::to_string(dra::kLeastMemoryMiB) + "Mi"},
+                {"validRange", {{"min", std::to_string(dra::kLeastMemoryMiB) + "Mi"}}}}}}},
             // Exactly one per claim: a session is one frontend connected.
             {"sessions",
              {{"value", std::to_string(sessions)},

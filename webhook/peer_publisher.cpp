@@ -228,11 +228,16 @@ void PeerPublisher::refreshClaimLocked(const std::string& claimKey, Due& due) {
       if (ip.empty()) {
         continue;
       }
-      // No share yet: a claimant's process is not capped (its claim's consumed memory would
-      // be its share; not read here yet).
       for (const auto& backendPod : held->second.backendPods) {
+        // Its share there: the memory the scheduler counted for the claim on that pod.
+        std::optional<GpuShare> share;
+        if (auto memory = held->second.memoryMiB.find(backendPod);
+            memory != held->second.memoryMiB.end()) {
+          share = GpuShare{cacheKey(ns, reservation.pod), 0, {}};
+          share->demand.gpuMemoryMiB = memory->second;
+        }
         wanted.emplace("claim:" + claimKey + "#" + reservation.pod + "@" + backendPod,
-                       PeerClaim{backendPod, "", ip, std::nullopt});
+                       PeerClaim{backendPod, "", ip, std::move(share)});
       }
     }
   }

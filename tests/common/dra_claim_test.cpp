@@ -40,8 +40,20 @@ TEST_CASE("a claim's devices of our driver, in order, subrequests cut", "[dra-cl
                                   result("gpu.gvirtus.io", "second", "ns/be2", "gpu-1")}));
   REQUIRE(devices.has_value());
   REQUIRE(devices->size() == 2);
-  CHECK((*devices)[0] == AllocatedDevice{"gpu", "ns/be", "gpu-0", "4f1c"});
-  CHECK((*devices)[1] == AllocatedDevice{"second", "ns/be2", "gpu-1", std::nullopt});
+  CHECK((*devices)[0] == AllocatedDevice{"gpu", "ns/be", "gpu-0", "4f1c", std::nullopt});
+  CHECK((*devices)[1] == AllocatedDevice{"second", "ns/be2", "gpu-1", std::nullopt, std::nullopt});
+}
+
+TEST_CASE("a device's memory the scheduler counted for the claim", "[dra-claim]") {
+  json counted = result("gpu.gvirtus.io", "gpu", "ns/be", "gpu-0");
+  counted["consumedCapacity"] = {{"memory", "16Gi"}, {"sessions", "1"}};
+  auto devices = allocatedDevices(claimWith({counted}));
+  REQUIRE(devices.has_value());
+  CHECK((*devices)[0].memoryMiB == 16384);
+  counted["consumedCapacity"]["memory"] = "lots";
+  auto bad = allocatedDevices(claimWith({counted}));
+  REQUIRE_FALSE(bad.has_value());
+  CHECK_THAT(bad.error().message, Catch::Contains("consumed memory that is not a quantity"));
 }
 
 TEST_CASE("a claim not allocated, or with a malformed result, is an error", "[dra-claim]") {
@@ -56,7 +68,7 @@ TEST_CASE("a claim not allocated, or with a malformed result, is an error", "[dr
 }
 
 TEST_CASE("a device's endpoint is read from its pool's newest slice", "[dra-claim]") {
-  const AllocatedDevice wanted{"gpu", "ns/be", "gpu-1", std::nullopt};
+  const AllocatedDevice wanted{"gpu", "ns/be", "gpu-1", std::nullopt, std::nullopt};
   std::vector<json> slices = {
       slice("ns/be", 1, {gpu("gpu-1", {{"string", "10.0.0.1"}}, {{"int", 9999}})}),
       slice("ns/be", 2,
@@ -69,7 +81,7 @@ TEST_CASE("a device's endpoint is read from its pool's newest slice", "[dra-clai
 }
 
 TEST_CASE("a slice a node owns, or per-device node selection, is not trusted", "[dra-claim]") {
-  const AllocatedDevice wanted{"gpu", "ns/be", "gpu-0", std::nullopt};
+  const AllocatedDevice wanted{"gpu", "ns/be", "gpu-0", std::nullopt, std::nullopt};
   const json device = gpu("gpu-0", {{"string", "10.6.6.6"}}, {{"int", 9999}});
   for (const json& extra : {json{{"nodeName", "node-1"}}, json{{"perDeviceNodeSelection", true}}}) {
     auto endpoint = deviceEndpoint({slice("ns/be", 9, {device}, extra)}, wanted);
@@ -82,7 +94,7 @@ TEST_CASE("a slice a node owns, or per-device node selection, is not trusted", "
 }
 
 TEST_CASE("a device without a usable address or port is an error naming it", "[dra-claim]") {
-  const AllocatedDevice wanted{"gpu", "ns/be", "gpu-0", std::nullopt};
+  const AllocatedDevice wanted{"gpu", "ns/be", "gpu-0", std::nullopt, std::nullopt};
   auto check = [&](json ip, json port, const std::string& expected) {
     auto endpoint = deviceEndpoint({slice("ns/be", 1, {gpu("gpu-0", ip, port)})}, wanted);
     REQUIRE_FALSE(endpoint.has_value());

@@ -580,3 +580,31 @@ TEST_CASE("the publisher writes each peer's GPU memory share beside the list", "
   CHECK(api.at(2).second["metadata"]["annotations"]["gvirtus.io/peer-memory"] ==
         "10.1.0.5=4096,10.1.0.6=2048,10.1.0.7=10240");
 }
+
+TEST_CASE("with DRA, a claimant's share is the memory the scheduler counted for its claim",
+          "[peer-publisher][claim-peers]") {
+  FakeObjectCache backends, frontends, claims, claimants;
+  FakeApi api(backends);
+  PeerPublisher publisher(backends, frontends, api.writer(), nullptr, {},
+                          ClaimantCaches{&claims, &claimants});
+  for (auto* cache : {&backends, &frontends, &claims, &claimants}) {
+    cache->start();
+  }
+  backends.put(backendPod("be-1", "10.0.0.1"));
+  claimants.put(claimant("sized", "sized-uid", "10.2.0.7"));
+  claimants.put(claimant("shared", "shared-uid", "10.2.0.8", "Running", "c2"));
+  json sized = gpuClaim("c1", "gvirtus-system/be-1", json::array({reservation("sized", "sized-uid")}));
+  sized["status"]["allocation"]["devices"]["results"][0]["consumedCapacity"] = {
+      {"memory", "8Gi"}, {"sessions", "1"}};
+  claims.put(sized);
+  // A claim that named no memory takes the least there is (1Mi): it shares the GPU, no cap.
+  json shared =
+      gpuClaim("c2", "gvirtus-system/be-1", json::array({reservation("shared", "shared-uid")}));
+  shared["status"]["allocation"]["devices"]["results"][0]["consumedCapacity"] = {
+      {"memory", "1Mi"}, {"sessions", "1"}};
+  claims.put(shared);
+  CHECK(sync(publisher, "gvirtus-system/be-1") == "wrote");
+  CHECK(api.lastValue("gvirtus-system/be-1") == "10.2.0.7,10.2.0.8");
+  CHECK(api.at(api.count() - 1).second["metadata"]["annotations"]["gvirtus.io/peer-memory"] ==
+        "10.2.0.7=8192");
+}
