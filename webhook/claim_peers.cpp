@@ -4,6 +4,7 @@
 #include <set>
 
 #include "common/dra_claim.h"
+#include "common/dra_names.h"
 #include "common/json_access.h"
 #include "common/pod_origin.h"
 #include "common/pod_status.h"

@@ -45,7 +45,8 @@ TEST_CASE("a claim allocated one device is prepared with its backend's address",
   REQUIRE(results.size() == 2);
   REQUIRE(results.at("u-1").has_value());
   const PreparedDevice& prepared = *results.at("u-1");
-  CHECK(prepared.allocated == dra::AllocatedDevice{"gpu", "gpus/be-b", "gpu-0", "share-1", std::nullopt});
+  CHECK(prepared.allocated ==
+        dra::AllocatedDevice{"gpu", "gpus/be-b", "gpu-0", "share-1", std::nullopt});
   CHECK(prepared.cdiDevice == "gvirtus.io/claim=u-1");
   CHECK(f.preparedAddress("u-1") == "10.0.0.8:7777");
   REQUIRE(results.at("u-2").has_value());

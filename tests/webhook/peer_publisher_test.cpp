@@ -593,15 +593,16 @@ TEST_CASE("with DRA, a claimant's share is the memory the scheduler counted for 
   backends.put(backendPod("be-1", "10.0.0.1"));
   claimants.put(claimant("sized", "sized-uid", "10.2.0.7"));
   claimants.put(claimant("shared", "shared-uid", "10.2.0.8", "Running", "c2"));
-  json sized = gpuClaim("c1", "gvirtus-system/be-1", json::array({reservation("sized", "sized-uid")}));
-  sized["status"]["allocation"]["devices"]["results"][0]["consumedCapacity"] = {
-      {"memory", "8Gi"}, {"sessions", "1"}};
+  json sized =
+      gpuClaim("c1", "gvirtus-system/be-1", json::array({reservation("sized", "sized-uid")}));
+  sized["status"]["allocation"]["devices"]["results"][0]["consumedCapacity"] = {{"memory", "8Gi"},
+                                                                                {"sessions", "1"}};
   claims.put(sized);
   // A claim that named no memory takes the least there is (1Mi): it shares the GPU, no cap.
   json shared =
       gpuClaim("c2", "gvirtus-system/be-1", json::array({reservation("shared", "shared-uid")}));
-  shared["status"]["allocation"]["devices"]["results"][0]["consumedCapacity"] = {
-      {"memory", "1Mi"}, {"sessions", "1"}};
+  shared["status"]["allocation"]["devices"]["results"][0]["consumedCapacity"] = {{"memory", "1Mi"},
+                                                                                 {"sessions", "1"}};
   claims.put(shared);
   CHECK(sync(publisher, "gvirtus-system/be-1") == "wrote");
   CHECK(api.lastValue("gvirtus-system/be-1") == "10.2.0.7,10.2.0.8");
