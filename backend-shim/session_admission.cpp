@@ -175,6 +175,7 @@ void SessionHost::Loop::dispatch(UniqueFd connection, Ipv4 peer, Clock::time_poi
         retire(process);
         return;
       }
+      process->gpuMemoryShare = share;
     }
     process->pod = peer;
     const bool anotherWaits =

@@ -18,6 +18,8 @@ using Clock = SessionClock;
 
 // While killed processes are being reaped, the loop looks again this often.
 constexpr auto kReapStep = std::chrono::milliseconds(20);
+// How often the served pods' shares are looked at again.
+constexpr auto kSharesEvery = std::chrono::seconds(1);
 
 }  // namespace
 
@@ -77,6 +79,7 @@ void SessionHost::Loop::run(const std::stop_token& stop) {
     }
     endSessions();
     watchProcesses(now);
+    refreshShares(now);
     if ((fds[1].revents & POLLIN) != 0) {
       acceptConnections(now);
     }
@@ -198,6 +201,36 @@ void SessionHost::Loop::watchProcesses(Clock::time_point now) {
   }
 }
 
+void SessionHost::Loop::refreshShares(Clock::time_point now) {
+  if (!options_.gpuMemoryShare || now < sharesDue_) {
+    return;
+  }
+  sharesDue_ = now + kSharesEvery;
+  std::vector<SessionProcess*> failed;
+  for (const auto& process : processes_) {
+    if (!process->pod) {
+      continue;
+    }
+    const uint64_t share = options_.gpuMemoryShare(*process->pod).value_or(0);
+    if (share == process->gpuMemoryShare) {
+      continue;
+    }
+    if (auto told = process->limit(share); !told) {
+      failed.push_back(process.get());
+      continue;
+    }
+    log::info("a served pod's GPU memory share changed",
+              {{"peer", formatIpv4(*process->pod)},
+               {"pid", process->pid()},
+               {"gpuMemoryShareMiB", static_cast<int64_t>(share >> 20)}});
+    process->gpuMemoryShare = share;
+  }
+  // A process that cannot be told its limit does not serve past it (it is most likely gone).
+  for (SessionProcess* process : failed) {
+    lose(process, "its GPU memory share could not be sent", now);
+  }
+}
+
 std::optional<Clock::time_point> SessionHost::Loop::nextDeadline() const {
   std::optional<Clock::time_point> next = nextStart_;
   if (refillAt_ && (!next || *refillAt_ < *next)) {
@@ -221,6 +254,11 @@ std::optional<Clock::time_point> SessionHost::Loop::nextDeadline() const {
   }
   if (!dying_.empty()) {
     earlier(Clock::now() + kReapStep);
+  }
+  if (options_.gpuMemoryShare &&
+      std::any_of(processes_.begin(), processes_.end(),
+                  [](const auto& process) { return process->pod.has_value(); })) {
+    earlier(sharesDue_);
   }
   return next;
 }

@@ -59,6 +59,7 @@ class SessionHost::Loop {
               SessionClock::time_point now);
   void readAnswers(const std::vector<pollfd>& fds, size_t first, SessionClock::time_point now);
   void watchProcesses(SessionClock::time_point now);
+  void refreshShares(SessionClock::time_point now);
   void endSessions();
   void retire(SessionProcess* process);
   void lose(SessionProcess* process, const std::string& why, SessionClock::time_point now);
@@ -81,6 +82,9 @@ class SessionHost::Loop {
   int64_t lost_ = 0;
   int64_t refused_ = 0;
   std::optional<SessionClock::time_point> listenerPausedUntil_;
+  // When the served pods' GPU memory shares are looked at again: a share the webhook writes
+  // or changes after a pod's first connection reaches its process within a second.
+  SessionClock::time_point sharesDue_{};
 };
 
 }  // namespace gvirtus::backend_shim

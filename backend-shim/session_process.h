@@ -54,7 +54,8 @@ class SessionProcess {
 
   // The pod this process serves (its address), once it serves one.
   std::optional<Ipv4> pod;
-  int connections = 0;  // open connections of that pod
+  int connections = 0;          // open connections of that pod
+  uint64_t gpuMemoryShare = 0;  // the pod's share as last sent (limit()); 0: none
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 
   // SIGKILL to the whole group; the caller then waits for gone().

@@ -14,6 +14,7 @@ constexpr uint32_t kMaxLive = kSlots / 4 * 3;
 struct Slot {
   uint64_t address;  // 0: empty (no allocation is at address 0)
   uint64_t bytes;
+  uint64_t generation;  // which entry at this address (from 1)
 };
 
 Slot slots[kSlots];
@@ -21,6 +22,7 @@ uint32_t live = 0;      // slots in use
 uint32_t inFlight = 0;  // Counted grants not settled yet
 uint64_t heldBytes = 0;
 uint64_t capBytes = 0;
+uint64_t nextGeneration = 1;
 bool locked = false;
 
 class Lock {
@@ -84,30 +86,44 @@ Grant reserve(uint64_t bytes) {
   return Grant::Counted;
 }
 
-void settle(uint64_t reserved, uint64_t address, uint64_t bytes) {
+bool settle(uint64_t reserved, uint64_t address, uint64_t bytes) {
   Lock lock;
   --inFlight;
   heldBytes -= reserved;
   if (address == 0) {
-    return;
+    return true;
   }
   const uint32_t at = find(address);
   if (slots[at].address == address) {
-    removeAt(at);  // an address counted before and freed where the guard could not see it
+    // Counted before and freed since: by a free the guard did not see, or by one that has not
+    // come back to forget() yet (which then leaves this new entry alone).
+    removeAt(at);
   }
-  const uint32_t free = find(address);
-  slots[free] = {address, bytes};
+  if (capBytes != 0 && (bytes > capBytes || heldBytes > capBytes - bytes)) {
+    return false;
+  }
+  slots[find(address)] = {address, bytes, nextGeneration++};
   heldBytes += bytes;
   ++live;
+  return true;
 }
 
-void forget(uint64_t address) {
+uint64_t generationOf(uint64_t address) {
   if (address == 0) {
+    return 0;
+  }
+  Lock lock;
+  const uint32_t at = find(address);
+  return slots[at].address == address ? slots[at].generation : 0;
+}
+
+void forget(uint64_t address, uint64_t generation) {
+  if (address == 0 || generation == 0) {
     return;
   }
   Lock lock;
   const uint32_t at = find(address);
-  if (slots[at].address == address) {
+  if (slots[at].address == address && slots[at].generation == generation) {
     removeAt(at);
   }
 }

@@ -17,13 +17,18 @@ enum class Grant {
 // Makes room for `bytes` before the allocation is made: two threads allocating at once cannot
 // both pass the cap.
 Grant reserve(uint64_t bytes);
-// After the allocation a Counted grant was made for: `address` 0 when it failed (the room is
-// given back), else what it holds from now on (`bytes`, which may differ from what was
-// reserved: a pitched allocation's padding).
-void settle(uint64_t reserved, uint64_t address, uint64_t bytes);
-// After a free that succeeded: what `address` held is given back (nothing when it was not
-// counted).
-void forget(uint64_t address);
+// After the allocation a Counted grant of `reserved` was made for: `address` 0 when it failed
+// (the room is given back), else what it holds from now on (`bytes`). `bytes` may be more
+// than was reserved (a pitched allocation's rows are padded by the driver): when the
+// difference would pass the cap, nothing is counted and false is returned, and the caller
+// frees the allocation and answers as if it had been refused.
+bool settle(uint64_t reserved, uint64_t address, uint64_t bytes);
+// Before a free: the entry of `address` as it is now (its generation; 0 when not counted).
+// After the free succeeded, forget(address, generation) gives back what that entry held,
+// unless another thread was given the same address meanwhile (the driver may hand out a
+// freed address again at once): that new entry stays.
+uint64_t generationOf(uint64_t address);
+void forget(uint64_t address, uint64_t generation);
 
 // The cap (0: none), and the bytes held now, counted and reserved.
 void setCap(uint64_t bytes);

@@ -18,41 +18,54 @@ constexpr int kOutOfMemory = 2;     // cudaErrorMemoryAllocation, CUDA_ERROR_OUT
 constexpr int kNotInitialized = 3;  // cudaErrorInitializationError, CUDA_ERROR_NOT_INITIALIZED
 
 bool refusalReported = false;
-bool missingReported = false;
 
-// The real `name`, found once; null when no loaded object has it (said once).
+// A real CUDA function: found on the first call and kept.
+struct Real {
+  const char* name;
+  void* function = nullptr;
+  bool missingReported = false;
+};
+
+// The real function of `real`; null when no loaded object has it (said once per name).
 template <typename Function>
-Function real(const char* name, void*& kept) {
-  void* found = __atomic_load_n(&kept, __ATOMIC_ACQUIRE);
+Function resolve(Real& real) {
+  void* found = __atomic_load_n(&real.function, __ATOMIC_ACQUIRE);
   if (found == nullptr) {
-    found = loadedFunction(name);
+    found = loadedFunction(real.name);
     if (found == nullptr) {
-      if (!__atomic_exchange_n(&missingReported, true, __ATOMIC_RELAXED)) {
-        report("no loaded library defines this CUDA function; its calls fail (said once)", name);
+      if (!__atomic_exchange_n(&real.missingReported, true, __ATOMIC_RELAXED)) {
+        report("no loaded library defines this CUDA function; its calls fail", real.name);
       }
       return nullptr;
     }
-    __atomic_store_n(&kept, found, __ATOMIC_RELEASE);
+    __atomic_store_n(&real.function, found, __ATOMIC_RELEASE);
   }
   return reinterpret_cast<Function>(found);
 }
 
+int refuse() {
+  if (!__atomic_exchange_n(&refusalReported, true, __ATOMIC_RELAXED)) {
+    report("an allocation past the pod's GPU memory share was refused (said once)", nullptr);
+  }
+  return kOutOfMemory;
+}
+
 // An allocation of `bytes`, made by `allocate` (which returns the CUDA result and sets the
-// address and, for a pitched one, what it holds) only when the cap leaves room for it.
-template <typename Allocate>
-int counted(uint64_t bytes, Allocate allocate) {
+// address and, for a pitched one, what it holds) only when the cap leaves room for it. One
+// that turns out to hold more than the cap leaves (a pitched one's padding) is freed with
+// `release` and refused.
+template <typename Allocate, typename Release>
+int counted(uint64_t bytes, Allocate allocate, Release release) {
   const Grant grant = reserve(bytes);
   if (grant == Grant::Refused) {
-    if (!__atomic_exchange_n(&refusalReported, true, __ATOMIC_RELAXED)) {
-      report("an allocation past the pod's GPU memory share was refused (said once)", nullptr);
-    }
-    return kOutOfMemory;
+    return refuse();
   }
   uint64_t address = 0;
   uint64_t holds = bytes;
   const int result = allocate(address, holds);
-  if (grant == Grant::Counted) {
-    settle(bytes, result == kSuccess ? address : 0, holds);
+  if (grant == Grant::Counted && !settle(bytes, result == kSuccess ? address : 0, holds)) {
+    (void)release(address);
+    return refuse();
   }
   return result;
 }
@@ -60,9 +73,10 @@ int counted(uint64_t bytes, Allocate allocate) {
 // A free made by `release`; what `address` held is given back once it succeeded.
 template <typename Release>
 int uncounted(uint64_t address, Release release) {
+  const uint64_t generation = generationOf(address);
   const int result = release();
   if (result == kSuccess) {
-    forget(address);
+    forget(address, generation);
   }
   return result;
 }
@@ -104,72 +118,119 @@ using gvirtus::peer_guard::counted;
 using gvirtus::peer_guard::kNotInitialized;
 using gvirtus::peer_guard::kSuccess;
 using gvirtus::peer_guard::product;
-using gvirtus::peer_guard::real;
+using gvirtus::peer_guard::Real;
+using gvirtus::peer_guard::resolve;
 using gvirtus::peer_guard::uncounted;
 using DevicePointer = unsigned long long;  // CUdeviceptr
 
-// Defines the stand-in NAME with the given parameters, beside `kept_NAME`, where its real
-// function is kept once found.
+namespace {
+
+// The real functions, each found once.
+Real cudaMallocReal{"cudaMalloc"};
+Real cudaMallocManagedReal{"cudaMallocManaged"};
+Real cudaMallocPitchReal{"cudaMallocPitch"};
+Real cudaMallocAsyncReal{"cudaMallocAsync"};
+Real cudaFreeReal{"cudaFree"};
+Real cudaFreeAsyncReal{"cudaFreeAsync"};
+Real cudaMemGetInfoReal{"cudaMemGetInfo"};
+Real cuMemAllocReal{"cuMemAlloc_v2"};
+Real cuMemAllocManagedReal{"cuMemAllocManaged"};
+Real cuMemAllocPitchReal{"cuMemAllocPitch_v2"};
+Real cuMemAllocAsyncReal{"cuMemAllocAsync"};
+Real cuMemFreeReal{"cuMemFree_v2"};
+Real cuMemFreeAsyncReal{"cuMemFreeAsync"};
+Real cuMemGetInfoReal{"cuMemGetInfo_v2"};
+
+// A pitched allocation's rows as the driver pads them at most (its pitch alignment, 512 bytes
+// on every GPU so far): reserved before the call, so that the padding rarely has to be
+// given back after it.
+constexpr size_t kPitchAlignment = 512;
+size_t paddedWidth(size_t width) {
+  return width > ~size_t{0} - (kPitchAlignment - 1)
+             ? width
+             : (width + kPitchAlignment - 1) & ~(kPitchAlignment - 1);
+}
+
+// The runtime's free and the driver's, for an allocation that has to be given back.
+int releaseRuntime(uint64_t address) {
+  auto free = resolve<int (*)(void*)>(cudaFreeReal);
+  return free == nullptr ? kNotInitialized : free(reinterpret_cast<void*>(address));
+}
+int releaseDriver(uint64_t address) {
+  auto free = resolve<int (*)(DevicePointer)>(cuMemFreeReal);
+  return free == nullptr ? kNotInitialized : free(address);
+}
+
+}  // namespace
+
 #define GVIRTUS_STAND_IN(NAME, ...) \
-  namespace {                       \
-  void* kept_##NAME = nullptr;      \
-  }                                 \
   extern "C" [[gnu::visibility("default")]] int NAME(__VA_ARGS__) noexcept
 
 GVIRTUS_STAND_IN(cudaMalloc, void** pointer, size_t bytes) {
-  auto next = real<int (*)(void**, size_t)>("cudaMalloc", kept_cudaMalloc);
+  auto next = resolve<int (*)(void**, size_t)>(cudaMallocReal);
   if (next == nullptr) {
     return kNotInitialized;
   }
-  return counted(bytes, [&](uint64_t& address, uint64_t&) {
-    const int result = next(pointer, bytes);
-    address = result == kSuccess && pointer != nullptr ? addressOf(*pointer) : 0;
-    return result;
-  });
+  return counted(
+      bytes,
+      [&](uint64_t& address, uint64_t&) {
+        const int result = next(pointer, bytes);
+        address = result == kSuccess && pointer != nullptr ? addressOf(*pointer) : 0;
+        return result;
+      },
+      releaseRuntime);
 }
 
 GVIRTUS_STAND_IN(cudaMallocManaged, void** pointer, size_t bytes, unsigned flags) {
-  auto next = real<int (*)(void**, size_t, unsigned)>("cudaMallocManaged", kept_cudaMallocManaged);
+  auto next = resolve<int (*)(void**, size_t, unsigned)>(cudaMallocManagedReal);
   if (next == nullptr) {
     return kNotInitialized;
   }
-  return counted(bytes, [&](uint64_t& address, uint64_t&) {
-    const int result = next(pointer, bytes, flags);
-    address = result == kSuccess && pointer != nullptr ? addressOf(*pointer) : 0;
-    return result;
-  });
+  return counted(
+      bytes,
+      [&](uint64_t& address, uint64_t&) {
+        const int result = next(pointer, bytes, flags);
+        address = result == kSuccess && pointer != nullptr ? addressOf(*pointer) : 0;
+        return result;
+      },
+      releaseRuntime);
 }
 
 GVIRTUS_STAND_IN(cudaMallocPitch, void** pointer, size_t* pitch, size_t width, size_t height) {
-  auto next =
-      real<int (*)(void**, size_t*, size_t, size_t)>("cudaMallocPitch", kept_cudaMallocPitch);
+  auto next = resolve<int (*)(void**, size_t*, size_t, size_t)>(cudaMallocPitchReal);
   if (next == nullptr) {
     return kNotInitialized;
   }
-  return counted(product(width, height), [&](uint64_t& address, uint64_t& holds) {
-    const int result = next(pointer, pitch, width, height);
-    address = result == kSuccess && pointer != nullptr ? addressOf(*pointer) : 0;
-    if (address != 0 && pitch != nullptr) {
-      holds = product(*pitch, height);  // the rows' padding counts once it is made
-    }
-    return result;
-  });
+  return counted(
+      product(paddedWidth(width), height),
+      [&](uint64_t& address, uint64_t& holds) {
+        const int result = next(pointer, pitch, width, height);
+        address = result == kSuccess && pointer != nullptr ? addressOf(*pointer) : 0;
+        if (address != 0 && pitch != nullptr) {
+          holds = product(*pitch, height);  // the rows as the driver padded them
+        }
+        return result;
+      },
+      releaseRuntime);
 }
 
 GVIRTUS_STAND_IN(cudaMallocAsync, void** pointer, size_t bytes, void* stream) {
-  auto next = real<int (*)(void**, size_t, void*)>("cudaMallocAsync", kept_cudaMallocAsync);
+  auto next = resolve<int (*)(void**, size_t, void*)>(cudaMallocAsyncReal);
   if (next == nullptr) {
     return kNotInitialized;
   }
-  return counted(bytes, [&](uint64_t& address, uint64_t&) {
-    const int result = next(pointer, bytes, stream);
-    address = result == kSuccess && pointer != nullptr ? addressOf(*pointer) : 0;
-    return result;
-  });
+  return counted(
+      bytes,
+      [&](uint64_t& address, uint64_t&) {
+        const int result = next(pointer, bytes, stream);
+        address = result == kSuccess && pointer != nullptr ? addressOf(*pointer) : 0;
+        return result;
+      },
+      releaseRuntime);
 }
 
 GVIRTUS_STAND_IN(cudaFree, void* pointer) {
-  auto next = real<int (*)(void*)>("cudaFree", kept_cudaFree);
+  auto next = resolve<int (*)(void*)>(cudaFreeReal);
   if (next == nullptr) {
     return kNotInitialized;
   }
@@ -177,7 +238,7 @@ GVIRTUS_STAND_IN(cudaFree, void* pointer) {
 }
 
 GVIRTUS_STAND_IN(cudaFreeAsync, void* pointer, void* stream) {
-  auto next = real<int (*)(void*, void*)>("cudaFreeAsync", kept_cudaFreeAsync);
+  auto next = resolve<int (*)(void*, void*)>(cudaFreeAsyncReal);
   if (next == nullptr) {
     return kNotInitialized;
   }
@@ -185,7 +246,7 @@ GVIRTUS_STAND_IN(cudaFreeAsync, void* pointer, void* stream) {
 }
 
 GVIRTUS_STAND_IN(cudaMemGetInfo, size_t* free, size_t* total) {
-  auto next = real<int (*)(size_t*, size_t*)>("cudaMemGetInfo", kept_cudaMemGetInfo);
+  auto next = resolve<int (*)(size_t*, size_t*)>(cudaMemGetInfoReal);
   if (next == nullptr) {
     return kNotInitialized;
   }
@@ -197,61 +258,72 @@ GVIRTUS_STAND_IN(cudaMemGetInfo, size_t* free, size_t* total) {
 }
 
 GVIRTUS_STAND_IN(cuMemAlloc_v2, DevicePointer* pointer, size_t bytes) {
-  auto next = real<int (*)(DevicePointer*, size_t)>("cuMemAlloc_v2", kept_cuMemAlloc_v2);
+  auto next = resolve<int (*)(DevicePointer*, size_t)>(cuMemAllocReal);
   if (next == nullptr) {
     return kNotInitialized;
   }
-  return counted(bytes, [&](uint64_t& address, uint64_t&) {
-    const int result = next(pointer, bytes);
-    address = result == kSuccess && pointer != nullptr ? *pointer : 0;
-    return result;
-  });
+  return counted(
+      bytes,
+      [&](uint64_t& address, uint64_t&) {
+        const int result = next(pointer, bytes);
+        address = result == kSuccess && pointer != nullptr ? *pointer : 0;
+        return result;
+      },
+      releaseDriver);
 }
 
 GVIRTUS_STAND_IN(cuMemAllocManaged, DevicePointer* pointer, size_t bytes, unsigned flags) {
-  auto next =
-      real<int (*)(DevicePointer*, size_t, unsigned)>("cuMemAllocManaged", kept_cuMemAllocManaged);
+  auto next = resolve<int (*)(DevicePointer*, size_t, unsigned)>(cuMemAllocManagedReal);
   if (next == nullptr) {
     return kNotInitialized;
   }
-  return counted(bytes, [&](uint64_t& address, uint64_t&) {
-    const int result = next(pointer, bytes, flags);
-    address = result == kSuccess && pointer != nullptr ? *pointer : 0;
-    return result;
-  });
+  return counted(
+      bytes,
+      [&](uint64_t& address, uint64_t&) {
+        const int result = next(pointer, bytes, flags);
+        address = result == kSuccess && pointer != nullptr ? *pointer : 0;
+        return result;
+      },
+      releaseDriver);
 }
 
 GVIRTUS_STAND_IN(cuMemAllocPitch_v2, DevicePointer* pointer, size_t* pitch, size_t width,
                  size_t height, unsigned elementBytes) {
-  auto next = real<int (*)(DevicePointer*, size_t*, size_t, size_t, unsigned)>(
-      "cuMemAllocPitch_v2", kept_cuMemAllocPitch_v2);
+  auto next =
+      resolve<int (*)(DevicePointer*, size_t*, size_t, size_t, unsigned)>(cuMemAllocPitchReal);
   if (next == nullptr) {
     return kNotInitialized;
   }
-  return counted(product(width, height), [&](uint64_t& address, uint64_t& holds) {
-    const int result = next(pointer, pitch, width, height, elementBytes);
-    address = result == kSuccess && pointer != nullptr ? *pointer : 0;
-    if (address != 0 && pitch != nullptr) {
-      holds = product(*pitch, height);
-    }
-    return result;
-  });
+  return counted(
+      product(paddedWidth(width), height),
+      [&](uint64_t& address, uint64_t& holds) {
+        const int result = next(pointer, pitch, width, height, elementBytes);
+        address = result == kSuccess && pointer != nullptr ? *pointer : 0;
+        if (address != 0 && pitch != nullptr) {
+          holds = product(*pitch, height);
+        }
+        return result;
+      },
+      releaseDriver);
 }
 
 GVIRTUS_STAND_IN(cuMemAllocAsync, DevicePointer* pointer, size_t bytes, void* stream) {
-  auto next = real<int (*)(DevicePointer*, size_t, void*)>("cuMemAllocAsync", kept_cuMemAllocAsync);
+  auto next = resolve<int (*)(DevicePointer*, size_t, void*)>(cuMemAllocAsyncReal);
   if (next == nullptr) {
     return kNotInitialized;
   }
-  return counted(bytes, [&](uint64_t& address, uint64_t&) {
-    const int result = next(pointer, bytes, stream);
-    address = result == kSuccess && pointer != nullptr ? *pointer : 0;
-    return result;
-  });
+  return counted(
+      bytes,
+      [&](uint64_t& address, uint64_t&) {
+        const int result = next(pointer, bytes, stream);
+        address = result == kSuccess && pointer != nullptr ? *pointer : 0;
+        return result;
+      },
+      releaseDriver);
 }
 
 GVIRTUS_STAND_IN(cuMemFree_v2, DevicePointer pointer) {
-  auto next = real<int (*)(DevicePointer)>("cuMemFree_v2", kept_cuMemFree_v2);
+  auto next = resolve<int (*)(DevicePointer)>(cuMemFreeReal);
   if (next == nullptr) {
     return kNotInitialized;
   }
@@ -259,7 +331,7 @@ GVIRTUS_STAND_IN(cuMemFree_v2, DevicePointer pointer) {
 }
 
 GVIRTUS_STAND_IN(cuMemFreeAsync, DevicePointer pointer, void* stream) {
-  auto next = real<int (*)(DevicePointer, void*)>("cuMemFreeAsync", kept_cuMemFreeAsync);
+  auto next = resolve<int (*)(DevicePointer, void*)>(cuMemFreeAsyncReal);
   if (next == nullptr) {
     return kNotInitialized;
   }
@@ -267,7 +339,7 @@ GVIRTUS_STAND_IN(cuMemFreeAsync, DevicePointer pointer, void* stream) {
 }
 
 GVIRTUS_STAND_IN(cuMemGetInfo_v2, size_t* free, size_t* total) {
-  auto next = real<int (*)(size_t*, size_t*)>("cuMemGetInfo_v2", kept_cuMemGetInfo_v2);
+  auto next = resolve<int (*)(size_t*, size_t*)>(cuMemGetInfoReal);
   if (next == nullptr) {
     return kNotInitialized;
   }

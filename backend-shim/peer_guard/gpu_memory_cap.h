@@ -13,9 +13,12 @@
 // it. Without a cap, every call passes straight on (allocations are still counted, so a cap
 // set later counts them).
 //
-// Where it cannot count (more than 49,152 allocations live at once) an allocation is refused
-// while a cap is set: the cap fails closed. Not counted: CUDA arrays, the virtual memory API
-// (cuMemCreate) and memory pools' own reserve beyond what was asked of them.
+// A pitched allocation counts what the driver made of it (its padded rows): one that turns
+// out to pass the cap is freed and refused. Where it cannot count (more than 49,152
+// allocations live at once) an allocation is refused while a cap is set: the cap fails closed.
+// Not counted: CUDA arrays, the device heap and stack (cudaDeviceSetLimit), the virtual memory
+// API (cuMemCreate), memory pools' own reserve beyond what was asked of them, and libraries
+// that link the runtime statically (docs/backend.md).
 namespace gvirtus::peer_guard {
 
 // The pod's share in bytes; 0: none. Set by the handoff (kLimits), before the pod's first

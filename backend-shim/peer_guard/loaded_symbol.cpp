@@ -83,13 +83,14 @@ Tables tablesOf(const dl_phdr_info* object) {
   return tables;
 }
 
-// A definition of a function (not an undefined reference, not data; no CUDA entry point is
-// an indirect function, whose address would be its resolver's).
+// A definition of a function another object may call (not an undefined reference, not data,
+// not local; no CUDA entry point is an indirect function, whose address would be its
+// resolver's).
 void* definedFunction(const dl_phdr_info* object, const Tables& tables, uint32_t index,
                       const char* name) {
   const ElfW(Sym)& symbol = tables.symbols[index];
   if (symbol.st_shndx == SHN_UNDEF || symbol.st_value == 0 ||
-      ELF64_ST_TYPE(symbol.st_info) != STT_FUNC ||
+      ELF64_ST_TYPE(symbol.st_info) != STT_FUNC || ELF64_ST_BIND(symbol.st_info) == STB_LOCAL ||
       strcmp(tables.strings + symbol.st_name, name) != 0) {
     return nullptr;
   }

@@ -19,6 +19,7 @@
 //   --say TEXT                  the listening child prints "fake backend: TEXT" and a newline
 //                               on stdout with C stdio, never flushed (as GVirtuS logs)
 //   --say-partial TEXT          the listening child writes TEXT on stderr without a newline
+#include <dlfcn.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -32,25 +33,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <iomanip>
 #include <iterator>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
-
-// The fake CUDA library's calls (fake_cuda.cpp), as the CUDA headers declare them.
-extern "C" {
-int cudaMalloc(void** pointer, size_t bytes);
-int cudaFree(void* pointer);
-int cudaMemGetInfo(size_t* free, size_t* total);
-int cuMemAlloc_v2(unsigned long long* pointer, size_t bytes);
-int cuMemFree_v2(unsigned long long pointer);
-long fakeCudaAllocationsReached();
-}
 
 namespace {
 
@@ -126,42 +115,22 @@ long long millisSinceEpoch() {
 std::mutex noteMutex;
 std::string note;
 
-// GVirtuS's CUDA calls, made on the fake CUDA library (fake_cuda.cpp), as a session's
-// requests would make them: "malloc BYTES" and "cumalloc BYTES" answer "RESULT ADDRESS",
-// "free ADDRESS" and "cufree ADDRESS" "RESULT", "meminfo" "RESULT FREE TOTAL" and "reached"
-// the allocations that reached the library.
+// GVirtuS's CUDA calls, as its cudart plugin makes them: the plugin (fake_cuda_plugin.cpp)
+// is loaded with dlopen's local scope, the fake CUDA library as its dependency, as GVirtuS
+// loads libcudart through its plugins. Its answer to one request (fakeCudaCommand).
 std::string cudaCommand(const std::string& request) {
-  std::istringstream in(request);
-  std::string verb;
-  in >> verb;
-  unsigned long long number = 0;
-  in >> std::setbase(0) >> number;
-  if (verb == "malloc") {
-    void* pointer = nullptr;
-    const int result = cudaMalloc(&pointer, number);
-    return std::to_string(result) + " " + std::to_string(reinterpret_cast<uintptr_t>(pointer));
+  using Command = int (*)(const char*, char*, size_t);
+  static Command command = [] {
+    void* plugin = ::dlopen(FAKE_CUDA_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+    return plugin == nullptr ? nullptr
+                             : reinterpret_cast<Command>(::dlsym(plugin, "fakeCudaCommand"));
+  }();
+  if (command == nullptr) {
+    return std::string("no plugin: ") + ::dlerror();
   }
-  if (verb == "cumalloc") {
-    unsigned long long pointer = 0;
-    const int result = cuMemAlloc_v2(&pointer, number);
-    return std::to_string(result) + " " + std::to_string(pointer);
-  }
-  if (verb == "free") {
-    return std::to_string(cudaFree(reinterpret_cast<void*>(number)));
-  }
-  if (verb == "cufree") {
-    return std::to_string(cuMemFree_v2(number));
-  }
-  if (verb == "meminfo") {
-    size_t free = 0;
-    size_t total = 0;
-    const int result = cudaMemGetInfo(&free, &total);
-    return std::to_string(result) + " " + std::to_string(free) + " " + std::to_string(total);
-  }
-  if (verb == "reached") {
-    return std::to_string(fakeCudaAllocationsReached());
-  }
-  return "unknown";
+  char reply[256] = {};
+  command(request.c_str(), reply, sizeof(reply));
+  return reply;
 }
 
 // One client, on a thread of its own as GVirtuS serves it. Lines of the stand-in's protocol

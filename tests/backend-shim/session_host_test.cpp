@@ -213,6 +213,13 @@ TEST_CASE("per-pod sessions: a pod's GPU memory share caps its own process's all
   CHECK(ask(capped, "standin cuda malloc 1") == "2 0");
   CHECK(ask(capped, "standin cuda cufree " + driver.substr(2)) == "0");
   CHECK(ask(capped, "standin cuda malloc 1").starts_with("0 "));
+  // A pitched allocation holds its rows as the driver padded them (1 KiB here, more than the
+  // guard reserves for): 2 GiB of 2 Mi rows of 1 byte fit, the same again passes the share
+  // once padded and is given back and refused.
+  const std::string rows = std::to_string(1 << 21);
+  CHECK(ask(capped, "standin cuda pitch 1 " + rows).starts_with("0 "));
+  CHECK(ask(capped, "standin cuda pitch 1 " + rows).starts_with("2 "));
+  CHECK(ask(capped, "standin cuda meminfo") == "0 " + std::to_string(2 * kGiB - 1) + " " + gib(4));
 
   // A pod without a share has the whole GPU (16 GiB here), in a process of its own.
   CHECK(ask(whole, "standin cuda malloc " + gib(8)).starts_with("0 "));
