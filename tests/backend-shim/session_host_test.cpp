@@ -5,6 +5,7 @@
 
 #include <signal.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <memory>
 #include <mutex>
@@ -224,6 +225,29 @@ TEST_CASE("per-pod sessions: a pod's GPU memory share caps its own process's all
   // A pod without a share has the whole GPU (16 GiB here), in a process of its own.
   CHECK(ask(whole, "standin cuda malloc " + gib(8)).starts_with("0 "));
   CHECK(ask(whole, "standin cuda meminfo") == "0 " + gib(8) + " " + gib(16));
+}
+
+TEST_CASE("per-pod sessions: a share written after a pod's first connection reaches its process",
+          "[session_host]") {
+  constexpr uint64_t kGiB = 1ull << 30;
+  auto share = std::make_shared<std::atomic<uint64_t>>(0);
+  SessionHostOptions options;
+  options.gpuMemoryShare = [share](Ipv4) -> std::optional<uint64_t> {
+    const uint64_t bytes = share->load();
+    return bytes == 0 ? std::nullopt : std::optional(bytes);
+  };
+  Host host(std::move(options));
+  test::LoopbackClient pod(host.port, "127.0.0.2");
+  // No share yet (a fraction before the backend's first load report): the whole GPU.
+  CHECK(ask(pod, "standin cuda malloc " + std::to_string(3 * kGiB)).starts_with("0 "));
+  share->store(4 * kGiB);
+  const std::string one = "standin cuda malloc " + std::to_string(kGiB);
+  const std::string two = "standin cuda malloc " + std::to_string(2 * kGiB);
+  // Within a second or so the process has it: 1 GiB more fits, 2 more do not.
+  CHECK(eventually(
+      [&] { return ask(pod, "standin cuda meminfo").ends_with(std::to_string(4 * kGiB)); }, 5s));
+  CHECK(ask(pod, two) == "2 0");
+  CHECK(ask(pod, one).starts_with("0 "));
 }
 
 TEST_CASE("per-pod sessions: drained, a new connection is refused and open ones go on",
