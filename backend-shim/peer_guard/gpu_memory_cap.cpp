@@ -161,6 +161,43 @@ int releaseDriver(uint64_t address) {
   return free == nullptr ? kNotInitialized : free(address);
 }
 
+uint64_t addressAt(void* const* pointer) {
+  return pointer != nullptr ? addressOf(*pointer) : 0;
+}
+uint64_t addressAt(const DevicePointer* pointer) {
+  return pointer != nullptr ? *pointer : 0;
+}
+
+// An allocation of `bytes` made by `call`, which writes its address to `*pointer`.
+template <typename Pointer, typename Call>
+int countedAt(Pointer* pointer, uint64_t bytes, Call call, int (*release)(uint64_t)) {
+  return counted(
+      bytes,
+      [&](uint64_t& address, uint64_t&) {
+        const int result = call();
+        address = result == kSuccess ? addressAt(pointer) : 0;
+        return result;
+      },
+      release);
+}
+
+// A pitched one: it holds its rows as the driver padded them, `*pitch` bytes each.
+template <typename Pointer, typename Call>
+int countedPitched(Pointer* pointer, size_t* pitch, size_t width, size_t height, Call call,
+                   int (*release)(uint64_t)) {
+  return counted(
+      product(paddedWidth(width), height),
+      [&](uint64_t& address, uint64_t& holds) {
+        const int result = call();
+        address = result == kSuccess ? addressAt(pointer) : 0;
+        if (address != 0 && pitch != nullptr) {
+          holds = product(*pitch, height);
+        }
+        return result;
+      },
+      release);
+}
+
 }  // namespace
 
 #define GVIRTUS_STAND_IN(NAME, ...) \
@@ -171,14 +208,8 @@ GVIRTUS_STAND_IN(cudaMalloc, void** pointer, size_t bytes) {
   if (next == nullptr) {
     return kNotInitialized;
   }
-  return counted(
-      bytes,
-      [&](uint64_t& address, uint64_t&) {
-        const int result = next(pointer, bytes);
-        address = result == kSuccess && pointer != nullptr ? addressOf(*pointer) : 0;
-        return result;
-      },
-      releaseRuntime);
+  return countedAt(
+      pointer, bytes, [&] { return next(pointer, bytes); }, releaseRuntime);
 }
 
 GVIRTUS_STAND_IN(cudaMallocManaged, void** pointer, size_t bytes, unsigned flags) {
@@ -186,14 +217,8 @@ GVIRTUS_STAND_IN(cudaMallocManaged, void** pointer, size_t bytes, unsigned flags
   if (next == nullptr) {
     return kNotInitialized;
   }
-  return counted(
-      bytes,
-      [&](uint64_t& address, uint64_t&) {
-        const int result = next(pointer, bytes, flags);
-        address = result == kSuccess && pointer != nullptr ? addressOf(*pointer) : 0;
-        return result;
-      },
-      releaseRuntime);
+  return countedAt(
+      pointer, bytes, [&] { return next(pointer, bytes, flags); }, releaseRuntime);
 }
 
 GVIRTUS_STAND_IN(cudaMallocPitch, void** pointer, size_t* pitch, size_t width, size_t height) {
@@ -201,16 +226,8 @@ GVIRTUS_STAND_IN(cudaMallocPitch, void** pointer, size_t* pitch, size_t width, s
   if (next == nullptr) {
     return kNotInitialized;
   }
-  return counted(
-      product(paddedWidth(width), height),
-      [&](uint64_t& address, uint64_t& holds) {
-        const int result = next(pointer, pitch, width, height);
-        address = result == kSuccess && pointer != nullptr ? addressOf(*pointer) : 0;
-        if (address != 0 && pitch != nullptr) {
-          holds = product(*pitch, height);  // the rows as the driver padded them
-        }
-        return result;
-      },
+  return countedPitched(
+      pointer, pitch, width, height, [&] { return next(pointer, pitch, width, height); },
       releaseRuntime);
 }
 
@@ -219,14 +236,8 @@ GVIRTUS_STAND_IN(cudaMallocAsync, void** pointer, size_t bytes, void* stream) {
   if (next == nullptr) {
     return kNotInitialized;
   }
-  return counted(
-      bytes,
-      [&](uint64_t& address, uint64_t&) {
-        const int result = next(pointer, bytes, stream);
-        address = result == kSuccess && pointer != nullptr ? addressOf(*pointer) : 0;
-        return result;
-      },
-      releaseRuntime);
+  return countedAt(
+      pointer, bytes, [&] { return next(pointer, bytes, stream); }, releaseRuntime);
 }
 
 GVIRTUS_STAND_IN(cudaFree, void* pointer) {
@@ -262,14 +273,8 @@ GVIRTUS_STAND_IN(cuMemAlloc_v2, DevicePointer* pointer, size_t bytes) {
   if (next == nullptr) {
     return kNotInitialized;
   }
-  return counted(
-      bytes,
-      [&](uint64_t& address, uint64_t&) {
-        const int result = next(pointer, bytes);
-        address = result == kSuccess && pointer != nullptr ? *pointer : 0;
-        return result;
-      },
-      releaseDriver);
+  return countedAt(
+      pointer, bytes, [&] { return next(pointer, bytes); }, releaseDriver);
 }
 
 GVIRTUS_STAND_IN(cuMemAllocManaged, DevicePointer* pointer, size_t bytes, unsigned flags) {
@@ -277,14 +282,8 @@ GVIRTUS_STAND_IN(cuMemAllocManaged, DevicePointer* pointer, size_t bytes, unsign
   if (next == nullptr) {
     return kNotInitialized;
   }
-  return counted(
-      bytes,
-      [&](uint64_t& address, uint64_t&) {
-        const int result = next(pointer, bytes, flags);
-        address = result == kSuccess && pointer != nullptr ? *pointer : 0;
-        return result;
-      },
-      releaseDriver);
+  return countedAt(
+      pointer, bytes, [&] { return next(pointer, bytes, flags); }, releaseDriver);
 }
 
 GVIRTUS_STAND_IN(cuMemAllocPitch_v2, DevicePointer* pointer, size_t* pitch, size_t width,
@@ -294,17 +293,9 @@ GVIRTUS_STAND_IN(cuMemAllocPitch_v2, DevicePointer* pointer, size_t* pitch, size
   if (next == nullptr) {
     return kNotInitialized;
   }
-  return counted(
-      product(paddedWidth(width), height),
-      [&](uint64_t& address, uint64_t& holds) {
-        const int result = next(pointer, pitch, width, height, elementBytes);
-        address = result == kSuccess && pointer != nullptr ? *pointer : 0;
-        if (address != 0 && pitch != nullptr) {
-          holds = product(*pitch, height);
-        }
-        return result;
-      },
-      releaseDriver);
+  return countedPitched(
+      pointer, pitch, width, height,
+      [&] { return next(pointer, pitch, width, height, elementBytes); }, releaseDriver);
 }
 
 GVIRTUS_STAND_IN(cuMemAllocAsync, DevicePointer* pointer, size_t bytes, void* stream) {
@@ -312,14 +303,8 @@ GVIRTUS_STAND_IN(cuMemAllocAsync, DevicePointer* pointer, size_t bytes, void* st
   if (next == nullptr) {
     return kNotInitialized;
   }
-  return counted(
-      bytes,
-      [&](uint64_t& address, uint64_t&) {
-        const int result = next(pointer, bytes, stream);
-        address = result == kSuccess && pointer != nullptr ? *pointer : 0;
-        return result;
-      },
-      releaseDriver);
+  return countedAt(
+      pointer, bytes, [&] { return next(pointer, bytes, stream); }, releaseDriver);
 }
 
 GVIRTUS_STAND_IN(cuMemFree_v2, DevicePointer pointer) {
