@@ -454,17 +454,26 @@ json reservation(const std::string& pod, const std::string& uid) {
   return {{"resource", "pods"}, {"name", pod}, {"uid", uid}};
 }
 
+// A publisher with DRA on (--dra): its four caches started, its writes to `api`.
+struct WithClaims {
+  FakeObjectCache backends, frontends, claims, claimants;
+  FakeApi api{backends};
+  PeerPublisher publisher{backends, frontends, api.writer(),
+                          nullptr,  {},        ClaimantCaches{&claims, &claimants}};
+
+  WithClaims() {
+    for (auto* cache : {&backends, &frontends, &claims, &claimants}) {
+      cache->start();
+    }
+  }
+};
+
 }  // namespace
 
 TEST_CASE("with DRA, the pods reserved a claim on a backend's device are its peers",
           "[peer-publisher][claim-peers]") {
-  FakeObjectCache backends, frontends, claims, claimants;
-  FakeApi api(backends);
-  PeerPublisher publisher(backends, frontends, api.writer(), nullptr, {},
-                          ClaimantCaches{&claims, &claimants});
-  for (auto* cache : {&backends, &frontends, &claims, &claimants}) {
-    cache->start();
-  }
+  WithClaims w;
+  auto& [backends, frontends, claims, claimants, api, publisher] = w;
   backends.put(backendPod("be-1", "10.0.0.1"));
   backends.put(backendPod("be-2", "10.0.0.2"));
   frontends.put(frontend("labelled", "10.1.0.9"));
@@ -519,13 +528,8 @@ TEST_CASE("with DRA, the pods reserved a claim on a backend's device are its pee
 
 TEST_CASE("with DRA, a claimant counts for its backend pod at that pod's current address",
           "[peer-publisher][claim-peers]") {
-  FakeObjectCache backends, frontends, claims, claimants;
-  FakeApi api(backends);
-  PeerPublisher publisher(backends, frontends, api.writer(), nullptr, {},
-                          ClaimantCaches{&claims, &claimants});
-  for (auto* cache : {&backends, &frontends, &claims, &claimants}) {
-    cache->start();
-  }
+  WithClaims w;
+  auto& [backends, frontends, claims, claimants, api, publisher] = w;
   // The claim's events come before the backend pod is in its cache (caches sync in any order).
   claimants.put(claimant("app", "app-uid", "10.2.0.7"));
   claims.put(gpuClaim("c1", "gvirtus-system/be-1", json::array({reservation("app", "app-uid")})));
@@ -583,13 +587,8 @@ TEST_CASE("the publisher writes each peer's GPU memory share beside the list", "
 
 TEST_CASE("with DRA, a claimant's share is the memory the scheduler counted for its claim",
           "[peer-publisher][claim-peers]") {
-  FakeObjectCache backends, frontends, claims, claimants;
-  FakeApi api(backends);
-  PeerPublisher publisher(backends, frontends, api.writer(), nullptr, {},
-                          ClaimantCaches{&claims, &claimants});
-  for (auto* cache : {&backends, &frontends, &claims, &claimants}) {
-    cache->start();
-  }
+  WithClaims w;
+  auto& [backends, frontends, claims, claimants, api, publisher] = w;
   backends.put(backendPod("be-1", "10.0.0.1"));
   claimants.put(claimant("sized", "sized-uid", "10.2.0.7"));
   claimants.put(claimant("shared", "shared-uid", "10.2.0.8", "Running", "c2"));
