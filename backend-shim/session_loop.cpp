@@ -211,8 +211,10 @@ void SessionHost::Loop::refreshShares(Clock::time_point now) {
     if (!process->pod) {
       continue;
     }
+    // A share given is changed, never taken away while the pod is served: a record that lost
+    // it for a moment (a load report that did not parse) must not lift the cap.
     const uint64_t share = options_.gpuMemoryShare(*process->pod).value_or(0);
-    if (share == process->gpuMemoryShare) {
+    if (share == 0 || share == process->gpuMemoryShare) {
       continue;
     }
     if (auto told = process->limit(share); !told) {
