@@ -6,11 +6,46 @@
 
 #include <arpa/inet.h>
 
+#include <fstream>
+#include <random>
 #include <sstream>
 
 namespace gvirtus::testing {
 
+namespace {
+
+// Whether nothing holds `port` on any address now: a bind without SO_REUSEADDR succeeds.
+bool portFree(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  const bool bound = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  ::close(fd);
+  return bound;
+}
+
+}  // namespace
+
 int freePort() {
+  // Below the kernel's range of ports for connecting clients: a port from bind(0) is one a
+  // client of a test running beside this one may be given as its own, and the TIME_WAIT it
+  // leaves when it closes keeps a backend from binding that port for a minute.
+  int clientsFrom = 32768;
+  std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> clientsFrom;
+  constexpr int kFirst = 10000;
+  static std::mt19937 random(std::random_device{}());
+  if (clientsFrom - kFirst >= 1000) {
+    std::uniform_int_distribution<int> pick(kFirst, clientsFrom - 1);
+    for (int attempt = 0; attempt < 200; ++attempt) {
+      if (const int port = pick(random); portFree(port)) {
+        return port;
+      }
+    }
+  }
+  // No room below the range: one the kernel picks.
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   REQUIRE(fd >= 0);
   sockaddr_in addr{};

@@ -72,7 +72,8 @@ inline std::pair<int, std::string> kubectl(std::vector<std::string> args) {
 
 namespace gvirtus::testing {
 
-// A TCP port free on 127.0.0.1 right now (bound to port 0, then released).
+// A TCP port free on every address right now, below the kernel's range for clients' own
+// ports (so that no test's client connection can take it meanwhile), at random.
 int freePort();
 
 // GET http://127.0.0.1:PORT/PATH: the status and the body; {0, ""} when nothing answers.
