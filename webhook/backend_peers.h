@@ -26,6 +26,10 @@ namespace gvirtus::webhook {
 // the API server's 256 KiB for all of a pod's annotations (a longer list would be refused
 // whole), and far above the sessions one backend takes.
 inline constexpr size_t kMaxPeers = 10000;
+// The most shares gvirtus.io/peer-memory holds: 2,000 entries of at most 27 bytes
+// ("255.255.255.255=1073741824,") beside a full list still fit in 256 KiB. Peers past it
+// are not capped (they are far past any backend's --max-sessions).
+inline constexpr size_t kMaxShares = 2000;
 
 // What a GVirtuS pod stands for in a peer list.
 struct PeerClaim {

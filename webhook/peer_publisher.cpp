@@ -1,5 +1,6 @@
 #include "webhook/peer_publisher.h"
 
+#include <algorithm>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -320,7 +321,7 @@ Result<bool> PeerPublisher::sync(const std::string& backendPod) {
   const std::vector<PeerShare> shares = backendPeerShares(
       backendPod, backendEndpoint(*pod, options_.port), claims, reportedGpus(*pod));
   const PeerAnnotations value{peersValue(peers, options_.maxPeers),
-                              peerMemoryValue(shares, options_.maxPeers)};
+                              peerMemoryValue(shares, std::min(options_.maxPeers, kMaxShares))};
   const std::string resourceVersion = stringAt(*pod, {"metadata", "resourceVersion"});
   PeerAnnotations carried = carriedPeers(*pod);
   {
@@ -361,7 +362,7 @@ Result<bool> PeerPublisher::sync(const std::string& backendPod) {
   log::debug("published the peers of a backend pod",
              {{"backendPod", backendPod},
               {"peers", std::min(peers.size(), options_.maxPeers)},
-              {"gpuMemoryShares", std::min(shares.size(), options_.maxPeers)}});
+              {"gpuMemoryShares", std::min({shares.size(), options_.maxPeers, kMaxShares})}});
   std::lock_guard lock(mutex_);
   written_[backendPod] = Written{resourceVersion, value};
   return true;
