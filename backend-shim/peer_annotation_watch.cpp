@@ -5,18 +5,6 @@
 
 namespace gvirtus::backend_shim {
 
-namespace {
-
-std::optional<std::string> textAt(const nlohmann::json& pod, std::string_view annotation) {
-  const nlohmann::json* value = memberAt(pod, {"metadata", "annotations", annotation});
-  if (value == nullptr || !value->is_string()) {
-    return std::nullopt;
-  }
-  return value->get<std::string>();
-}
-
-}  // namespace
-
 PeerAnnotationWatch::PeerAnnotationWatch(ObjectCache& cache, Sink sink) : sink_(std::move(sink)) {
   ResourceEventHandlers handlers;
   handlers.onAdd = [this](const nlohmann::json& pod) { apply(pod); };
@@ -29,7 +17,8 @@ PeerAnnotationWatch::PeerAnnotationWatch(ObjectCache& cache, Sink sink) : sink_(
 }
 
 void PeerAnnotationWatch::apply(const nlohmann::json& pod) {
-  Texts texts{textAt(pod, kPeersAnnotation), textAt(pod, kPeerMemoryAnnotation)};
+  Texts texts{optionalStringAt(pod, {"metadata", "annotations", kPeersAnnotation}),
+              optionalStringAt(pod, {"metadata", "annotations", kPeerMemoryAnnotation})};
   if (!texts.peers) {
     if (!published_ || texts_.peers) {
       log::warn(

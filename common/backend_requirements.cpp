@@ -10,23 +10,8 @@
 #include "common/strings.h"
 
 namespace gvirtus {
-namespace {
 
 using nlohmann::json;
-
-// The string at metadata.SECTION.KEY of the pod; nullopt when absent or not a string.
-std::optional<std::string> metadataString(const json& pod, std::string_view section,
-                                          std::string_view key) {
-  const json* metadata = member(pod, "metadata");
-  const json* map = metadata != nullptr ? member(*metadata, section) : nullptr;
-  const json* value = map != nullptr ? member(*map, key) : nullptr;
-  if (value == nullptr || !value->is_string()) {
-    return std::nullopt;
-  }
-  return value->get<std::string>();
-}
-
-}  // namespace
 
 int64_t memoryDemandMiB(const BackendRequirements& pod, int64_t totalMiB) {
   int64_t demand = std::max(pod.gpuMemoryMiB.value_or(0), pod.kaiGpuMemoryMiB.value_or(0));
@@ -75,7 +60,9 @@ std::string_view policyName(Policy policy) {
 
 Result<BackendRequirements> requirementsFromPod(const json& pod) {
   BackendRequirements out;
-  auto annotation = [&](std::string_view key) { return metadataString(pod, "annotations", key); };
+  auto annotation = [&](std::string_view key) {
+    return optionalStringAt(pod, {"metadata", "annotations", key});
+  };
   auto invalid = [](std::string_view key, const std::string& value, const std::string& why) {
     return fail("annotation " + std::string(key) + "=\"" + value + "\": " + why);
   };

@@ -40,6 +40,15 @@ std::string stringAt(const json& object, std::initializer_list<std::string_view>
   return node != nullptr && node->is_string() ? node->get<std::string>() : std::string();
 }
 
+std::optional<std::string> optionalStringAt(const json& object,
+                                            std::initializer_list<std::string_view> path) {
+  const json* node = memberAt(object, path);
+  if (node == nullptr || !node->is_string()) {
+    return std::nullopt;
+  }
+  return node->get<std::string>();
+}
+
 namespace {
 
 json& valueAt(json& object, std::initializer_list<std::string_view> path, json empty) {

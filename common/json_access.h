@@ -2,6 +2,7 @@
 
 #include <initializer_list>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -27,6 +28,9 @@ const nlohmann::json* memberAt(const nlohmann::json& object,
 
 // The string at a path of members; empty where the path breaks or the value is no string.
 std::string stringAt(const nlohmann::json& object, std::initializer_list<std::string_view> path);
+// The same, telling an absent value (or one that is no string) from an empty one: nullopt.
+std::optional<std::string> optionalStringAt(const nlohmann::json& object,
+                                            std::initializer_list<std::string_view> path);
 
 // For writing: the object (or array) at a path of members, made where it is missing and
 // put in place of a value of another type, as are the objects above it.

@@ -26,17 +26,10 @@ constexpr int kWorkers = 4;
 // How often run() looks again while the caches have not synced yet.
 constexpr auto kSyncPoll = std::chrono::milliseconds(200);
 
-std::optional<std::string> carried(const json& pod, std::string_view annotation) {
-  const json* value = memberAt(pod, {"metadata", "annotations", annotation});
-  if (value == nullptr || !value->is_string()) {
-    return std::nullopt;
-  }
-  return value->get<std::string>();
-}
-
 // The values a backend pod carries; nullopt where absent (never published).
 PeerAnnotations carriedPeers(const json& pod) {
-  return {carried(pod, kPeersAnnotation), carried(pod, kPeerMemoryAnnotation)};
+  return {optionalStringAt(pod, {"metadata", "annotations", kPeersAnnotation}),
+          optionalStringAt(pod, {"metadata", "annotations", kPeerMemoryAnnotation})};
 }
 
 // The GPUs its load report lists; none while it has not published one that parses.

@@ -161,6 +161,19 @@ int releaseDriver(uint64_t address) {
   return free == nullptr ? kNotInitialized : free(address);
 }
 
+// The runtime's or the driver's memory figures, the share as the total.
+int clampedInfo(Real& real, size_t* free, size_t* total) {
+  auto next = resolve<int (*)(size_t*, size_t*)>(real);
+  if (next == nullptr) {
+    return kNotInitialized;
+  }
+  const int result = next(free, total);
+  if (result == kSuccess) {
+    clampInfo(free, total);
+  }
+  return result;
+}
+
 uint64_t addressAt(void* const* pointer) {
   return pointer != nullptr ? addressOf(*pointer) : 0;
 }
@@ -257,15 +270,7 @@ GVIRTUS_STAND_IN(cudaFreeAsync, void* pointer, void* stream) {
 }
 
 GVIRTUS_STAND_IN(cudaMemGetInfo, size_t* free, size_t* total) {
-  auto next = resolve<int (*)(size_t*, size_t*)>(cudaMemGetInfoReal);
-  if (next == nullptr) {
-    return kNotInitialized;
-  }
-  const int result = next(free, total);
-  if (result == kSuccess) {
-    clampInfo(free, total);
-  }
-  return result;
+  return clampedInfo(cudaMemGetInfoReal, free, total);
 }
 
 GVIRTUS_STAND_IN(cuMemAlloc_v2, DevicePointer* pointer, size_t bytes) {
@@ -324,13 +329,5 @@ GVIRTUS_STAND_IN(cuMemFreeAsync, DevicePointer pointer, void* stream) {
 }
 
 GVIRTUS_STAND_IN(cuMemGetInfo_v2, size_t* free, size_t* total) {
-  auto next = resolve<int (*)(size_t*, size_t*)>(cuMemGetInfoReal);
-  if (next == nullptr) {
-    return kNotInitialized;
-  }
-  const int result = next(free, total);
-  if (result == kSuccess) {
-    clampInfo(free, total);
-  }
-  return result;
+  return clampedInfo(cuMemGetInfoReal, free, total);
 }
