@@ -47,8 +47,4 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv);
 // The checks after parsing; the message names the flag. Touches no file.
 Result<void> validateOptions(const Options& options);
 
-// A resource name the kubelet accepts from a device plugin: an extended resource
-// "DOMAIN/NAME" outside the kubernetes.io domains.
-Result<void> validateResourceName(std::string_view name);
-
 }  // namespace gvirtus::device_plugin

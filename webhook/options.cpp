@@ -6,6 +6,7 @@
 
 #include "common/gvirtus_properties.h"
 #include "common/http_server.h"
+#include "common/object_names.h"
 #include "common/strings.h"
 
 namespace gvirtus::webhook {
@@ -17,30 +18,6 @@ Result<void> checkReadable(const std::string& path) {
     return fail("cannot read \"" + path + "\"");
   }
   return {};
-}
-
-// An object name as the API takes it (a DNS subdomain): at most 253 characters, parts
-// separated by '.', each 1 to 63 of lower-case letters, digits and '-', starting and
-// ending with a letter or digit.
-bool isDnsSubdomain(const std::string& name) {
-  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
-  if (name.empty() || name.size() > 253) {
-    return false;
-  }
-  size_t start = 0;
-  while (true) {
-    const size_t dot = name.find('.', start);
-    const std::string_view part =
-        std::string_view(name).substr(start, dot == std::string::npos ? dot : dot - start);
-    if (part.empty() || part.size() > 63 || !alnum(part.front()) || !alnum(part.back()) ||
-        !std::all_of(part.begin(), part.end(), [&](char c) { return alnum(c) || c == '-'; })) {
-      return false;
-    }
-    if (dot == std::string::npos) {
-      return true;
-    }
-    start = dot + 1;
-  }
 }
 
 }  // namespace

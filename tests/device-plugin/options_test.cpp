@@ -7,7 +7,6 @@
 using gvirtus::device_plugin::Options;
 using gvirtus::device_plugin::parseOptions;
 using gvirtus::device_plugin::validateOptions;
-using gvirtus::device_plugin::validateResourceName;
 
 namespace {
 
@@ -71,36 +70,6 @@ TEST_CASE("bad device plugin flags stop with exit code 2", "[device-plugin][opti
 TEST_CASE("--help and --version stop with exit code 0", "[device-plugin][options]") {
   CHECK(parse({"--help"}).error() == 0);
   CHECK(parse({"--version"}).error() == 0);
-}
-
-TEST_CASE("resource names follow the kubelet's rules for extended resources",
-          "[device-plugin][options]") {
-  for (const char* good :
-       {"nvidia.com/gpu", "gvirtus.io/vgpu", "example.com/a_b.c-1", "a.b.c.example.org/X"}) {
-    INFO(good);
-    CHECK(validateResourceName(good).has_value());
-  }
-  const std::vector<std::pair<std::string, std::string>> bad{
-      {"gpu", "DOMAIN/NAME"},
-      {"nvidia.com/gpu/0", "DOMAIN/NAME"},
-      {"/gpu", "not a DNS subdomain"},
-      {"Nvidia.com/gpu", "not a DNS subdomain"},
-      {"nvidia..com/gpu", "not a DNS subdomain"},
-      {"-nvidia.com/gpu", "not a DNS subdomain"},
-      {"nvidia.com/", "must be 1-63"},
-      {"nvidia.com/-gpu", "must be 1-63"},
-      {"nvidia.com/gpu!", "must be 1-63"},
-      {"nvidia.com/" + std::string(64, 'g'), "must be 1-63"},
-      {"kubernetes.io/gpu", "kubernetes.io"},
-      {"node.kubernetes.io/gpu", "kubernetes.io"},
-      {"requests.nvidia.com/gpu", "requests."},
-  };
-  for (const auto& [name, reason] : bad) {
-    INFO(name);
-    auto valid = validateResourceName(name);
-    REQUIRE_FALSE(valid.has_value());
-    CHECK_THAT(valid.error().message, Catch::Contains(reason));
-  }
 }
 
 TEST_CASE("validation names the flag at fault", "[device-plugin][options]") {
