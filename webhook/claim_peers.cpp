@@ -114,6 +114,13 @@ std::vector<std::string> claimNames(const json& pod) {
       }
     }
   }
+  // The claim kube-scheduler made for the pod's extended resource (docs/dra.md): named in the
+  // pod's status, which only the scheduler writes.
+  std::string special =
+      stringAt(pod, {"status", "extendedResourceClaimStatus", "resourceClaimName"});
+  if (!special.empty() && std::find(names.begin(), names.end(), special) == names.end()) {
+    names.push_back(std::move(special));
+  }
   return names;
 }
 
@@ -131,7 +138,8 @@ json compactClaim(json claim) {
 
 bool usesClaims(const json& pod) {
   const json* claims = memberAt(pod, {"spec", "resourceClaims"});
-  return claims != nullptr && claims->is_array() && !claims->empty();
+  return (claims != nullptr && claims->is_array() && !claims->empty()) ||
+         !stringAt(pod, {"status", "extendedResourceClaimStatus", "resourceClaimName"}).empty();
 }
 
 json compactClaimant(json pod) {
@@ -169,6 +177,7 @@ json compactClaimant(json pod) {
   };
   claimNames({"spec", "resourceClaims"});
   claimNames({"status", "resourceClaimStatuses"});
+  copyAt(pod, compact, {"status", "extendedResourceClaimStatus", "resourceClaimName"});
   return compact;
 }
 

@@ -54,8 +54,10 @@ struct ClaimPeers {
 ClaimPeers claimPeers(const nlohmann::json& claim);
 
 // Whether `pod` is one a claim's reservation may let in: it names the claim `claimName`
-// itself (spec.resourceClaims[].resourceClaimName, or the claim the controller made for it
-// from a template: status.resourceClaimStatuses[].resourceClaimName), so a reservation
+// itself (spec.resourceClaims[].resourceClaimName; the claim the controller made for it
+// from a template: status.resourceClaimStatuses[].resourceClaimName; or the one
+// kube-scheduler made for its extended resource:
+// status.extendedResourceClaimStatus.resourceClaimName), so a reservation
 // written by anyone but the scheduler cannot add a pod that never asked; and it does not
 // share its node's network (its address would be the node's, which every process there has).
 bool claimantUses(const nlohmann::json& pod, const std::string& claimName);
@@ -71,9 +73,9 @@ std::vector<std::string> claimNames(const nlohmann::json& pod);
 
 // The caches' filters and transforms (ResourceCacheOptions): a claim allocated a device of
 // our driver, kept as its name, UID, version and the status fields claimPeers() reads; a
-// pod that uses a claim, kept as its name, UID, version, creation time, controlling owner,
-// phase, addresses, host network, the claims it names, and its condition
-// gvirtus.io/BackendLost (the backend follower's).
+// pod that uses a claim (names one, or was given one for an extended resource), kept as its name,
+// UID, version, creation time, controlling owner, phase, addresses, host network, the claims it
+// names, and its condition gvirtus.io/BackendLost (the backend follower's).
 bool isGvirtusClaim(const nlohmann::json& claim);
 nlohmann::json compactClaim(nlohmann::json claim);
 bool usesClaims(const nlohmann::json& pod);

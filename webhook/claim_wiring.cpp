@@ -18,6 +18,56 @@ json* named(json& list, const std::string& name) {
   return found == list.end() ? nullptr : &*found;
 }
 
+// What the webhook path writes, left by the pod's author: other parts of the webhook read
+// them (peer lists, GPU shares, the waiting-pod controller's gate), so a pod whose backend
+// comes from its claim must not carry them.
+void markClaimant(json& pod) {
+  objectAt(pod, {"metadata", "labels"})[kDraLabel] = "true";
+  json& metadata = pod["metadata"];
+  if (auto annotations = metadata.find("annotations");
+      annotations != metadata.end() && annotations->is_object()) {
+    for (const char* key :
+         {kBackendAnnotation, kBackendPodAnnotation, kBackendGpuAnnotation, kPropertiesAnnotation,
+          kAssignedByAnnotation, kBackendStatusAnnotation}) {
+      annotations->erase(key);
+    }
+    if (annotations->empty()) {
+      metadata.erase(annotations);
+    }
+  }
+  json& spec = pod["spec"];
+  if (auto gates = spec.find("schedulingGates"); gates != spec.end() && gates->is_array()) {
+    std::erase_if(gates->get_ref<json::array_t&>(),
+                  [](const json& gate) { return stringAt(gate, {"name"}) == kSchedulingGate; });
+    if (gates->empty()) {
+      spec.erase(gates);
+    }
+  }
+}
+
+// One container's limit or request of a resource.
+struct ResourceAsk {
+  std::string container;
+  const json* quantity;
+};
+
+// Every limit and request of `resource` in the pod's init containers and containers.
+std::vector<ResourceAsk> resourceAsks(const json& pod, const std::string& resource) {
+  std::vector<ResourceAsk> asks;
+  for (const char* list : {"initContainers", "containers"}) {
+    const json* containers = memberAt(pod, {"spec", list});
+    for (size_t i = 0; containers != nullptr && containers->is_array() && i < containers->size();
+         ++i) {
+      for (const char* kind : {"limits", "requests"}) {
+        if (const json* quantity = memberAt((*containers)[i], {"resources", kind, resource})) {
+          asks.push_back({stringAt((*containers)[i], {"name"}), quantity});
+        }
+      }
+    }
+  }
+  return asks;
+}
+
 }  // namespace
 
 Result<void> wireClaim(json& pod, const std::string& claimTemplate) {
@@ -41,30 +91,33 @@ Result<void> wireClaim(json& pod, const std::string& claimTemplate) {
       used.push_back({{"name", kClaimEntryName}});
     }
   }
-  objectAt(pod, {"metadata", "labels"})[kDraLabel] = "true";
-  // What the webhook path writes, left by the pod's author: other parts of the webhook
-  // read them (peer lists, GPU shares, the waiting-pod controller's gate), so a pod whose
-  // backend comes from its claim must not carry them.
-  json& metadata = pod["metadata"];
-  if (auto annotations = metadata.find("annotations");
-      annotations != metadata.end() && annotations->is_object()) {
-    for (const char* key :
-         {kBackendAnnotation, kBackendPodAnnotation, kBackendGpuAnnotation, kPropertiesAnnotation,
-          kAssignedByAnnotation, kBackendStatusAnnotation}) {
-      annotations->erase(key);
+  markClaimant(pod);
+  return {};
+}
+
+bool asksForResource(const json& pod, const std::string& resource) {
+  return !resourceAsks(pod, resource).empty();
+}
+
+Result<void> wireExtendedResource(json& pod, const std::string& resource) {
+  std::vector<std::string> asking;
+  for (const ResourceAsk& ask : resourceAsks(pod, resource)) {
+    // Extended resources are whole numbers, validated only after admission: "1" is the
+    // API's own spelling of one, 1 a client's.
+    if (*ask.quantity != "1" && *ask.quantity != 1) {
+      return fail("container " + ask.container + " asks for " + ask.quantity->dump() + " " +
+                  resource + ": a GVirtuS frontend talks to one remote GPU; ask for 1");
     }
-    if (annotations->empty()) {
-      metadata.erase(annotations);
-    }
-  }
-  json& spec = pod["spec"];
-  if (auto gates = spec.find("schedulingGates"); gates != spec.end() && gates->is_array()) {
-    std::erase_if(gates->get_ref<json::array_t&>(),
-                  [](const json& gate) { return stringAt(gate, {"name"}) == kSchedulingGate; });
-    if (gates->empty()) {
-      spec.erase(gates);
+    if (std::find(asking.begin(), asking.end(), ask.container) == asking.end()) {
+      asking.push_back(ask.container);
     }
   }
+  if (asking.size() > 1) {
+    return fail("containers " + asking[0] + " and " + asking[1] + " both ask for " + resource +
+                ": each would get a remote GPU of its own, and a pod's GVirtuS frontend talks "
+                "to one; ask for it in one container");
+  }
+  markClaimant(pod);
   return {};
 }
 

@@ -26,6 +26,18 @@ inline constexpr const char* kClaimEntryName = "gvirtus-gpu";
 // else. Running it again changes nothing.
 Result<void> wireClaim(nlohmann::json& pod, const std::string& claimTemplate);
 
+// Whether a container or init container of the pod asks for the extended resource
+// `resource` (limits or requests).
+bool asksForResource(const nlohmann::json& pod, const std::string& resource);
+
+// The extended-resource path (--dra-extended-resource, docs/dra.md): the pod asks for
+// `resource`, which the DeviceClass gpu.gvirtus.io names, and kube-scheduler itself makes
+// and allocates its claim. Adds the label gvirtus.io/dra=true and removes what wireClaim()
+// removes; the pod is otherwise the author's. Errors (denials): a container asking for other
+// than 1, or more than one container asking (each request is a device of its own, and a
+// frontend talks to one backend). Running it again changes nothing.
+Result<void> wireExtendedResource(nlohmann::json& pod, const std::string& resource);
+
 // The pod's annotations that only the webhook's own choice of a backend reads
 // (gvirtus.io/gpu-memory, gvirtus.io/gpus, gvirtus.io/backend-policy, gvirtus.io/backend,
 // KAI's gpu-fraction and gpu-memory): on the claim path the template decides, so they are

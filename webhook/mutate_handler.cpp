@@ -88,7 +88,10 @@ AdmissionResponse MutateHandler::reviewPod(const AdmissionRequest& request, Revi
   const json* enabled = metadataEntry(pod, "labels", kEnabledLabel);
   const bool gvirtus = enabled != nullptr && *enabled == "true";
   const json* mapText = metadataEntry(pod, "annotations", kSchedulingMapAnnotation);
-  if (!gvirtus && mapText == nullptr) {
+  // The extended-resource path: kube-scheduler makes and allocates the pod's claim.
+  const bool asksExtended =
+      !config_.extendedResource.empty() && asksForResource(pod, config_.extendedResource);
+  if (!gvirtus && mapText == nullptr && !asksExtended) {
     return AdmissionResponse::allow(request.uid);
   }
 
@@ -136,10 +139,21 @@ AdmissionResponse MutateHandler::reviewPod(const AdmissionRequest& request, Revi
 
   // On both paths: a backend's session check admits its peers by address, and a
   // host-network pod's address is its node's, shared by every process there.
-  if (gvirtus && usesHostNetwork(doc)) {
+  if ((gvirtus || asksExtended) && usesHostNetwork(doc)) {
     return deny(400,
                 "a GVirtuS pod cannot use the host network (spec.hostNetwork): its "
                 "backend admits sessions by the pod's own address");
+  }
+  if (asksExtended) {
+    if (gvirtus) {
+      return deny(400, "a GVirtuS pod gets its remote GPU one way: the label " +
+                           std::string(kEnabledLabel) + " or the resource " +
+                           config_.extendedResource + ", not both");
+    }
+    if (auto wired = wireExtendedResource(doc, config_.extendedResource); !wired) {
+      return deny(400, wired.error().message);
+    }
+    return patched(ReviewResult::Patched);
   }
   if (gvirtus && !config_.claimTemplate.empty()) {
     // The claim path: kube-scheduler allocates the backend GPU (docs/dra.md).

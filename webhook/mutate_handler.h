@@ -36,16 +36,20 @@ struct MutateConfig {
   // Non-empty (--dra-claim-template): GVirtuS pods get a claim from the ResourceClaimTemplate
   // of this name in their namespace (webhook/claim_wiring.h), and no backend of the webhook.
   std::string claimTemplate = {};
+  // Non-empty (--dra-extended-resource): the extended resource that the DeviceClass
+  // gpu.gvirtus.io names. A pod without the label gvirtus.io/enabled that asks for it gets
+  // the label gvirtus.io/dra (webhook/claim_wiring.h); kube-scheduler makes its claim.
+  std::string extendedResource = {};
 };
 
 // The outcome of one review, as metrics count it.
 enum class ReviewResult { Unchanged, Patched, Waiting, Denied, Invalid, Error };
 std::string_view reviewResultName(ReviewResult result);
 
-// POST /mutate: the one admission endpoint of both webhook entries (GVirtuS pods, and pods
-// with a gpu-scheduling-map). Only pod CREATE is mutated; any other kind, operation or
-// unlabelled pod is allowed unchanged. A dry run gets the same patch and records nothing.
-// Never throws.
+// POST /mutate: the one admission endpoint of every webhook entry (GVirtuS pods, pods with a
+// gpu-scheduling-map, and with overlays/dra pods asking for the extended resource). Only pod
+// CREATE is mutated; any other kind, operation or pod is allowed unchanged. A dry run gets the same
+// patch and records nothing. Never throws.
 class MutateHandler {
  public:
   // `metrics` may be null.

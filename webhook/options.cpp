@@ -97,6 +97,10 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
                   "with --dra: GVirtuS pods get a ResourceClaim from the ResourceClaimTemplate of "
                   "this name in their own namespace (the operator creates it there) instead of a "
                   "backend chosen by the webhook; empty: off");
+  flags.addString("dra-extended-resource", &options.draExtendedResource,
+                  "with --dra: the extended resource that the DeviceClass gpu.gvirtus.io names "
+                  "(e.g. gvirtus.io/gpu); pods asking for it get a remote GPU from kube-scheduler "
+                  "with nothing else GVirtuS-specific in their manifest; empty: off");
   flags.addString("autoscale-candidates", &options.autoscale.candidates,
                   "label selector of GPU nodes the leader may opt in as backends when pods "
                   "wait (e.g. gvirtus.io/backend.candidate=true); empty: no autoscaling");
@@ -170,6 +174,16 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
       return bad(
           "--dra-claim-template: not with --scheduler-name (KAI-Scheduler does not share a "
           "device among claims: docs/dra.md)");
+    }
+  }
+  if (!options.draExtendedResource.empty()) {
+    if (!options.dra) {
+      return bad(
+          "--dra-extended-resource: needs --dra (the devices the claims are allocated "
+          "from)");
+    }
+    if (auto valid = validateExtendedResourceName(options.draExtendedResource); !valid) {
+      return bad("--dra-extended-resource: " + valid.error().message);
     }
   }
   if (options.autoscale.enabled()) {

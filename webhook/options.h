@@ -56,6 +56,10 @@ struct Options {
   // With --dra: GVirtuS pods get a claim from the ResourceClaimTemplate of this name in their
   // own namespace instead of a backend from the webhook (docs/dra.md); empty: off.
   std::string draClaimTemplate;
+  // With --dra: the extended resource that the DeviceClass gpu.gvirtus.io names
+  // (spec.extendedResourceName). Pods asking for it get the label gvirtus.io/dra, which the
+  // backends' NetworkPolicy and the peer publisher select (docs/dra.md); empty: off.
+  std::string draExtendedResource;
 
   // TLS from files (else the webhook runs its own CA, which needs the API server).
   bool tlsFromFiles() const { return !tlsCertFile.empty(); }

@@ -171,6 +171,7 @@ int run(const Options& options) {
   MutateConfig config;
   config.wiring = {options.addGpuLimit, options.schedulerName, options.kaiQueue};
   config.claimTemplate = options.draClaimTemplate;
+  config.extendedResource = options.draExtendedResource;
   config.plugins = options.plugins;
   config.maxRequestBytes = options.maxRequestBytes;
   MutateHandler handler(config, *source, chooser, &metrics);

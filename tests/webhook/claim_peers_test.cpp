@@ -103,3 +103,27 @@ TEST_CASE("a reservation lets in only a pod that names the claim, off its node's
   onHost["spec"]["hostNetwork"] = true;
   CHECK_FALSE(claimantUses(onHost, "c"));
 }
+
+TEST_CASE("the claim kube-scheduler made for a pod's extended resource counts as one it names",
+          "[claim-peers]") {
+  // Only kube-scheduler writes status.extendedResourceClaimStatus (a pod's author cannot set
+  // status), as it writes the claim's reservation.
+  const json p = {
+      {"metadata", {{"name", "app"}, {"namespace", "team"}, {"uid", "u"}}},
+      {"spec", {{"containers", json::array({{{"name", "c"}}})}}},
+      {"status",
+       {{"phase", "Running"},
+        {"podIP", "10.1.0.5"},
+        {"extendedResourceClaimStatus",
+         {{"resourceClaimName", "app-extended-resources-q8x4w"},
+          {"requestMappings", json::array({{{"containerName", "c"},
+                                            {"resourceName", "gvirtus.io/gpu"},
+                                            {"requestName", "container-0-request-0"}}})}}}}}};
+  CHECK(usesClaims(p));
+  CHECK(claimNames(p) == std::vector<std::string>{"app-extended-resources-q8x4w"});
+  const json claimant = compactClaimant(p);
+  CHECK_FALSE(claimant["status"]["extendedResourceClaimStatus"].contains("requestMappings"));
+  CHECK(claimantUses(claimant, "app-extended-resources-q8x4w"));
+  CHECK(holdsReservation(claimant, {"app", "u"}, "app-extended-resources-q8x4w"));
+  CHECK_FALSE(holdsReservation(claimant, {"app", "u"}, "another-claim"));
+}

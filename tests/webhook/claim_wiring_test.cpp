@@ -102,3 +102,102 @@ TEST_CASE("what only the webhook path writes is removed, were the author to writ
   CHECK(pod["metadata"]["annotations"] == json{{"example.com/note", "kept"}});
   CHECK(pod["spec"]["schedulingGates"] == json::array({{{"name", "example.com/later"}}}));
 }
+
+namespace {
+
+// A pod as an unchanged manifest asks for the extended resource: no GVirtuS label.
+json extendedResourcePod(const json& quantity = "1") {
+  json pod = gvirtusPod({"app", "sidecar"});
+  pod["metadata"]["labels"].erase("gvirtus.io/enabled");
+  pod["spec"]["containers"][0]["resources"]["limits"]["gvirtus.io/gpu"] = quantity;
+  return pod;
+}
+
+}  // namespace
+
+TEST_CASE("a pod asking for the extended resource is labelled for the peers and nothing else",
+          "[claim-wiring]") {
+  json pod = extendedResourcePod();
+  pod["metadata"]["annotations"]["gvirtus.io/backend"] = "10.0.0.9:9999";
+  CHECK(asksForResource(pod, "gvirtus.io/gpu"));
+  CHECK_FALSE(asksForResource(pod, "nvidia.com/gpu"));
+  const json asked = pod;
+  REQUIRE(wireExtendedResource(pod, "gvirtus.io/gpu"));
+  CHECK(pod["metadata"]["labels"]["gvirtus.io/dra"] == "true");
+  CHECK_FALSE(pod["metadata"].contains("annotations"));
+  CHECK(pod["spec"] == asked["spec"]);  // kube-scheduler makes the claim
+
+  const json once = pod;
+  REQUIRE(wireExtendedResource(pod, "gvirtus.io/gpu"));
+  CHECK(pod == once);
+
+  json client = extendedResourcePod(1);
+  CHECK(wireExtendedResource(client, "gvirtus.io/gpu"));
+  json inInit = extendedResourcePod();
+  inInit["spec"]["containers"][0]["resources"].erase("limits");
+  inInit["spec"]["initContainers"] =
+      json::array({{{"name", "setup"}, {"resources", {{"requests", {{"gvirtus.io/gpu", "1"}}}}}}});
+  CHECK(asksForResource(inInit, "gvirtus.io/gpu"));
+}
+
+TEST_CASE("a pod asking for more than one remote GPU is refused, naming what it asked",
+          "[claim-wiring]") {
+  for (const json& quantity : {json("2"), json(2), json("0"), json("500m"), json("1k")}) {
+    INFO(quantity.dump());
+    json pod = extendedResourcePod(quantity);
+    auto wired = wireExtendedResource(pod, "gvirtus.io/gpu");
+    REQUIRE_FALSE(wired);
+    CHECK_THAT(wired.error().message,
+               Catch::StartsWith("container app asks for " + quantity.dump() + " gvirtus.io/gpu"));
+  }
+  json two = extendedResourcePod();
+  two["spec"]["containers"][1]["resources"]["limits"]["gvirtus.io/gpu"] = "1";
+  auto wired = wireExtendedResource(two, "gvirtus.io/gpu");
+  REQUIRE_FALSE(wired);
+  CHECK_THAT(wired.error().message,
+             Catch::StartsWith("containers app and sidecar both ask for gvirtus.io/gpu"));
+  // A limit and a request in one container are one ask.
+  json both = extendedResourcePod();
+  both["spec"]["containers"][0]["resources"]["requests"]["gvirtus.io/gpu"] = "1";
+  CHECK(wireExtendedResource(both, "gvirtus.io/gpu"));
+}
+
+TEST_CASE("the review labels an extended-resource pod, and refuses what cannot work",
+          "[claim-wiring][mutate]") {
+  FakeBackendSource source{{backend("10.0.0.1", 0, 16, "backend-a")}};
+  BackendChooser chooser;
+  MutateConfig config;
+  config.extendedResource = "gvirtus.io/gpu";
+  MutateHandler handler{config, source, chooser};
+  auto review = [&](const json& pod) {
+    return json::parse(handler.handle(admissionReview(pod).dump()).body);
+  };
+
+  const json pod = extendedResourcePod();
+  const json answer = review(pod);
+  REQUIRE(answer["response"]["allowed"] == true);
+  const json out = applied(pod, patchOf(answer));
+  CHECK(out["metadata"]["labels"]["gvirtus.io/dra"] == "true");
+  CHECK_FALSE(out["metadata"].contains("annotations"));  // no backend of the webhook's
+  CHECK(chooser.recentAssignments("10.0.0.1:9999") == 0);
+
+  json labelled = extendedResourcePod();
+  labelled["metadata"]["labels"]["gvirtus.io/enabled"] = "true";
+  json onHost = extendedResourcePod();
+  onHost["spec"]["hostNetwork"] = true;
+  for (const auto& [refused, reason] :
+       {std::pair{labelled, std::string("one way: the label gvirtus.io/enabled or the resource "
+                                        "gvirtus.io/gpu, not both")},
+        std::pair{onHost, std::string("cannot use the host network")},
+        std::pair{extendedResourcePod("2"), std::string("ask for 1")}}) {
+    const json denied = review(refused);
+    CHECK(denied["response"]["allowed"] == false);
+    CHECK_THAT(denied["response"]["status"]["message"].get<std::string>(), Catch::Contains(reason));
+  }
+
+  // Off (no --dra-extended-resource): the pod is none of ours.
+  MutateHandler off{MutateConfig{}, source, chooser};
+  const json untouched = json::parse(off.handle(admissionReview(pod).dump()).body);
+  CHECK(untouched["response"]["allowed"] == true);
+  CHECK_FALSE(untouched["response"].contains("patch"));
+}

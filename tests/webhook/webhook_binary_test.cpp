@@ -107,7 +107,14 @@ TEST_CASE("bad flags exit 2 with one line naming the flag", "[webhook-binary]") 
            {{"--dra", "--dra-claim-template", "gpu..16gi"},
             "gvirtus-webhook: --dra-claim-template: \"gpu..16gi\" is not an object name"},
            {{"--dra", "--dra-claim-template", "gpu", "--scheduler-name", "kai-scheduler"},
-            "gvirtus-webhook: --dra-claim-template: not with --scheduler-name"}}) {
+            "gvirtus-webhook: --dra-claim-template: not with --scheduler-name"},
+           {{"--dra-extended-resource", "gvirtus.io/gpu"},
+            "gvirtus-webhook: --dra-extended-resource: needs --dra"},
+           {{"--dra", "--dra-extended-resource", "gpu"},
+            "gvirtus-webhook: --dra-extended-resource: must be DOMAIN/NAME"},
+           {{"--dra", "--dra-extended-resource", "kubernetes.io/gpu"},
+            "gvirtus-webhook: --dra-extended-resource: the kubernetes.io domains hold native "
+            "resources"}}) {
     std::vector<std::string> argv = {webhookBinary()};
     argv.insert(argv.end(), c.args.begin(), c.args.end());
     auto [code, output] = runCommand(argv);

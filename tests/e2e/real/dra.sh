@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Turns overlays/dra's changes on (or off) on a running install of tests/e2e/overlay: the
-# DeviceClass, RBAC and policies, --dra on the webhook and the device plugin, and the
-# backends' NetworkPolicy for gvirtus.io/dra pods. Waits for both rollouts. Used by the DRA
+# DeviceClass, RBAC and policies, --dra on the webhook and the device plugin, the webhook's
+# entry for pods asking for gvirtus.io/gpu, and the backends' NetworkPolicy for
+# gvirtus.io/dra pods. Waits for both rollouts. Used by the DRA
 # scenario and by the real-nodes benchmark. With a TEMPLATE, the webhook also gives
 # gvirtus.io/enabled pods a claim from that ResourceClaimTemplate (--dra-claim-template).
 # `off` applies DRA_OVERLAY (default tests/e2e/overlay; the KAI scenarios' is overlay-kai).
@@ -26,7 +27,9 @@ case ${1:-} in
       k patch daemonset gvirtus-device-plugin -n $ns --type=json \
         --patch-file "$repo/overlays/dra/device-plugin-dra.yaml" >/dev/null &&
       k patch networkpolicy gvirtus-backend -n $ns --type=json \
-        --patch-file "$repo/overlays/dra/backend-networkpolicy.yaml" >/dev/null || exit 1
+        --patch-file "$repo/overlays/dra/backend-networkpolicy.yaml" >/dev/null &&
+      k patch mutatingwebhookconfiguration gvirtus-webhook --type=json \
+        --patch-file "$repo/overlays/dra/webhook-extended-resource.yaml" >/dev/null || exit 1
     ;;
   off)
     # The overlay's own objects again (arguments and the policy's rules are lists that apply
@@ -39,6 +42,10 @@ case ${1:-} in
         del(.volumes[]? | select(.name == "dra-plugin" or .name == "plugins-registry")) |
         del(.containers[0].volumeMounts[]? | select(.name == "dra-plugin" or .name == "plugins-registry")) |
         .containers[0].args |= map(select(. != "--dra")) | .automountServiceAccountToken = false)' |
+      k replace -f - >/dev/null || exit 1
+    # The webhook entry the patch added is not apply's either: removed by name.
+    k get mutatingwebhookconfiguration gvirtus-webhook -o json |
+      jq 'del(.webhooks[] | select(.name == "extended-resource.webhook.gvirtus.io"))' |
       k replace -f - >/dev/null || exit 1
     k apply -k "$repo/${DRA_OVERLAY:-tests/e2e/overlay}" >/dev/null || exit 1
     k delete "${objects[@]}" --ignore-not-found >/dev/null
@@ -61,4 +68,10 @@ settled() {
     ! k get pods -n $ns -l app.kubernetes.io/component=device-plugin \
       -o jsonpath='{range .items[*]}{.metadata.deletionTimestamp}{"\n"}{end}' | grep -q .
 }
-wait_until 120 "the old webhook and device plugin pods to go" settled
+wait_until 120 "the old webhook and device plugin pods to go" settled || exit 1
+# The webhook writes its CA into every entry of its configuration, the one added above too.
+every_entry_trusted() {
+  k get mutatingwebhookconfiguration gvirtus-webhook -o json |
+    jq -e 'all(.webhooks[]; (.clientConfig.caBundle // "") != "")' >/dev/null
+}
+wait_until 60 "the webhook's CA in each entry of its configuration" every_entry_trusted

@@ -110,6 +110,66 @@ if eventually "a claimant without the label runs too" running_unlabelled && [ "$
   [ "$reply" != gvirtus ] && ok "it cannot reach its backend $backend_ip:9999" ||
     bad "a claimant without gvirtus.io/dra reached its backend"
 fi
+# The extended-resource path: an unchanged Deployment asks for gvirtus.io/gpu, which the
+# DeviceClass names and no device plugin advertises; kube-scheduler makes its claim.
+if [ "$(k get deviceclass gpu.gvirtus.io -o 'jsonpath={.spec.extendedResourceName}')" != gvirtus.io/gpu ]; then
+  say "the extended-resource path: not tested, the API server dropped the DeviceClass's extendedResourceName (DRAExtendedResource off: Kubernetes 1.34-1.35 without the feature gate)"
+else
+  # plain_spec QUANTITY: a pod spec, indented for a Deployment's template, that asks for
+  # QUANTITY of gvirtus.io/gpu and carries nothing of GVirtuS.
+  plain_spec() {
+    cat <<YAML
+    spec:
+      terminationGracePeriodSeconds: 1
+      nodeSelector: {kubernetes.io/hostname: $frontend}
+      containers:
+        - {name: app, image: $test_image, command: ["sleep", "3600"], resources: {limits: {gvirtus.io/gpu: "$1"}}}
+YAML
+  }
+  if refusal=$({ printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: two, namespace: %s}\n' "$test_ns"
+    plain_spec 2 | sed 's/^    //'; } | k apply -f - 2>&1); then
+    bad "a pod asking for 2 gvirtus.io/gpu was created: $refusal"
+  else
+    [[ $refusal == *"a GVirtuS frontend talks to one remote GPU; ask for 1"* ]] &&
+      ok "a pod asking for 2 gvirtus.io/gpu is refused: ${refusal##*denied the request: }" ||
+      bad "a pod asking for 2 gvirtus.io/gpu: $refusal"
+  fi
+  cat <<YAML | k apply -f - >/dev/null
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: plain, namespace: $test_ns}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: plain}}
+  template:
+    metadata: {labels: {app: plain}}
+$(plain_spec 1)
+YAML
+  plain_pod() { jp pods -n "$test_ns" -l app=plain -o 'jsonpath={.items[0].metadata.name}'; }
+  plain_runs() { [ "$(jp pods -n "$test_ns" -l app=plain -o 'jsonpath={.items[0].status.phase}')" = Running ]; }
+  if eventually "an unchanged Deployment asking for gvirtus.io/gpu: 1 runs on $frontend" plain_runs; then
+    pod=$(plain_pod)
+    facts=$(k get pod "$pod" -n "$test_ns" -o json | jq -c '{dra: .metadata.labels["gvirtus.io/dra"],
+      claims: .spec.resourceClaims, claim: .status.extendedResourceClaimStatus.resourceClaimName}')
+    claim=$(jq -r .claim <<<"$facts")
+    [ "$(jq -c '{dra, claims}' <<<"$facts")" = '{"dra":"true","claims":null}' ] && [ "$claim" != null ] &&
+      ok "$pod: labelled gvirtus.io/dra by the webhook, no claim in its spec; kube-scheduler made $claim" ||
+      bad "$pod: $facts"
+    result=$(k get resourceclaim "$claim" -n "$test_ns" -o json | jq -c '.status.allocation.devices.results[0]')
+    pool=$(jq -r .pool <<<"$result") device=$(jq -r .device <<<"$result")
+    want=$(device_endpoint "$pool" "$device")
+    got=$(config_endpoint "$pod")
+    [ -n "$want" ] && [ "$got" = "$want" ] &&
+      ok "$pod: properties.json names $got, the device $pool/$device the scheduler allocated for gvirtus.io/gpu" ||
+      bad "$pod: properties.json names \"$got\", allocated $pool/$device at \"$want\""
+    if [ "${E2E_BACKEND_ECHO:-0}" = 1 ] && [ -n "$want" ]; then
+      reached() { [ "$(k exec -n "$test_ns" "$pod" -- timeout 5 tcp-echo-probe "${want%:*}" "${want##*:}" 2>&1)" = gvirtus ]; }
+      eventually "$pod reaches its backend $want (on its peer list)" reached
+    fi
+  fi
+  k delete deployment plain -n "$test_ns" --wait=true --timeout=120s >/dev/null
+fi
+
 unschedulable() {
   [ "$(jp pod too-big -n "$test_ns" -o 'jsonpath={.status.conditions[?(@.type=="PodScheduled")].reason}')" = Unschedulable ]
 }
