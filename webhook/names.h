@@ -8,7 +8,40 @@
 // holds (shared with the other binaries), and below the webhook's own.
 namespace gvirtus::webhook {
 
-using namespace names;  // NOLINT(google-build-using-namespace): the shared names, unqualified
+// The shared names (common/labels.h), unqualified here: declared one by one, so that a name
+// the webhook defines itself can never be shadowed by, or clash with, a shared one unseen.
+using names::kAutoscaledAnnotation;
+using names::kBackendAllowed;
+using names::kBackendAnnotation;
+using names::kBackendDrainingAnnotation;
+using names::kBackendGpuAnnotation;
+using names::kBackendLostCondition;
+using names::kBackendLostReason;
+using names::kBackendLostRecreatedReason;
+using names::kBackendPodAnnotation;
+using names::kBackendPolicyAnnotation;
+using names::kBackendStatusAnnotation;
+using names::kContainersAnnotation;
+using names::kDraLabel;
+using names::kEnabledLabel;
+using names::kFrontendAllowed;
+using names::kGpuMemoryAnnotation;
+using names::kGpuPresent;
+using names::kGpuResource;
+using names::kGpusAnnotation;
+using names::kKaiGpuFractionAnnotation;
+using names::kKaiGpuMemoryAnnotation;
+using names::kKaiReservedGpuAnnotation;
+using names::kLoadAnnotation;
+using names::kNvidiaGpuPresent;
+using names::kPeerMemoryAnnotation;
+using names::kPeersAnnotation;
+using names::kPropertiesAnnotation;
+using names::kSchedulingGate;
+using names::kSchedulingMapAnnotation;
+using names::kSystemNamespace;
+using names::kVgpuIdsEnv;
+using names::kZoneLabel;
 
 // Input on the pod.
 inline constexpr const char* kPodIndexLabel = "apps.kubernetes.io/pod-index";
