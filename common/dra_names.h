@@ -27,5 +27,7 @@ inline constexpr const char* kClaimCdiKind = "gvirtus.io/claim";
 
 inline const KubeResource kResourceSlices{"resource.k8s.io", "v1", "resourceslices", false};
 inline const KubeResource kResourceClaims{"resource.k8s.io", "v1", "resourceclaims", true};
+// Kubernetes 1.37 and later (DRADeviceTaintRules): cluster-scoped.
+inline const KubeResource kDeviceTaintRules{"resource.k8s.io", "v1", "devicetaintrules", false};
 
 }  // namespace gvirtus::dra

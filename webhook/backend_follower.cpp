@@ -2,10 +2,12 @@
 
 #include <vector>
 
+#include "common/dra_names.h"
 #include "common/json_access.h"
 #include "common/kube_resource.h"
 #include "common/log.h"
 #include "common/time_text.h"
+#include "webhook/dra_slice.h"
 #include "webhook/metrics.h"
 #include "webhook/names.h"
 #include "webhook/pod_fields.h"
@@ -50,6 +52,24 @@ FollowerApi followerApi(KubeClient& client) {
       return fail(patched.error());
     }
     return {};
+  };
+  api.createTaintRule = [&client](const json& rule) -> Result<void> {
+    if (auto created = client.create(dra::kDeviceTaintRules, "", rule); !created) {
+      return fail(created.error());
+    }
+    return {};
+  };
+  api.deleteTaintRule = [&client](const std::string& name) {
+    return client.remove(dra::kDeviceTaintRules, "", name);
+  };
+  api.listTaintRules = [&client]() -> Result<std::vector<json>> {
+    ListOptions mine;
+    mine.labelSelector = std::string(kManagedByLabel) + "=" + kManagedBy;
+    auto page = client.listAll(dra::kDeviceTaintRules, "", mine);
+    if (!page) {
+      return fail(page.error());
+    }
+    return std::move(page->items);
   };
   return api;
 }
@@ -154,6 +174,9 @@ void BackendFollower::backendChanged(const json& backend) {
   std::vector<std::string> pods;
   {
     std::lock_guard lock(mutex_);
+    if (tainted_.contains(cacheKey(backend))) {
+      pods.push_back(std::string(kTaintRulePrefix) + cacheKey(backend));
+    }
     if (auto it = followers_.find(cacheKey(backend)); it != followers_.end()) {
       pods.assign(it->second.begin(), it->second.end());
     }
@@ -173,6 +196,9 @@ void BackendFollower::enqueue(const std::string& pod) {
 }
 
 void BackendFollower::enqueueAll() {
+  if (options_.taintLostDevices) {
+    adoptTaintRules();
+  }
   std::vector<std::string> pods;
   {
     std::lock_guard lock(mutex_);
@@ -193,6 +219,9 @@ void BackendFollower::enqueueAll() {
 Result<SyncResult> BackendFollower::sync(const std::string& key) {
   if (key.starts_with(kClaimantPrefix)) {
     return syncClaimant(key);
+  }
+  if (key.starts_with(kTaintRulePrefix)) {
+    return syncTaintRule(key.substr(kTaintRulePrefix.size()));
   }
   const auto [ns, name] = splitCacheKey(key);
   const ObjectSnapshot pod = frontendPods_.get(ns, name);

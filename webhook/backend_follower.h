@@ -9,6 +9,7 @@
 #include <set>
 #include <stop_token>
 #include <string>
+#include <vector>
 
 #include "common/duration.h"
 #include "common/error.h"
@@ -48,7 +49,10 @@
 // deallocates such a claim only once no pod is reserved on it, and the scheduler reserves
 // a recreated pod on the old allocation while its predecessor terminates, so deleting
 // would recreate pods on the lost backend again and again. The device plugin never moves a
-// prepared claim: a new pod is the only way to a new address here too.
+// prepared claim: a new pod is the only way to a new address here too. Where the API server
+// serves DeviceTaintRules (Kubernetes 1.37), claimants are not deleted or marked by us:
+// the lost backend's devices are tainted NoExecute, and kube-controller-manager evicts the
+// pods whose claims do not tolerate it (taintLostDevices).
 namespace gvirtus::webhook {
 
 class WebhookMetrics;
@@ -63,6 +67,11 @@ struct FollowerApi {
   std::function<Result<void>(const std::string& ns, const std::string& name,
                              const std::string& patch)>
       patchStatus;
+  // With taintLostDevices: CREATE of a DeviceTaintRule (409 when it exists), DELETE of one by
+  // name (404 when it is gone), and the LIST of them all (a new leader adopts the last one's).
+  std::function<Result<void>(const nlohmann::json& rule)> createTaintRule;
+  std::function<Result<void>(const std::string& name)> deleteTaintRule;
+  std::function<Result<std::vector<nlohmann::json>>()> listTaintRules;
 };
 FollowerApi followerApi(KubeClient& client);
 
@@ -85,6 +94,11 @@ struct BackendFollowerOptions {
   Duration backoffInitial = std::chrono::seconds(1);
   Duration backoffMax = std::chrono::seconds(60);
   std::function<TimePoint()> now;  // default: the system clock
+  // Claimants of a lost backend are left to kube-controller-manager: the backend's devices
+  // are tainted NoExecute (webhook/device_taint_rule.h), and it evicts the pods whose claims
+  // do not tolerate that, bare or not. Where the API server serves DeviceTaintRules
+  // (Kubernetes 1.37); off, the follower deletes or marks them itself, as the GVirtuS pods.
+  bool taintLostDevices = false;
 };
 
 // On the shared controller loop (common/controller.h), one key per GVirtuS pod
@@ -111,6 +125,9 @@ class BackendFollower {
   // decision waits on time (a grace running out).
   Result<SyncResult> sync(const std::string& pod);
   static constexpr std::string_view kClaimantPrefix = "claimant:";
+  // "taint-rule:namespace/name": the DeviceTaintRule of that backend pod, deleted once its
+  // backend serves again or no claim holds its devices any more.
+  static constexpr std::string_view kTaintRulePrefix = "taint-rule:";
 
  private:
   // followedBackend(), for a backend pod of options_.backendNamespace only.
@@ -141,6 +158,13 @@ class BackendFollower {
   };
   std::vector<ClaimedBackend> claimedBackends(const nlohmann::json& pod) const;
   bool claimantsSynced() const;
+  // The taint half (backend_follower_taints.cpp): the rules of `lost` backend pods, made
+  // where missing, and an Event on `pod` once; a rule kept only while it is needed; a new
+  // leader's rules are those the API server lists.
+  Result<SyncResult> taintLost(const nlohmann::json& pod, const std::vector<std::string>& lost,
+                               const BackendLoss& loss);
+  Result<SyncResult> syncTaintRule(const std::string& backendPod);
+  void adoptTaintRules();
   Result<void> recreate(const nlohmann::json& pod, const std::string& owner,
                         const std::string& why);
   Result<void> setCondition(const nlohmann::json& pod, bool lost, const std::string& reason,
@@ -170,6 +194,8 @@ class BackendFollower {
   // The UIDs of the pods deleted or marked: until the watch brings the change, a sync does
   // not act on one again. Forgotten when the pod is.
   std::set<std::string> acted_;
+  // The backend pods whose DeviceTaintRule this leader made or adopted.
+  std::set<std::string> tainted_;
   mutable std::atomic<bool> warnedMass_ = false;
 };
 

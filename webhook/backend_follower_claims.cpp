@@ -47,6 +47,9 @@ void BackendFollower::claimChanged(const json& claim, bool gone) {
         it->second.erase({claimKey, claimant});
         if (it->second.empty()) {
           claimFollowers_.erase(it);
+          if (tainted_.contains(backendPod)) {
+            changed.insert(std::string(kTaintRulePrefix) + backendPod);  // needed still?
+          }
         }
       }
       changed.insert(claimant);
@@ -150,11 +153,15 @@ Result<SyncResult> BackendFollower::syncClaimant(const std::string& key) {
   BackendLoss worst;
   // A lost device of a claim the pod names itself: recreating the pod would not help.
   const ClaimedBackend* lostByName = nullptr;
+  std::vector<std::string> lost;  // the backend pods gone, or not ready past the grace
   for (const auto& claimed : backends) {
     const auto [backendNs, backendName] = splitCacheKey(claimed.backendPod);
     const ObjectSnapshot backend = backendPods_.get(backendNs, backendName);
     BackendLoss loss = backendLoss(FollowedBackend{claimed.backendPod, ""}, backend.get(), created,
                                    at, options_.grace);
+    if (rank(loss.kind) <= 1) {
+      lost.push_back(claimed.backendPod);
+    }
     if (claimed.byName && lostByName == nullptr && rank(loss.kind) <= 1) {
       lostByName = &claimed;
     }
@@ -169,6 +176,12 @@ Result<SyncResult> BackendFollower::syncClaimant(const std::string& key) {
     listed += (listed.empty() ? "" : ", ") + claimed.backendPod;
   }
   const std::string servingAgain = "backend pod " + listed + " serves again";
+  // Tainted, the eviction is kube-controller-manager's, for pods whose claims do not
+  // tolerate it. Most backends not ready at once hold it, as for the other path (act()).
+  if (options_.taintLostDevices && !lost.empty() &&
+      (worst.kind == BackendLoss::Kind::kGone || !massNotReady())) {
+    return taintLost(*pod, lost, worst);
+  }
   if (lostByName == nullptr) {
     return act(*pod, key, worst, servingAgain);
   }

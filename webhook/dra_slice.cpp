@@ -137,12 +137,12 @@ json device(const Backend& backend, const GpuLoad& gpu, int64_t sessions) {
 
 }  // namespace
 
+std::string boundedName(const std::string& name) {
+  return name.size() <= kMaxNameLength ? name : shortened(name, kMaxNameLength);
+}
+
 std::string sliceName(const Backend& backend) {
-  std::string name = "gvirtus-" + backend.podNamespace + "-" + backend.podName;
-  if (name.size() <= kMaxNameLength) {
-    return name;
-  }
-  return shortened(name, kMaxNameLength);
+  return boundedName("gvirtus-" + backend.podNamespace + "-" + backend.podName);
 }
 
 std::optional<json> resourceSliceFor(const Backend& backend, int64_t generation) {

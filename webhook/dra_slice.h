@@ -26,6 +26,10 @@ inline constexpr const char* kManagedBy = "gvirtus-webhook";
 
 using dra::kResourceSlices;
 
+// `name` as an object's name: as it is when it fits the API's 253 characters, else cut with a
+// digest of the whole at its end, so that two long names stay apart.
+std::string boundedName(const std::string& name);
+
 // The ResourceSlice's name for a backend pod: "gvirtus-NAMESPACE-POD", shortened with a hash
 // of the whole where that would be longer than a name may be. Stable: every replica, and
 // the next leader, finds the slice it wrote.

@@ -61,7 +61,9 @@ WebhookMetrics::WebhookMetrics(MetricsRegistry& registry, std::function<double()
           "gvirtus_webhook_backend_lost_pods_total",
           "GVirtuS pods whose backend went away (gone, new address, not ready past "
           "--backend-lost-grace), by what the leader did: recreated (deleted for its owner to "
-          "replace), marked (a bare pod: condition gvirtus.io/BackendLost and an Event), failed",
+          "replace), marked (a bare pod: condition gvirtus.io/BackendLost and an Event), tainted "
+          "(a "
+          "claimant left to the device taint its backend's devices were given), failed",
           {"action"})) {
   if (backendsAvailable) {
     registry.gaugeFunction("gvirtus_webhook_backends_available",

@@ -25,6 +25,7 @@
 #include "webhook/backend_follower.h"
 #include "webhook/claim_peers.h"
 #include "webhook/cluster_backend_source.h"
+#include "webhook/device_taint_rule.h"
 #include "webhook/dra_slice.h"
 #include "webhook/metrics.h"
 #include "webhook/mutate_handler.h"
@@ -270,6 +271,16 @@ int run(const Options& options) {
         BackendFollowerOptions followerOptions;
         followerOptions.backendNamespace = options.backendNamespace;
         followerOptions.grace = options.backendLostGrace;
+        if (options.dra) {
+          std::string whyNot;
+          followerOptions.taintLostDevices = taintRulesUsable(*followerClient, whyNot);
+          if (!whyNot.empty()) {
+            log::info(
+                "claimants of a lost backend are deleted or marked by the follower, "
+                "not evicted for a device taint",
+                {{"why", whyNot}});
+          }
+        }
         follower = std::make_unique<BackendFollower>(
             clusterSource->backendPods(), clusterSource->frontendPods(),
             followerApi(*followerClient), events.get(), &metrics, followerOptions,

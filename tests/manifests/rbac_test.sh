@@ -218,6 +218,34 @@ else
   bad "cannot create a slice of gpu.gvirtus.io: $out"
 fi
 
+# DeviceTaintRules (Kubernetes 1.37): a lost backend's devices tainted NoExecute. A rule the
+# account could write for another driver's devices, or for every device, would have
+# kube-controller-manager evict any DRA pod of the cluster.
+if k api-resources --api-group=resource.k8s.io -o name | grep -qx devicetaintrules.resource.k8s.io; then
+  for verb in list create delete; do expect yes gvirtus-webhook "$verb" devicetaintrules.resource.k8s.io; done
+  for verb in get watch update patch; do expect no gvirtus-webhook "$verb" devicetaintrules.resource.k8s.io; done
+  # taint_rule NAME [SELECTOR]: a NoExecute rule of the devices SELECTOR picks (none: every).
+  taint_rule() {
+    printf '{"apiVersion":"resource.k8s.io/v1","kind":"DeviceTaintRule","metadata":{"name":"%s"},"spec":{' "$1"
+    [ -z "${2:-}" ] || printf '"deviceSelector":%s,' "$2"
+    printf '"taint":{"key":"gpu.gvirtus.io/backend-lost","effect":"NoExecute"}}}'
+  }
+  for selector in '{"driver":"other.example.com"}' ''; do
+    out=$(refusal gvirtus-webhook-slices "$(taint_rule gvirtus-rbac-rule "$selector")" as_webhook)
+    grep -q "ValidatingAdmissionPolicy 'gvirtus-webhook-slices'" <<<"$out" &&
+      ok "a taint rule of ${selector:-every device} is refused: $(tail -1 <<<"$out")" ||
+      bad "a taint rule of ${selector:-every device} was not refused by the policy: $out"
+  done
+  if out=$(taint_rule gvirtus-rbac-rule '{"driver":"gpu.gvirtus.io","pool":"gvirtus-system/be-0"}' |
+    as_webhook create --dry-run=server -f - 2>&1); then
+    ok "a taint rule of gpu.gvirtus.io's devices is let through (server-side dry run)"
+  else
+    bad "a taint rule of gpu.gvirtus.io's devices was refused: $out"
+  fi
+else
+  say "DeviceTaintRules: not served here (Kubernetes 1.36 or older), not tried"
+fi
+
 say "overlays/dra: gvirtus-device-plugin reads a claim by name and the driver's slices; nothing else"
 expect yes gvirtus-device-plugin get resourceclaims.resource.k8s.io default
 for verb in list watch create update patch delete; do

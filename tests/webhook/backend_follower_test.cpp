@@ -4,12 +4,14 @@
 #include "webhook/backend_follower.h"
 
 #include <catch2/catch.hpp>
+#include <map>
 #include <mutex>
 #include <thread>
 
 #include "common/time_text.h"
 #include "support/cluster_env.h"
 #include "support/fake_object_cache.h"
+#include "webhook/device_taint_rule.h"
 #include "webhook/metrics.h"
 
 using namespace gvirtus::webhook;
@@ -61,6 +63,8 @@ struct FakeApi {
   std::mutex mutex;
   std::vector<std::string> deletes;  // "namespace/name uid"
   std::vector<json> statuses;
+  std::map<std::string, json> rules;  // DeviceTaintRules by name
+  int ruleCreates = 0;
   int failDeletes = 0;
   int failStatus = 500;
   bool echo = true;  // false: the watch is behind, the cache keeps the pod as it was
@@ -115,7 +119,31 @@ struct FakeApi {
       holding(ns, name).put(stored);
       return {};
     };
+    out.createTaintRule = [this](const json& rule) -> Result<void> {
+      std::lock_guard lock(mutex);
+      ++ruleCreates;
+      if (!rules.emplace(rule["metadata"]["name"].get<std::string>(), rule).second) {
+        return gvirtus::fail("already exists", 409);
+      }
+      return {};
+    };
+    out.deleteTaintRule = [this](const std::string& name) -> Result<void> {
+      std::lock_guard lock(mutex);
+      return rules.erase(name) == 1 ? Result<void>{} : gvirtus::fail("not found", 404);
+    };
+    out.listTaintRules = [this]() -> Result<std::vector<json>> {
+      std::lock_guard lock(mutex);
+      std::vector<json> all;
+      for (const auto& [name, rule] : rules) {
+        all.push_back(rule);
+      }
+      return all;
+    };
     return out;
+  }
+  size_t ruleCount() {
+    std::lock_guard lock(mutex);
+    return rules.size();
   }
   FakeObjectCache& holding(const std::string& ns, const std::string& name) {
     return gvirtusPods.get(ns, name) ? gvirtusPods : claimantPods;
@@ -136,6 +164,14 @@ std::string condition(const FakeObjectCache& pods, const std::string& name) {
 }
 
 struct Fixture {
+  // With device taints (Kubernetes 1.37): claimants are left to kube-controller-manager.
+  explicit Fixture(bool withTaints = false) : taints(withTaints) {
+    for (FakeObjectCache* cache : {&backends, &frontends, &claims, &claimants}) {
+      cache->start();
+    }
+  }
+
+  bool taints;
   FakeObjectCache backends, frontends, claims, claimants;
   FakeApi api{frontends, claimants};
   MetricsRegistry registry;
@@ -149,14 +185,9 @@ struct Fixture {
                            BackendFollowerOptions{.grace = std::chrono::seconds(30),
                                                   .backoffInitial = std::chrono::milliseconds(20),
                                                   .backoffMax = std::chrono::milliseconds(100),
-                                                  .now = [this] { return now; }},
+                                                  .now = [this] { return now; },
+                                                  .taintLostDevices = taints},
                            ClaimantCaches{&claims, &claimants}};
-
-  Fixture() {
-    for (FakeObjectCache* cache : {&backends, &frontends, &claims, &claimants}) {
-      cache->start();
-    }
-  }
 };
 
 }  // namespace
@@ -508,4 +539,74 @@ TEST_CASE("only owners that replace their pods count, by kind and API group", "[
             {"metadata", {{"ownerReferences", compactOwners(owned("apps/v1", "StatefulSet"))}}}}) ==
         "StatefulSet w");
   CHECK(compactOwners(owned("batch.volcano.sh/v1alpha1", "Job")).is_null());
+}
+
+TEST_CASE("with device taints, a lost backend's claimants are left to kube-controller-manager",
+          "[backend-follower][dra]") {
+  Fixture f{true};
+  f.backends.put(backendPod("be-1", "10.0.0.1"));
+  f.claims.put(allocatedClaim("infer-a-gpu", "gvirtus-system/be-1", {"infer-a"}));
+  f.claimants.put(claimant("infer-a", "infer-a-gpu", true));
+  f.claims.put(allocatedClaim("lonely-gpu", "gvirtus-system/be-1", {"lonely"}));
+  f.claimants.put(claimant("lonely", "lonely-gpu", false));
+  REQUIRE(f.follower.sync("claimant:team-a/infer-a"));
+  CHECK(f.api.ruleCount() == 0);  // serving
+
+  f.backends.remove("gvirtus-system", "be-1");
+  for (int i = 0; i < 2; ++i) {
+    REQUIRE(f.follower.sync("claimant:team-a/infer-a"));
+    REQUIRE(f.follower.sync("claimant:team-a/lonely"));
+  }
+  // One rule for the backend pod, made once; no pod deleted or marked by the follower.
+  REQUIRE(f.api.ruleCount() == 1);
+  CHECK(f.api.ruleCreates == 1);
+  const json& rule = f.api.rules.begin()->second;
+  CHECK(rule["metadata"]["name"] == "gvirtus-lost-gvirtus-system-be-1");
+  CHECK(rule["spec"] == json::parse(R"({"deviceSelector": {"driver": "gpu.gvirtus.io",
+      "pool": "gvirtus-system/be-1"}, "taint": {"key": "gpu.gvirtus.io/backend-lost",
+      "value": "gone", "effect": "NoExecute"}})"));
+  CHECK(ruleBackendPod(rule) == "gvirtus-system/be-1");
+  CHECK(f.api.deleteCount() == 0);
+  CHECK(f.api.statusCount() == 0);
+  CHECK(metricValue(f.registry.render(),
+                    R"(gvirtus_webhook_backend_lost_pods_total{action="tainted"})") == 2);
+
+  // Needed while a claim holds the devices; taken back once none does (the pods evicted,
+  // their reservations and claims gone).
+  REQUIRE(f.follower.sync("taint-rule:gvirtus-system/be-1"));
+  CHECK(f.api.ruleCount() == 1);
+  f.claims.remove("team-a", "infer-a-gpu");
+  REQUIRE(f.follower.sync("taint-rule:gvirtus-system/be-1"));
+  CHECK(f.api.ruleCount() == 1);
+  f.claims.remove("team-a", "lonely-gpu");
+  REQUIRE(f.follower.sync("taint-rule:gvirtus-system/be-1"));
+  CHECK(f.api.ruleCount() == 0);
+}
+
+TEST_CASE("with device taints, a backend serving again is untainted, and a new leader adopts rules",
+          "[backend-follower][dra]") {
+  Fixture f{true};
+  f.now += std::chrono::seconds(60);  // 70 s after be-1's change: past the grace
+  // A rule a previous leader made for be-2 (gone, no claim), and another driver's.
+  f.api.rules["gvirtus-lost-gvirtus-system-be-2"] = lostBackendRule("gvirtus-system/be-2", "gone");
+  json foreign = lostBackendRule("gvirtus-system/be-3", "gone");
+  foreign["metadata"]["name"] = "vendor-rule";
+  foreign["spec"]["deviceSelector"]["driver"] = "gpu.example.com";
+  f.api.rules["vendor-rule"] = foreign;
+  f.backends.put(backendPod("be-1", "10.0.0.1", "False"));
+  std::jthread leader([&f](std::stop_token stop) { f.follower.run(stop); });
+  // Adopted and, no claim holding be-2's devices, taken back; the other driver's is not ours.
+  REQUIRE(eventually([&] { return f.api.ruleCount() == 1; }));
+  CHECK(f.api.rules.contains("vendor-rule"));
+
+  f.claims.put(allocatedClaim("infer-a-gpu", "gvirtus-system/be-1", {"infer-a"}));
+  f.claimants.put(claimant("infer-a", "infer-a-gpu", true));
+  REQUIRE(eventually([&] { return f.api.ruleCount() == 2; }));
+  {
+    std::lock_guard lock(f.api.mutex);
+    CHECK(f.api.rules["gvirtus-lost-gvirtus-system-be-1"]["spec"]["taint"]["value"] == "not-ready");
+  }
+  f.backends.put(backendPod("be-1", "10.0.0.1", "True"));
+  REQUIRE(eventually([&] { return f.api.ruleCount() == 1; }));
+  CHECK(f.api.deleteCount() == 0);
 }

@@ -50,6 +50,9 @@ case ${1:-} in
     k apply -k "$repo/${DRA_OVERLAY:-tests/e2e/overlay}" >/dev/null || exit 1
     k delete "${objects[@]}" --ignore-not-found >/dev/null
     k delete resourceslices -l app.kubernetes.io/managed-by=gvirtus-webhook --ignore-not-found >/dev/null
+    # Kubernetes 1.37: the lost backends' taints (none served before: nothing to delete).
+    k delete devicetaintrules -l app.kubernetes.io/managed-by=gvirtus-webhook --ignore-not-found \
+      >/dev/null 2>&1 || true
     ;;
   *)
     echo "usage: dra.sh on [TEMPLATE] | off" >&2

@@ -13,8 +13,10 @@
 # backends are rolled to GPUs of 80Gi (the stand-in NVML's GVIRTUS_STANDIN_GPU_GIB), which
 # both removes backends mid-run and makes bigger ones appear: each old backend's slice is
 # withdrawn, the waiting 64Gi claim runs on a new one, and a Deployment's pod whose claim
-# was on an old backend is recreated by the backend follower onto a new one. The install is
-# put back as it was at the end.
+# was on an old backend is recreated onto a new one: on 1.37 evicted by
+# kube-controller-manager for the DeviceTaintRule the webhook made (a pod whose claim
+# tolerates the taint stays, and the rules go with the last claim), else deleted by the
+# backend follower. The install is put back as it was at the end.
 # shellcheck source=../../scenarios/lib.sh
 source "$(dirname "$0")/../../scenarios/lib.sh"
 # shellcheck source=../dra_lib.sh
@@ -229,6 +231,45 @@ spec:
       containers:
         - {name: app, image: $test_image, command: ["sleep", "3600"], resources: {claims: [{name: gpu}]}}
 YAML
+# With device taints (Kubernetes 1.37), a Deployment whose claims tolerate the lost-backend
+# taint: its pod stays on the lost backend.
+taints=false
+if k api-resources --api-group=resource.k8s.io -o name | grep -qx devicetaintrules.resource.k8s.io; then
+  taints=true
+  cat <<YAML | k apply -f - >/dev/null
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: gpu-tolerant, namespace: $test_ns}
+spec:
+  spec:
+    devices:
+      requests:
+        - name: gpu
+          exactly:
+            deviceClassName: gpu.gvirtus.io
+            tolerations: [{key: gpu.gvirtus.io/backend-lost, operator: Exists, effect: NoExecute}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: tolerant, namespace: $test_ns}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: tolerant}}
+  template:
+    metadata: {labels: {app: tolerant, gvirtus.io/dra: "true"}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      nodeSelector: {kubernetes.io/hostname: $frontend}
+      resourceClaims: [{name: gpu, resourceClaimTemplateName: gpu-tolerant}]
+      containers:
+        - {name: app, image: $test_image, command: ["sleep", "3600"], resources: {claims: [{name: gpu}]}}
+YAML
+  tolerant_runs() { [ "$(jp pods -n "$test_ns" -l app=tolerant -o 'jsonpath={.items[0].status.phase}')" = Running ]; }
+  eventually "a Deployment's pod whose claim tolerates gpu.gvirtus.io/backend-lost runs" tolerant_runs
+  tolerant_uid=$(jp pods -n "$test_ns" -l app=tolerant -o 'jsonpath={.items[0].metadata.uid}')
+else
+  say "device taints: the API server serves no DeviceTaintRules (Kubernetes 1.36 or older): the follower deletes"
+fi
 # "POD UID POOL" of the infer pod that runs (not being deleted), its claim's pool.
 infer_pod() {
   local line name uid claim
@@ -272,8 +313,9 @@ if eventually "the claim of 64Gi that waited runs on a bigger backend" too_big_r
   [[ " ${old_backends[*]} " != *" ${pool#*/} "* ]] && ok "its device is on the new backend pod $pool" ||
     bad "the 64Gi claim was allocated on $pool, an old backend"
 fi
-# The backend follower deleted the Deployment's pod once its backend was gone; the pod
-# its ReplicaSet made has a claim on a new backend.
+# The Deployment's pod was deleted once its backend was gone (by kube-controller-manager for
+# the device taint where DeviceTaintRules are served, else by the backend follower); the
+# pod its ReplicaSet made has a claim on a new backend.
 recreated() {
   local name uid pool
   read -r name uid pool <<<"$(infer_pod)"
@@ -281,9 +323,29 @@ recreated() {
 }
 eventually "$old_pod (claim on $old_pool, gone) is recreated, its new claim on a new backend" recreated &&
   say "now: $(infer_pod)"
-event() {
-  k get events -n "$test_ns" --field-selector reason=BackendLostRecreated \
-    -o jsonpath='{range .items[*]}{.involvedObject.name}{"\n"}{end}' | grep -qx "$old_pod"
+# event_on POD REASON: an Event of REASON names POD.
+event_on() {
+  k get events -n "$test_ns" --field-selector reason="$2" \
+    -o jsonpath='{range .items[*]}{.involvedObject.name}{"\n"}{end}' | grep -qx "$1"
 }
-eventually "an Event BackendLostRecreated on $old_pod says why" event
+if [ "$taints" = true ]; then
+  eventually "an Event DeviceTaintManagerEviction (kube-controller-manager's) on $old_pod" \
+    event_on "$old_pod" DeviceTaintManagerEviction
+  eventually "the webhook's Event BackendLost on $old_pod names the taint" event_on "$old_pod" BackendLost &&
+    say "$(k get events -n "$test_ns" --field-selector reason=BackendLost,involvedObject.name="$old_pod" \
+      -o jsonpath='{.items[0].message}')"
+  ! event_on "$old_pod" BackendLostRecreated && ok "the backend follower did not delete $old_pod itself" ||
+    bad "the backend follower deleted $old_pod although the device taint was served"
+  rules=$(k get devicetaintrules -l app.kubernetes.io/managed-by=gvirtus-webhook -o name | sort | tr '\n' ' ')
+  [ -n "$rules" ] && ok "the lost backends' DeviceTaintRules: $rules" || bad "no DeviceTaintRule of a lost backend"
+  now_uid=$(jp pods -n "$test_ns" -l app=tolerant -o 'jsonpath={.items[0].metadata.uid}')
+  [ -n "$tolerant_uid" ] && [ "$now_uid" = "$tolerant_uid" ] &&
+    ok "the pod whose claim tolerates the taint stays (uid $now_uid)" ||
+    bad "the tolerating pod was replaced: $tolerant_uid, now $now_uid"
+  k delete deployment tolerant -n "$test_ns" --wait=true --timeout=120s >/dev/null
+  rules_gone() { [ -z "$(k get devicetaintrules -l app.kubernetes.io/managed-by=gvirtus-webhook -o name)" ]; }
+  eventually "the rules go once no claim holds the lost devices" rules_gone
+else
+  eventually "an Event BackendLostRecreated on $old_pod says why" event_on "$old_pod" BackendLostRecreated
+fi
 finish

@@ -1,0 +1,127 @@
+// The backend follower's taint half (Kubernetes 1.37, taintLostDevices): a lost backend's
+// devices are tainted NoExecute through a DeviceTaintRule, and kube-controller-manager's
+// device taint eviction controller deletes the pods whose claims do not tolerate the taint
+// (condition DisruptionTarget, reason DeletionByDeviceTaintManager); their owners make new
+// pods, whose new claims the scheduler allocates on live backends. The rule is deleted once
+// the backend serves again or no claim holds its devices.
+#include <string>
+#include <vector>
+
+#include "common/json_access.h"
+#include "common/kube_resource.h"
+#include "common/log.h"
+#include "common/pod_status.h"
+#include "webhook/backend_follower.h"
+#include "webhook/device_taint_rule.h"
+#include "webhook/metrics.h"
+#include "webhook/names.h"
+
+namespace gvirtus::webhook {
+
+using nlohmann::json;
+
+Result<SyncResult> BackendFollower::taintLost(const json& pod, const std::vector<std::string>& lost,
+                                              const BackendLoss& loss) {
+  std::string rules;
+  for (const auto& backendPod : lost) {
+    const std::string name = lostRuleName(backendPod);
+    rules += (rules.empty() ? "" : ", ") + name;
+    {
+      std::lock_guard lock(mutex_);
+      if (tainted_.contains(backendPod)) {
+        continue;
+      }
+    }
+    const auto [backendNs, backendName] = splitCacheKey(backendPod);
+    const char* why = backendPods_.get(backendNs, backendName) ? "not-ready" : "gone";
+    if (auto created = api_.createTaintRule(lostBackendRule(backendPod, why));
+        !created && !created.error().isConflict()) {
+      if (metrics_ != nullptr) {
+        metrics_->backendLost("failed");
+      }
+      return fail(created.error().context("create DeviceTaintRule " + name));
+    }
+    {
+      std::lock_guard lock(mutex_);
+      tainted_.insert(backendPod);
+    }
+    log::warn("a backend pod is lost: its devices are tainted NoExecute",
+              {{"backendPod", backendPod}, {"rule", name}, {"why", loss.why}});
+  }
+  {
+    std::lock_guard lock(mutex_);
+    if (!acted_.insert(stringAt(pod, {"metadata", "uid"})).second) {
+      return SyncResult{};  // told before
+    }
+  }
+  if (metrics_ != nullptr) {
+    metrics_->backendLost("tainted");
+  }
+  if (events_ != nullptr) {
+    events_->record(referenceTo(pod, "v1", "Pod"), EventType::Warning, names::kBackendLostReason,
+                    loss.why + "; its devices are tainted " + kBackendLostTaintKey +
+                        ":NoExecute (DeviceTaintRule " + rules +
+                        "): kube-controller-manager evicts this pod unless its claim tolerates "
+                        "the taint");
+  }
+  return SyncResult{};
+}
+
+Result<SyncResult> BackendFollower::syncTaintRule(const std::string& backendPod) {
+  bool held = false;
+  {
+    std::lock_guard lock(mutex_);
+    if (!tainted_.contains(backendPod)) {
+      return SyncResult{};
+    }
+    held = claimFollowers_.contains(backendPod);
+  }
+  const auto [ns, name] = splitCacheKey(backendPod);
+  const ObjectSnapshot backend = backendPods_.get(ns, name);
+  const bool serving = backend && podReady(*backend) &&
+                       memberAt(*backend, {"metadata", "deletionTimestamp"}) == nullptr;
+  if (held && !serving) {
+    return SyncResult{};
+  }
+  const std::string rule = lostRuleName(backendPod);
+  if (auto deleted = api_.deleteTaintRule(rule); !deleted && !deleted.error().isNotFound()) {
+    return fail(deleted.error().context("delete DeviceTaintRule " + rule));
+  }
+  {
+    std::lock_guard lock(mutex_);
+    tainted_.erase(backendPod);
+  }
+  log::info("a lost backend's taint is taken back",
+            {{"backendPod", backendPod},
+             {"rule", rule},
+             {"why", serving ? "it serves again" : "no claim holds its devices any more"}});
+  return SyncResult{};
+}
+
+void BackendFollower::adoptTaintRules() {
+  auto rules = api_.listTaintRules();
+  if (!rules) {
+    // Its rules stay until this replica leads again; the pods they evicted are gone anyway.
+    log::warn(
+        "cannot list the DeviceTaintRules of lost backends: those a previous leader made "
+        "are kept until the next leader",
+        {{"error", rules.error().message}});
+    return;
+  }
+  std::vector<std::string> adopted;
+  {
+    std::lock_guard lock(mutex_);
+    tainted_.clear();
+    for (const json& rule : *rules) {
+      if (std::string backendPod = ruleBackendPod(rule); !backendPod.empty()) {
+        tainted_.insert(backendPod);
+        adopted.push_back(std::move(backendPod));
+      }
+    }
+  }
+  for (const auto& backendPod : adopted) {
+    enqueue(std::string(kTaintRulePrefix) + backendPod);
+  }
+}
+
+}  // namespace gvirtus::webhook
