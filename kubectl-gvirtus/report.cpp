@@ -145,9 +145,18 @@ std::string lostTable(const std::vector<LostView>& lost, TimePoint now, size_t r
   return out;
 }
 
+std::string taintedTable(const std::vector<TaintedView>& tainted) {
+  std::vector<std::vector<std::string>> table{
+      {"BACKEND POD", "DEVICE TAINT RULE", "TAINT", "AGE", "EVICTION"}};
+  for (const TaintedView& t : tainted) {
+    table.push_back({t.backendPod, t.rule, t.taint, t.age ? formatAge(*t.age) : "-", t.eviction});
+  }
+  return formatTable(table);
+}
+
 std::string statusText(const std::vector<BackendView>& backends,
                        const std::vector<WaitingView>& waiting, const std::vector<LostView>& lost,
-                       TimePoint now) {
+                       const std::vector<TaintedView>& tainted, TimePoint now) {
   const auto ready =
       std::count_if(backends.begin(), backends.end(), [](const BackendView& b) { return b.ready; });
   int64_t used = 0;
@@ -168,6 +177,12 @@ std::string statusText(const std::vector<BackendView>& backends,
   if (!lost.empty()) {
     out += "\n";
     out += lostTable(lost, now);
+  }
+  if (!tainted.empty()) {
+    out +=
+        "\nLost backends whose devices are tainted: kube-controller-manager evicts the pods "
+        "whose claims do not tolerate the taint\n";
+    out += taintedTable(tainted);
   }
   return out;
 }
@@ -262,6 +277,14 @@ json toJson(const LostView& l) {
           {"condition", l.condition},
           {"deleting", l.deleting},
           {"action", l.action ? toJson(*l.action) : json(nullptr)}};
+}
+
+json toJson(const TaintedView& t) {
+  return {{"backendPod", t.backendPod},
+          {"rule", t.rule},
+          {"taint", t.taint},
+          {"ageSeconds", t.age ? json(t.age->count()) : json(nullptr)},
+          {"eviction", t.eviction}};
 }
 
 json toJson(const PodExplanation& e) {

@@ -110,6 +110,7 @@ int run(const Options& options) {
   const auto lost =
       lostViews(cluster->gvirtusPods,
                 indexBackendPods(cluster->backendPods, options.backendNamespace), events, now);
+  const auto tainted = taintedViews(cluster->taintRules, now);
   if (options.output == Output::Json) {
     nlohmann::json waitingList = nlohmann::json::array();
     for (const auto& w : waiting) {
@@ -119,9 +120,16 @@ int run(const Options& options) {
     for (const auto& l : lost) {
       lostList.push_back(toJson(l));
     }
-    print({{"backends", backendList}, {"waiting", waitingList}, {"backendLost", lostList}});
+    nlohmann::json taintedList = nlohmann::json::array();
+    for (const auto& t : tainted) {
+      taintedList.push_back(toJson(t));
+    }
+    print({{"backends", backendList},
+           {"waiting", waitingList},
+           {"backendLost", lostList},
+           {"taintedBackends", taintedList}});
   } else {
-    std::cout << statusText(backends, waiting, lost, now);
+    std::cout << statusText(backends, waiting, lost, tainted, now);
   }
   return kExitOk;
 }

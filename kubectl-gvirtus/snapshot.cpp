@@ -2,6 +2,7 @@
 
 #include <iterator>
 
+#include "common/dra_names.h"
 #include "common/kube_resource.h"
 #include "common/labels.h"
 
@@ -55,6 +56,13 @@ Result<Snapshot> readCluster(KubeClient& client, const Options& options, bool wi
     }
     out.events.insert(out.events.end(), std::make_move_iterator(events->begin()),
                       std::make_move_iterator(events->end()));
+  }
+  ListOptions webhooks;
+  webhooks.labelSelector = "app.kubernetes.io/managed-by=gvirtus-webhook";
+  if (auto rules = listAll(client, dra::kDeviceTaintRules, "", webhooks, "DeviceTaintRules")) {
+    out.taintRules = std::move(*rules);
+  } else if (!rules.error().isNotFound() && rules.error().httpStatus != 403) {
+    return fail(rules.error());
   }
   return out;
 }

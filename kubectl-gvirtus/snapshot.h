@@ -16,10 +16,14 @@ struct Snapshot {
   std::vector<nlohmann::json> backendPods;
   std::vector<nlohmann::json> gvirtusPods;
   std::vector<nlohmann::json> events;
+  // The webhook's DeviceTaintRules of lost backends; none where the API server serves no
+  // DeviceTaintRules (before Kubernetes 1.37) or the user may not list them.
+  std::vector<nlohmann::json> taintRules;
 };
 
 // For status and backends: the backends and all GVirtuS pods; `withEvents` adds the
-// Events WaitingForBackend, BackendLost and BackendLostRecreated of every namespace.
+// Events WaitingForBackend, BackendLost and BackendLostRecreated of every namespace, and
+// the webhook's DeviceTaintRules.
 Result<Snapshot> readCluster(KubeClient& client, const Options& options, bool withEvents);
 
 // For why: the pod, and every Event about it.

@@ -137,7 +137,7 @@ AdmissionResponse MutateHandler::reviewPod(const AdmissionRequest& request, Revi
     }
   }
 
-  // On both paths: a backend's session check admits its peers by address, and a
+  // On every path: a backend's session check admits its peers by address, and a
   // host-network pod's address is its node's, shared by every process there.
   if ((gvirtus || asksExtended) && usesHostNetwork(doc)) {
     return deny(400,

@@ -151,11 +151,11 @@ TEST_CASE("status lists pods with a lost backend, at most a screenful", "[lost]"
   CHECK_THAT(table, Catch::EndsWith("... and 3 more (-o json lists them all)\n"));
   CHECK(lostTable({}, kNow) == "No pod has lost its backend.\n");
 
-  const std::string status = statusText({}, {}, lost, kNow);
+  const std::string status = statusText({}, {}, lost, {}, kNow);
   CHECK_THAT(status, Catch::StartsWith("Backends: 0 ready of 0, sessions 0/0; pods waiting: 0; "
                                        "pods with a lost backend: 23\n"));
   CHECK_THAT(status, Catch::Contains("... and 3 more"));
-  CHECK_THAT(statusText({}, {}, {}, kNow), !Catch::Contains("No pod has lost"));
+  CHECK_THAT(statusText({}, {}, {}, {}, kNow), !Catch::Contains("No pod has lost"));
 }
 
 TEST_CASE("why: a bare pod whose backend is gone says so and what was done", "[lost]") {

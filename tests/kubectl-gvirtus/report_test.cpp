@@ -23,7 +23,7 @@ TEST_CASE("status: a summary line, the backends and the waiting pods", "[report]
   b.heldMiB = 40960;
   WaitingView w{"team-a", "train", std::chrono::minutes(5), "no GVirtuS backend is ready",
                 std::chrono::minutes(4)};
-  const std::string text = statusText({b}, {w}, {}, std::chrono::system_clock::now());
+  const std::string text = statusText({b}, {w}, {}, {}, std::chrono::system_clock::now());
   CHECK_THAT(text, Catch::StartsWith("Backends: 1 ready of 1, sessions 3/16; pods waiting: 1; "
                                      "pods with a lost backend: 0\n"));
   CHECK_THAT(text, Catch::Contains("gvirtus-backend-a   gpu-1   10.0.0.5:9999   yes     3/16       "
