@@ -126,7 +126,7 @@ class BackendFollower {
   Result<SyncResult> sync(const std::string& pod);
   static constexpr std::string_view kClaimantPrefix = "claimant:";
   // "taint-rule:namespace/name": the DeviceTaintRule of that backend pod, deleted once its
-  // backend serves again or no claim holds its devices any more.
+  // backend serves again or no claim is allocated its devices any more.
   static constexpr std::string_view kTaintRulePrefix = "taint-rule:";
 
  private:

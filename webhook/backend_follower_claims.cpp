@@ -24,8 +24,8 @@ void BackendFollower::claimChanged(const json& claim, bool gone) {
   const std::string ns = stringAt(claim, {"metadata", "namespace"});
   // (backend pod, claimant key) for every pod reserved, for every backend pod of ours.
   ClaimEntries wanted;
+  const ClaimPeers peers = claimPeers(claim);
   if (!gone) {
-    const ClaimPeers peers = claimPeers(claim);
     for (const auto& backendPod : peers.backendPods) {
       if (!backendPod.starts_with(options_.backendNamespace + "/")) {
         continue;
@@ -47,9 +47,6 @@ void BackendFollower::claimChanged(const json& claim, bool gone) {
         it->second.erase({claimKey, claimant});
         if (it->second.empty()) {
           claimFollowers_.erase(it);
-          if (tainted_.contains(backendPod)) {
-            changed.insert(std::string(kTaintRulePrefix) + backendPod);  // needed still?
-          }
         }
       }
       changed.insert(claimant);
@@ -63,6 +60,12 @@ void BackendFollower::claimChanged(const json& claim, bool gone) {
       indexedOfClaim_.erase(claimKey);
     } else {
       held = std::move(wanted);
+    }
+    // A claim on a tainted backend changed or went: is the taint needed still?
+    for (const auto& backendPod : peers.backendPods) {
+      if (tainted_.contains(backendPod)) {
+        changed.insert(std::string(kTaintRulePrefix) + backendPod);
+      }
     }
   }
   for (const auto& claimant : changed) {

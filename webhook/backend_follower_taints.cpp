@@ -4,6 +4,7 @@
 // (condition DisruptionTarget, reason DeletionByDeviceTaintManager); their owners make new
 // pods, whose new claims the scheduler allocates on live backends. The rule is deleted once
 // the backend serves again or no claim holds its devices.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -68,13 +69,24 @@ Result<SyncResult> BackendFollower::taintLost(const json& pod, const std::vector
 }
 
 Result<SyncResult> BackendFollower::syncTaintRule(const std::string& backendPod) {
-  bool held = false;
   {
     std::lock_guard lock(mutex_);
     if (!tainted_.contains(backendPod)) {
       return SyncResult{};
     }
-    held = claimFollowers_.contains(backendPod);
+  }
+  // Allocated, reserved or not: a claim named by pods (resourceClaimName) keeps its
+  // allocation until none is reserved on it, and a pod reserved on it then must find the
+  // device tainted still. Rules are few and short-lived: the cached claims are read whole.
+  bool held = false;
+  for (const auto& claim :
+       claimants_.claims != nullptr ? claimants_.claims->list() : std::vector<ObjectSnapshot>{}) {
+    const ClaimPeers peers = claimPeers(*claim);
+    if (std::find(peers.backendPods.begin(), peers.backendPods.end(), backendPod) !=
+        peers.backendPods.end()) {
+      held = true;
+      break;
+    }
   }
   const auto [ns, name] = splitCacheKey(backendPod);
   const ObjectSnapshot backend = backendPods_.get(ns, name);
