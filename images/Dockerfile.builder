@@ -39,18 +39,22 @@ COPY webhook/ webhook/
 COPY backend-shim/ backend-shim/
 COPY kai-reservation/ kai-reservation/
 COPY kubectl-gvirtus/ kubectl-gvirtus/
-COPY images/stage-rootfs.sh images/cross-env.sh images/print_ids.c images/
+COPY images/stage-rootfs.sh images/cross-env.sh images/print_ids.c images/touch-changed.sh images/
 
 # Empty: as many jobs as the build machine has cores. -O2, as the tested builds (GCC 12
 # at -O3 reports false -Wrestrict errors in std::string code, and warnings are errors).
 # The build folder is a BuildKit cache, one per target: after a change only what it
-# touches is compiled again (the sources keep their modification times).
+# touches is compiled again. Ninja goes by modification times, which a checkout older than
+# the cache's objects would defeat: touch-changed.sh touches what differs in content from
+# the last build, and records the contents once the build has succeeded.
 ARG BUILD_JOBS=
 RUN --mount=type=cache,id=gvirtus-k8s-build-${TARGETARCH},target=/build \
     set -eu; . /src/images/cross-env.sh; \
+    bash /src/images/touch-changed.sh /src /build; \
     cmake -S /src -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" -DBUILD_TESTING=OFF $CROSS_CMAKE_ARGS; \
     cmake --build /build -j "${BUILD_JOBS:-$(nproc)}" --target \
       gvirtus-labeler gvirtus-device-plugin gvirtus-webhook gvirtus-backend-shim \
       gvirtus-peer-guard gvirtus-kai-reservation kubectl-gvirtus; \
+    bash /src/images/touch-changed.sh --record /src /build; \
     bash /src/images/stage-rootfs.sh /build/bin /out
