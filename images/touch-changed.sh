@@ -15,7 +15,9 @@ if [ "${1:-}" = --record ]; then
   shift
 fi
 src=${1:?touch-changed.sh: SRC} build=${2:?touch-changed.sh: BUILD}
-digests() { (cd "$src" && find . -type f -print0 | sort -z | xargs -0 sha1sum); }
+export LC_ALL=C
+# One "SHA1  ./PATH" line per file, the lines sorted whole (as comm compares them).
+digests() { (cd "$src" && find . -type f -print0 | xargs -0 sha1sum | sort); }
 if [ "$record" = true ]; then
   digests >"$build/.source-digests"
   exit 0
