@@ -3,7 +3,7 @@
 // device taint eviction controller deletes the pods whose claims do not tolerate the taint
 // (condition DisruptionTarget, reason DeletionByDeviceTaintManager); their owners make new
 // pods, whose new claims the scheduler allocates on live backends. The rule is deleted once
-// the backend serves again or no claim holds its devices.
+// the backend serves again or no claim is allocated its devices.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -106,7 +106,7 @@ Result<SyncResult> BackendFollower::syncTaintRule(const std::string& backendPod)
   log::info("a lost backend's taint is taken back",
             {{"backendPod", backendPod},
              {"rule", rule},
-             {"why", serving ? "it serves again" : "no claim holds its devices any more"}});
+             {"why", serving ? "it serves again" : "no claim is allocated its devices any more"}});
   return SyncResult{};
 }
 
