@@ -25,7 +25,8 @@ fi
 now=$(mktemp)
 digests >"$now"
 if [ -f "$build/.source-digests" ]; then
-  changed=$(comm -13 "$build/.source-digests" "$now" | cut -c43-)
+  # Sorted again: a record may come from an older version of this script.
+  changed=$(comm -13 <(sort "$build/.source-digests") "$now" | cut -c43-)
 else
   changed=$(cut -c43- "$now")
 fi
