@@ -43,10 +43,16 @@ case ${1:-} in
         del(.containers[0].volumeMounts[]? | select(.name == "dra-plugin" or .name == "plugins-registry")) |
         .containers[0].args |= map(select(. != "--dra")) | .automountServiceAccountToken = false)' |
       k replace -f - >/dev/null || exit 1
-    # The webhook entry the patch added is not apply's either: removed by name.
-    k get mutatingwebhookconfiguration gvirtus-webhook -o json |
-      jq 'del(.webhooks[] | select(.name == "extended-resource.webhook.gvirtus.io"))' |
-      k replace -f - >/dev/null || exit 1
+    # The webhook entry the patch added is not apply's either: removed by name (a test of
+    # its name guards the index).
+    entry=extended-resource.webhook.gvirtus.io
+    index=$(k get mutatingwebhookconfiguration gvirtus-webhook -o json |
+      jq --arg name "$entry" '[.webhooks[].name] | index($name) // empty') || exit 1
+    if [ -n "$index" ]; then
+      k patch mutatingwebhookconfiguration gvirtus-webhook --type=json -p \
+        "[{\"op\":\"test\",\"path\":\"/webhooks/$index/name\",\"value\":\"$entry\"},{\"op\":\"remove\",\"path\":\"/webhooks/$index\"}]" \
+        >/dev/null || exit 1
+    fi
     k apply -k "$repo/${DRA_OVERLAY:-tests/e2e/overlay}" >/dev/null || exit 1
     k delete "${objects[@]}" --ignore-not-found >/dev/null
     k delete resourceslices -l app.kubernetes.io/managed-by=gvirtus-webhook --ignore-not-found >/dev/null
