@@ -221,7 +221,8 @@ fi
 # DeviceTaintRules (Kubernetes 1.37): a lost backend's devices tainted NoExecute. A rule the
 # account could write for another driver's devices, or for every device, would have
 # kube-controller-manager evict any DRA pod of the cluster.
-if k api-resources --api-group=resource.k8s.io -o name | grep -qx devicetaintrules.resource.k8s.io; then
+# (grep reads it all: with pipefail, grep -q could end the pipeline before kubectl, and fail it)
+if k api-resources --api-group=resource.k8s.io -o name | grep -x devicetaintrules.resource.k8s.io >/dev/null; then
   for verb in list create delete; do expect yes gvirtus-webhook "$verb" devicetaintrules.resource.k8s.io; done
   for verb in get watch update patch; do expect no gvirtus-webhook "$verb" devicetaintrules.resource.k8s.io; done
   # taint_rule NAME [SELECTOR]: a NoExecute rule of the devices SELECTOR picks (none: every).

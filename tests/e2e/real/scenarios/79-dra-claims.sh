@@ -214,27 +214,33 @@ most=$(allocated | sort | uniq -c | awk '{print $1}' | sort -n | tail -1)
   bad "a device was given more than its memory: $per_device"
 k delete pods -n "$test_ns" -l burst=true --wait=true --timeout=120s >/dev/null
 
-# A Deployment's pod with a claim, on a backend that is about to go.
-cat <<YAML | k apply -f - >/dev/null
+# claim_deployment NAME TEMPLATE: a Deployment of one pod on the frontend node, labelled
+# gvirtus.io/dra, whose claim is made from TEMPLATE.
+claim_deployment() {
+  cat <<YAML
 apiVersion: apps/v1
 kind: Deployment
-metadata: {name: infer, namespace: $test_ns}
+metadata: {name: $1, namespace: $test_ns}
 spec:
   replicas: 1
-  selector: {matchLabels: {app: infer}}
+  selector: {matchLabels: {app: $1}}
   template:
-    metadata: {labels: {app: infer, gvirtus.io/dra: "true"}}
+    metadata: {labels: {app: $1, gvirtus.io/dra: "true"}}
     spec:
       terminationGracePeriodSeconds: 1
       nodeSelector: {kubernetes.io/hostname: $frontend}
-      resourceClaims: [{name: gpu, resourceClaimTemplateName: gpu-4gi}]
+      resourceClaims: [{name: gpu, resourceClaimTemplateName: $2}]
       containers:
         - {name: app, image: $test_image, command: ["sleep", "3600"], resources: {claims: [{name: gpu}]}}
 YAML
+}
+# A Deployment's pod with a claim, on a backend that is about to go.
+claim_deployment infer gpu-4gi | k apply -f - >/dev/null
 # With device taints (Kubernetes 1.37), a Deployment whose claims tolerate the lost-backend
 # taint: its pod stays on the lost backend.
 taints=false
-if k api-resources --api-group=resource.k8s.io -o name | grep -qx devicetaintrules.resource.k8s.io; then
+# (grep reads it all: with pipefail, grep -q could end the pipeline before kubectl, and fail it)
+if k api-resources --api-group=resource.k8s.io -o name | grep -x devicetaintrules.resource.k8s.io >/dev/null; then
   taints=true
   cat <<YAML | k apply -f - >/dev/null
 apiVersion: resource.k8s.io/v1
@@ -249,20 +255,7 @@ spec:
             deviceClassName: gpu.gvirtus.io
             tolerations: [{key: gpu.gvirtus.io/backend-lost, operator: Exists, effect: NoExecute}]
 ---
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: tolerant, namespace: $test_ns}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: tolerant}}
-  template:
-    metadata: {labels: {app: tolerant, gvirtus.io/dra: "true"}}
-    spec:
-      terminationGracePeriodSeconds: 1
-      nodeSelector: {kubernetes.io/hostname: $frontend}
-      resourceClaims: [{name: gpu, resourceClaimTemplateName: gpu-tolerant}]
-      containers:
-        - {name: app, image: $test_image, command: ["sleep", "3600"], resources: {claims: [{name: gpu}]}}
+$(claim_deployment tolerant gpu-tolerant)
 YAML
   tolerant_runs() { [ "$(jp pods -n "$test_ns" -l app=tolerant -o 'jsonpath={.items[0].status.phase}')" = Running ]; }
   eventually "a Deployment's pod whose claim tolerates gpu.gvirtus.io/backend-lost runs" tolerant_runs
