@@ -174,11 +174,11 @@ void BackendFollower::backendChanged(const json& backend) {
   std::vector<std::string> pods;
   {
     std::lock_guard lock(mutex_);
-    if (tainted_.contains(cacheKey(backend))) {
-      pods.push_back(std::string(kTaintRulePrefix) + cacheKey(backend));
-    }
     if (auto it = followers_.find(cacheKey(backend)); it != followers_.end()) {
       pods.assign(it->second.begin(), it->second.end());
+    }
+    if (tainted_.contains(cacheKey(backend))) {
+      pods.push_back(std::string(kTaintRulePrefix) + cacheKey(backend));
     }
     if (auto it = claimFollowers_.find(cacheKey(backend)); it != claimFollowers_.end()) {
       for (const auto& [claim, claimant] : it->second) {
