@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "common/duration.h"
-#include "common/error.h"
+#include "common/base/error.h"
+#include "common/time/duration.h"
 
 // Everything the GVirtuS backend is given: its properties.json, its command line and its
 // environment (docs/backend.md, "GVirtuS facts").

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "backend-shim/line_splitter.h"
-#include "common/sockets.h"
+#include "common/net/sockets.h"
 
 namespace gvirtus::backend_shim {
 namespace {

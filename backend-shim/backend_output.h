@@ -8,9 +8,9 @@
 #include <thread>
 
 #include "backend-shim/process_group.h"
-#include "common/duration.h"
-#include "common/error.h"
-#include "common/unique_fd.h"
+#include "common/base/error.h"
+#include "common/base/unique_fd.h"
+#include "common/time/duration.h"
 
 // The backend's stdout and stderr, read through pipes and written to the shim's stdout as
 // whole lines. Without it the backend wrote to the shim's own streams: its partial lines

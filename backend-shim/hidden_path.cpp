@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "backend-shim/peer_guard/peer_guard_protocol.h"
-#include "common/log.h"
+#include "common/telemetry/log.h"
 
 namespace gvirtus::backend_shim {
 

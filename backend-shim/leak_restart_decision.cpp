@@ -1,7 +1,7 @@
 #include "backend-shim/leak_restart_decision.h"
 
-#include "common/json_access.h"
-#include "common/pod_status.h"
+#include "common/base/json_access.h"
+#include "common/contract/pod_status.h"
 
 namespace gvirtus::backend_shim {
 BackendPod backendPodFrom(const nlohmann::json& pod) {

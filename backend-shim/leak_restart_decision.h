@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "common/duration.h"
-#include "common/error.h"
+#include "common/base/error.h"
+#include "common/time/duration.h"
 
 // Whether a leak restart (--max-leaked-sockets), which can wait, may take this backend down
 // now: only while another backend pod is Ready to take new pods, or once it has waited

@@ -4,9 +4,9 @@
 #include <random>
 
 #include "backend-shim/options.h"
-#include "common/kube_client.h"
-#include "common/kube_resource.h"
-#include "common/log.h"
+#include "common/kube/client.h"
+#include "common/kube/resource.h"
+#include "common/telemetry/log.h"
 
 namespace gvirtus::backend_shim {
 namespace {

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "backend-shim/leak_restart_decision.h"
-#include "common/clock.h"
-#include "common/duration.h"
-#include "common/error.h"
+#include "common/base/error.h"
+#include "common/time/clock.h"
+#include "common/time/duration.h"
 
 namespace gvirtus {
 class KubeClient;

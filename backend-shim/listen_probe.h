@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/error.h"
+#include "common/base/error.h"
 
 // Readiness and connection counts of the backend's port, read from the kernel's socket
 // tables. It never connects: a TCP connect used as a probe leaks a file descriptor in the

@@ -4,9 +4,9 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
-#include "common/backend_load.h"
-#include "common/log.h"
-#include "common/stoppable_sleep.h"
+#include "common/contract/backend_load.h"
+#include "common/telemetry/log.h"
+#include "common/time/stoppable_sleep.h"
 
 namespace gvirtus::backend_shim {
 namespace {

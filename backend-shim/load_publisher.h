@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "backend-shim/nvml_gpus.h"
-#include "common/duration.h"
-#include "common/error.h"
+#include "common/base/error.h"
+#include "common/time/duration.h"
 
 // The gvirtus.io/load annotation on the shim's own pod: what the webhook reads to choose a
 // backend (docs/pod-contract.md).
@@ -26,7 +26,8 @@ struct Load {
   std::vector<GpuInfo> gpus;
 };
 
-// The annotation's value (renderBackendLoad() of common/backend_load.h), GPU memory in MiB.
+// The annotation's value (renderBackendLoad() of common/contract/backend_load.h), GPU memory in
+// MiB.
 std::string renderLoad(const Load& load, std::chrono::system_clock::time_point updated);
 
 // The JSON merge patch that sets the annotation to `value`.

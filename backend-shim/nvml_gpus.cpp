@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "common/log.h"
+#include "common/telemetry/log.h"
 
 namespace gvirtus::backend_shim {
 namespace {

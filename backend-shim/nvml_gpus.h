@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "common/error.h"
+#include "common/base/error.h"
 
 // The node's GPUs as NVML reports them. NVML is loaded at run time with dlopen when
 // libnvidia-ml.so.1 is there (the NVIDIA container toolkit mounts it); the build does not

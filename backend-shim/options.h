@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "common/duration.h"
-#include "common/error.h"
-#include "common/flags.h"
+#include "common/base/error.h"
+#include "common/process/flags.h"
+#include "common/time/duration.h"
 
 namespace gvirtus::backend_shim {
 

@@ -1,7 +1,7 @@
 #include "backend-shim/peer_annotation_watch.h"
 
-#include "common/json_access.h"
-#include "common/log.h"
+#include "common/base/json_access.h"
+#include "common/telemetry/log.h"
 
 namespace gvirtus::backend_shim {
 

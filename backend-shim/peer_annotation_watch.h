@@ -9,7 +9,7 @@
 
 #include "backend-shim/peer_list.h"
 #include "backend-shim/peer_shares.h"
-#include "common/object_cache.h"
+#include "common/cache/object_cache.h"
 
 namespace gvirtus::backend_shim {
 

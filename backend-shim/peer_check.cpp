@@ -2,8 +2,8 @@
 
 #include "backend-shim/backend_config.h"
 #include "backend-shim/options.h"
-#include "common/kube_resource.h"
-#include "common/log.h"
+#include "common/kube/resource.h"
+#include "common/telemetry/log.h"
 
 namespace gvirtus::backend_shim {
 namespace {

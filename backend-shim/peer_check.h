@@ -11,9 +11,9 @@
 #include "backend-shim/peer_gate.h"
 #include "backend-shim/peer_shares.h"
 #include "backend-shim/shim_metrics.h"
-#include "common/error.h"
-#include "common/kube_client.h"
-#include "common/resource_cache.h"
+#include "common/base/error.h"
+#include "common/cache/resource_cache.h"
+#include "common/kube/client.h"
 
 namespace gvirtus::backend_shim {
 

@@ -16,8 +16,8 @@
 #include "backend-shim/poll_timeout.h"
 #include "backend-shim/private_unix_listener.h"
 #include "backend-shim/refusal_log.h"
-#include "common/log.h"
-#include "common/sockets.h"
+#include "common/net/sockets.h"
+#include "common/telemetry/log.h"
 
 namespace gvirtus::backend_shim {
 namespace {

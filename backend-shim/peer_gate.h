@@ -12,9 +12,9 @@
 #include "backend-shim/peer_list.h"
 #include "backend-shim/peer_policy.h"
 #include "backend-shim/private_unix_listener.h"
-#include "common/duration.h"
-#include "common/error.h"
-#include "common/unique_fd.h"
+#include "common/base/error.h"
+#include "common/base/unique_fd.h"
+#include "common/time/duration.h"
 
 // The shim's side of --peer-check: answers the peer guard preloaded into the backend
 // (backend-shim/peer_guard) on a unix socket, one question per accepted TCP connection

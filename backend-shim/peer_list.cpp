@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "common/strings.h"
+#include "common/base/strings.h"
 
 namespace gvirtus::backend_shim {
 namespace {

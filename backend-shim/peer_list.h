@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/labels.h"
+#include "common/contract/labels.h"
 
 // The pods allowed to open sessions on this backend: the IPv4 addresses the webhook lists in
 // the backend pod's gvirtus.io/peers annotation (docs/pod-contract.md).

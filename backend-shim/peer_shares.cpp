@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
-#include "common/strings.h"
+#include "common/base/strings.h"
 
 namespace gvirtus::backend_shim {
 namespace {

@@ -6,8 +6,8 @@
 #include <cerrno>
 #include <string>
 
-#include "common/sockets.h"
-#include "common/unique_fd.h"
+#include "common/base/unique_fd.h"
+#include "common/net/sockets.h"
 
 namespace gvirtus::backend_shim {
 

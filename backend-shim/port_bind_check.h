@@ -2,7 +2,7 @@
 
 #include <cstdint>
 
-#include "common/error.h"
+#include "common/base/error.h"
 
 // Whether the backend could bind its port now. GVirtuS binds 0.0.0.0:port and listens at
 // once; without a working SO_REUSEADDR its bind fails while any old connection on the port

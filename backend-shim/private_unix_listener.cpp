@@ -9,7 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "common/sockets.h"
+#include "common/net/sockets.h"
 
 namespace gvirtus::backend_shim {
 

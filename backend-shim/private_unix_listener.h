@@ -3,8 +3,8 @@
 #include <memory>
 #include <string>
 
-#include "common/error.h"
-#include "common/unique_fd.h"
+#include "common/base/error.h"
+#include "common/base/unique_fd.h"
 
 namespace gvirtus::backend_shim {
 

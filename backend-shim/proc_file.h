@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "common/error.h"
+#include "common/base/error.h"
 
 // Reading /proc without exceptions: a process's files vanish mid-read (ESRCH) when it exits,
 // which iostreams report by throwing.

@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "backend-shim/proc_file.h"
-#include "common/log.h"
+#include "common/telemetry/log.h"
 
 namespace gvirtus::backend_shim {
 namespace {

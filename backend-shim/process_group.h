@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "common/duration.h"
-#include "common/error.h"
+#include "common/base/error.h"
+#include "common/time/duration.h"
 
 // A child process started in a process group of its own, so that it and every process it
 // forks (GVirtuS's listening child) are signalled and stopped together.

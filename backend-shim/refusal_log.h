@@ -7,7 +7,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "common/duration.h"
+#include "common/time/duration.h"
 
 namespace gvirtus::backend_shim {
 

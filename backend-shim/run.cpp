@@ -19,13 +19,13 @@
 #include "backend-shim/session_host.h"
 #include "backend-shim/shim_metrics.h"
 #include "backend-shim/supervisor.h"
-#include "common/health_server.h"
-#include "common/kube_client.h"
-#include "common/kube_connect.h"
-#include "common/log.h"
-#include "common/metrics.h"
-#include "common/signals.h"
-#include "common/stoppable_sleep.h"
+#include "common/http/health_server.h"
+#include "common/kube/client.h"
+#include "common/kube/connect.h"
+#include "common/process/signals.h"
+#include "common/telemetry/log.h"
+#include "common/telemetry/metrics.h"
+#include "common/time/stoppable_sleep.h"
 
 namespace gvirtus::backend_shim {
 namespace {

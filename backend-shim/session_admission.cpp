@@ -9,8 +9,8 @@
 
 #include "backend-shim/peer_guard/peer_guard_protocol.h"
 #include "backend-shim/session_loop.h"
-#include "common/log.h"
-#include "common/sockets.h"
+#include "common/net/sockets.h"
+#include "common/telemetry/log.h"
 
 // SessionHost's thread: a connection from accept to its pod's process, or to its refusal.
 namespace gvirtus::backend_shim {

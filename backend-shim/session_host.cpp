@@ -7,8 +7,8 @@
 #include <cerrno>
 
 #include "backend-shim/session_loop.h"
-#include "common/log.h"
-#include "common/sockets.h"
+#include "common/net/sockets.h"
+#include "common/telemetry/log.h"
 
 namespace gvirtus::backend_shim {
 

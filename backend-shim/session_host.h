@@ -13,9 +13,9 @@
 
 #include "backend-shim/peer_list.h"
 #include "backend-shim/process_group.h"
-#include "common/duration.h"
-#include "common/error.h"
-#include "common/unique_fd.h"
+#include "common/base/error.h"
+#include "common/base/unique_fd.h"
+#include "common/time/duration.h"
 
 // --sessions=per-pod: the shim owns the backend's port and gives every frontend pod a backend
 // process of its own (SessionProcess). It accepts each connection, has the peer gate check

@@ -8,8 +8,8 @@
 #include <climits>
 
 #include "backend-shim/poll_timeout.h"
-#include "common/log.h"
-#include "common/sockets.h"
+#include "common/net/sockets.h"
+#include "common/telemetry/log.h"
 
 namespace gvirtus::backend_shim {
 namespace {

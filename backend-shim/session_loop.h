@@ -14,8 +14,8 @@
 #include "backend-shim/refusal_log.h"
 #include "backend-shim/session_host.h"
 #include "backend-shim/session_process.h"
-#include "common/backoff.h"
-#include "common/unique_fd.h"
+#include "common/base/unique_fd.h"
+#include "common/time/backoff.h"
 
 // SessionHost's thread, private to session_host.cpp and its two halves: session_loop.cpp
 // (the loop, the pool and the processes' lives) and session_admission.cpp (a connection

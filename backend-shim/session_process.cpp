@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "backend-shim/peer_guard/peer_guard_protocol.h"
-#include "common/sockets.h"
+#include "common/net/sockets.h"
 
 namespace gvirtus::backend_shim {
 

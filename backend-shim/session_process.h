@@ -11,8 +11,8 @@
 
 #include "backend-shim/peer_list.h"
 #include "backend-shim/process_group.h"
-#include "common/error.h"
-#include "common/unique_fd.h"
+#include "common/base/error.h"
+#include "common/base/unique_fd.h"
 
 // One backend process of --sessions=per-pod: an unmodified gvirtus-backend, in a process
 // group of its own, that serves the connections of one frontend pod and no other. The shim

@@ -6,7 +6,7 @@
 
 #include "backend-shim/nvml_gpus.h"
 #include "backend-shim/supervisor.h"
-#include "common/metrics.h"
+#include "common/telemetry/metrics.h"
 
 // The shim's metrics on /metrics: the backend's state, its connections and restarts, the
 // node's GPUs, and the peer check's answers.

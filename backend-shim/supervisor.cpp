@@ -4,9 +4,9 @@
 #include <optional>
 
 #include "backend-shim/port_bind_check.h"
-#include "common/backoff.h"
-#include "common/log.h"
-#include "common/stoppable_sleep.h"
+#include "common/telemetry/log.h"
+#include "common/time/backoff.h"
+#include "common/time/stoppable_sleep.h"
 
 namespace gvirtus::backend_shim {
 namespace {

@@ -14,7 +14,7 @@
 
 #include "backend-shim/listen_probe.h"
 #include "backend-shim/process_group.h"
-#include "common/duration.h"
+#include "common/time/duration.h"
 
 // Keeps the GVirtuS backend running: starts it, watches the process and its port, and
 // restarts it with exponential backoff when it exits or when its port stops listening

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "common/error.h"
-#include "common/labels.h"
+#include "common/base/error.h"
+#include "common/contract/labels.h"
 
 // What a container gets for the virtual GPUs the kubelet gives it, and which ones to
 // prefer. Pure functions of the node's device IDs: the gRPC service translates.

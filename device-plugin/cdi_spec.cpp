@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "common/atomic_file.h"
+#include "common/base/atomic_file.h"
 
 namespace gvirtus::device_plugin {
 

@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/error.h"
+#include "common/base/error.h"
 
 // The CDI (Container Device Interface) spec of our virtual GPUs. The container runtime
 // resolves the names Allocate returns ("gvirtus.io/vgpu=vgpu-0") against this file; each

@@ -4,8 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <system_error>
 
-#include "common/atomic_file.h"
-#include "common/dra_names.h"
+#include "common/base/atomic_file.h"
+#include "common/contract/dra_names.h"
 #include "device-plugin/cdi_spec.h"
 
 namespace gvirtus::device_plugin {

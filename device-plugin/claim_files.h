@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/error.h"
+#include "common/base/error.h"
 
 // What a prepared claim leaves on the node (docs/dra.md): its properties.json, in a folder
 // of its own under the driver's state folder, and a CDI spec of one device,

@@ -2,10 +2,10 @@
 
 #include <optional>
 
-#include "common/dra_names.h"
-#include "common/gvirtus_properties.h"
-#include "common/json_access.h"
-#include "common/kube_client.h"
+#include "common/base/json_access.h"
+#include "common/contract/dra_names.h"
+#include "common/contract/gvirtus_properties.h"
+#include "common/kube/client.h"
 
 namespace gvirtus::device_plugin {
 namespace {

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "common/dra_claim.h"
-#include "common/error.h"
+#include "common/base/error.h"
+#include "common/contract/dra_claim.h"
 #include "device-plugin/claim_files.h"
 
 namespace gvirtus {

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "common/duration.h"
-#include "common/error.h"
+#include "common/base/error.h"
+#include "common/time/duration.h"
 
 namespace gvirtus::device_plugin {
 

@@ -9,10 +9,10 @@
 #include <chrono>
 #include <string>
 
-#include "common/dra_names.h"
-#include "common/log.h"
-#include "common/stoppable_sleep.h"
-#include "common/unique_fd.h"
+#include "common/base/unique_fd.h"
+#include "common/contract/dra_names.h"
+#include "common/telemetry/log.h"
+#include "common/time/stoppable_sleep.h"
 #include "device-plugin/plugin_supervisor.h"  // identify(), FileIdentity
 #include "dra_v1.grpc.pb.h"
 #include "pluginregistration_v1.grpc.pb.h"
@@ -144,7 +144,7 @@ class DraService final : public drapb::DRAPlugin::Service {
   }
 
   // Calls run side by side: the kubelet never prepares and unprepares one claim at once,
-  // and each file is replaced whole (common/atomic_file.h).
+  // and each file is replaced whole (common/base/atomic_file.h).
   ClaimPreparer& preparer_;
   DraCounters& counters_;
 };

@@ -6,8 +6,8 @@
 #include <memory>
 #include <stop_token>
 
-#include "common/duration.h"
-#include "common/error.h"
+#include "common/base/error.h"
+#include "common/time/duration.h"
 #include "device-plugin/claim_preparer.h"
 
 // The kubelet side of the DRA driver gpu.gvirtus.io (--dra): the plugin registration

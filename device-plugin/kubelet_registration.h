@@ -3,8 +3,8 @@
 #include <filesystem>
 #include <string>
 
-#include "common/duration.h"
-#include "common/error.h"
+#include "common/base/error.h"
+#include "common/time/duration.h"
 
 namespace gvirtus::device_plugin {
 

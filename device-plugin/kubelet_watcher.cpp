@@ -10,7 +10,7 @@
 #include <cstring>
 #include <limits>
 
-#include "common/log.h"
+#include "common/telemetry/log.h"
 
 namespace gvirtus::device_plugin {
 namespace {

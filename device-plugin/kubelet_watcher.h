@@ -4,9 +4,9 @@
 #include <stop_token>
 #include <string>
 
-#include "common/duration.h"
-#include "common/error.h"
-#include "common/unique_fd.h"
+#include "common/base/error.h"
+#include "common/base/unique_fd.h"
+#include "common/time/duration.h"
 
 namespace gvirtus::device_plugin {
 

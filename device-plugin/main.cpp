@@ -1,4 +1,4 @@
-#include "common/flags.h"
+#include "common/process/flags.h"
 #include "device-plugin/options.h"
 #include "device-plugin/run.h"
 

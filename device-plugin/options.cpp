@@ -4,8 +4,8 @@
 
 #include <filesystem>
 
-#include "common/gvirtus_properties.h"
-#include "common/object_names.h"
+#include "common/contract/gvirtus_properties.h"
+#include "common/kube/object_names.h"
 
 namespace gvirtus::device_plugin {
 namespace {

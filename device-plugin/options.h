@@ -6,9 +6,9 @@
 #include <string_view>
 #include <vector>
 
-#include "common/error.h"
-#include "common/flags.h"
-#include "common/kube_connect.h"
+#include "common/base/error.h"
+#include "common/kube/connect.h"
+#include "common/process/flags.h"
 
 namespace gvirtus::device_plugin {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "common/log.h"
+#include "common/telemetry/log.h"
 #include "device-plugin/allocation.h"
 #include "deviceplugin_v1beta1.grpc.pb.h"
 

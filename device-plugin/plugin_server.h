@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <memory>
 
-#include "common/error.h"
+#include "common/base/error.h"
 #include "device-plugin/device_list.h"
 
 namespace gvirtus::device_plugin {

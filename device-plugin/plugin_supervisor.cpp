@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "common/log.h"
+#include "common/telemetry/log.h"
 #include "device-plugin/kubelet_registration.h"
 #include "device-plugin/kubelet_watcher.h"
 

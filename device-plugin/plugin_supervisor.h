@@ -11,9 +11,9 @@
 #include <stop_token>
 #include <string>
 
-#include "common/backoff.h"
-#include "common/duration.h"
-#include "common/error.h"
+#include "common/base/error.h"
+#include "common/time/backoff.h"
+#include "common/time/duration.h"
 #include "device-plugin/device_list.h"
 #include "device-plugin/plugin_server.h"
 

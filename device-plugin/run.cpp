@@ -6,11 +6,11 @@
 #include <memory>
 #include <thread>
 
-#include "common/health_server.h"
-#include "common/kube_connect.h"
-#include "common/log.h"
-#include "common/metrics.h"
-#include "common/signals.h"
+#include "common/http/health_server.h"
+#include "common/kube/connect.h"
+#include "common/process/signals.h"
+#include "common/telemetry/log.h"
+#include "common/telemetry/metrics.h"
 #include "device-plugin/cdi_spec.h"
 #include "device-plugin/claim_files.h"
 #include "device-plugin/claim_preparer.h"

@@ -1,4 +1,4 @@
-#include "common/flags.h"
+#include "common/process/flags.h"
 #include "kai-reservation/options.h"
 #include "kai-reservation/run.h"
 

@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-#include "common/labels.h"
+#include "common/contract/labels.h"
 
 namespace gvirtus::kai_reservation {
 

@@ -3,8 +3,8 @@
 #include <expected>
 #include <string>
 
-#include "common/duration.h"
-#include "common/flags.h"
+#include "common/process/flags.h"
+#include "common/time/duration.h"
 
 namespace gvirtus::kai_reservation {
 

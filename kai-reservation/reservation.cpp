@@ -2,9 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/json_access.h"
-#include "common/labels.h"
-#include "common/strings.h"
+#include "common/base/json_access.h"
+#include "common/base/strings.h"
+#include "common/contract/labels.h"
 
 namespace gvirtus::kai_reservation {
 

@@ -3,8 +3,8 @@
 #include <string>
 #include <string_view>
 
-#include "common/error.h"
-#include "common/kube_client.h"
+#include "common/base/error.h"
+#include "common/kube/client.h"
 
 // KAI-Scheduler shares a GPU between fraction pods by first placing a reservation pod that
 // asks for one whole nvidia.com/gpu on the node; its binder then waits for that pod to

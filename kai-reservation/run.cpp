@@ -3,13 +3,13 @@
 #include <atomic>
 #include <chrono>
 
-#include "common/backoff.h"
-#include "common/health_server.h"
-#include "common/kube_connect.h"
-#include "common/log.h"
-#include "common/metrics.h"
-#include "common/signals.h"
-#include "common/stoppable_sleep.h"
+#include "common/http/health_server.h"
+#include "common/kube/connect.h"
+#include "common/process/signals.h"
+#include "common/telemetry/log.h"
+#include "common/telemetry/metrics.h"
+#include "common/time/backoff.h"
+#include "common/time/stoppable_sleep.h"
 #include "kai-reservation/options.h"
 #include "kai-reservation/reservation.h"
 

@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <tuple>
 
-#include "common/gpu_share.h"
-#include "common/json_access.h"
-#include "common/labels.h"
-#include "common/pod_origin.h"
-#include "common/pod_status.h"
+#include "common/base/json_access.h"
+#include "common/contract/gpu_share.h"
+#include "common/contract/labels.h"
+#include "common/contract/pod_origin.h"
+#include "common/contract/pod_status.h"
 
 namespace gvirtus::kubectl_gvirtus {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "common/backend_load.h"
+#include "common/contract/backend_load.h"
 #include "kubectl-gvirtus/lost_backends.h"
 #include "kubectl-gvirtus/pod_events.h"
 #include "kubectl-gvirtus/pod_facts.h"

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <tuple>
 
-#include "common/json_access.h"
-#include "common/labels.h"
-#include "common/pod_status.h"
+#include "common/base/json_access.h"
+#include "common/contract/labels.h"
+#include "common/contract/pod_status.h"
 
 namespace gvirtus::kubectl_gvirtus {
 namespace {

@@ -1,4 +1,4 @@
-#include "common/flags.h"
+#include "common/process/flags.h"
 #include "kubectl-gvirtus/options.h"
 #include "kubectl-gvirtus/run.h"
 

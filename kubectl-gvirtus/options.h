@@ -3,7 +3,7 @@
 #include <expected>
 #include <string>
 
-#include "common/flags.h"
+#include "common/process/flags.h"
 
 // `kubectl gvirtus COMMAND [ARG] [flags]`: the command line as a plain struct.
 namespace gvirtus::kubectl_gvirtus {

@@ -4,7 +4,7 @@
 #include <charconv>
 #include <tuple>
 
-#include "common/json_access.h"
+#include "common/base/json_access.h"
 
 namespace gvirtus::kubectl_gvirtus {
 namespace {

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "common/json_access.h"
-#include "common/labels.h"
-#include "common/time_text.h"
+#include "common/base/json_access.h"
+#include "common/contract/labels.h"
+#include "common/time/time_text.h"
 
 namespace gvirtus::kubectl_gvirtus {
 

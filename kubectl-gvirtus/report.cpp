@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <ctime>
 
-#include "common/labels.h"
-#include "common/time_text.h"
+#include "common/contract/labels.h"
+#include "common/time/time_text.h"
 
 namespace gvirtus::kubectl_gvirtus {
 namespace {

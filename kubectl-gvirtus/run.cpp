@@ -4,9 +4,9 @@
 #include <iostream>
 #include <memory>
 
-#include "common/flags.h"
-#include "common/kube_client.h"
-#include "common/kube_config.h"
+#include "common/kube/client.h"
+#include "common/kube/config.h"
+#include "common/process/flags.h"
 #include "kubectl-gvirtus/cluster_view.h"
 #include "kubectl-gvirtus/options.h"
 #include "kubectl-gvirtus/report.h"

@@ -2,9 +2,9 @@
 
 #include <iterator>
 
-#include "common/dra_names.h"
-#include "common/kube_resource.h"
-#include "common/labels.h"
+#include "common/contract/dra_names.h"
+#include "common/contract/labels.h"
+#include "common/kube/resource.h"
 
 namespace gvirtus::kubectl_gvirtus {
 namespace {

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "common/error.h"
-#include "common/kube_client.h"
+#include "common/base/error.h"
+#include "common/kube/client.h"
 #include "kubectl-gvirtus/options.h"
 
 // The objects the plugin reads, in as few requests as it can: the backend pods, the

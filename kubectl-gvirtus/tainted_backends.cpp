@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "common/dra_names.h"
-#include "common/json_access.h"
-#include "common/labels.h"
+#include "common/base/json_access.h"
+#include "common/contract/dra_names.h"
+#include "common/contract/labels.h"
 
 namespace gvirtus::kubectl_gvirtus {
 

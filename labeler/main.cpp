@@ -1,4 +1,4 @@
-#include "common/flags.h"
+#include "common/process/flags.h"
 #include "labeler/options.h"
 #include "labeler/run.h"
 

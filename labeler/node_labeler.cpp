@@ -2,7 +2,7 @@
 
 #include <thread>
 
-#include "common/log.h"
+#include "common/telemetry/log.h"
 #include "labeler/gpu_probe.h"
 
 namespace gvirtus::labeler {

@@ -8,11 +8,11 @@
 #include <stop_token>
 #include <string>
 
-#include "common/clock.h"
-#include "common/controller.h"
-#include "common/kube_client.h"
-#include "common/metrics.h"
-#include "common/object_cache.h"
+#include "common/cache/object_cache.h"
+#include "common/controller/controller.h"
+#include "common/kube/client.h"
+#include "common/telemetry/metrics.h"
+#include "common/time/clock.h"
 #include "labeler/node_labels.h"
 #include "labeler/options.h"
 
@@ -33,8 +33,8 @@ NodeApi nodeApi(KubeClient& client);
 std::string nodeFieldSelector(const Options& options);
 
 // Keeps the GVirtuS labels of one node (or of every node, with --all-nodes) as the
-// policy wants them, on the shared controller loop (common/controller.h): node events and
-// GPU probe changes enqueue the node; sync(name) compares and writes at most one PATCH;
+// policy wants them, on the shared controller loop (common/controller/controller.h): node events
+// and GPU probe changes enqueue the node; sync(name) compares and writes at most one PATCH;
 // failures come back with backoff.
 class NodeLabeler {
  public:

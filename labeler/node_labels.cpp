@@ -1,6 +1,6 @@
 #include "labeler/node_labels.h"
 
-#include "common/labels.h"
+#include "common/contract/labels.h"
 
 namespace gvirtus::labeler {
 namespace {

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "common/duration.h"
-#include "common/flags.h"
-#include "common/kube_connect.h"
+#include "common/kube/connect.h"
+#include "common/process/flags.h"
+#include "common/time/duration.h"
 
 namespace gvirtus::labeler {
 

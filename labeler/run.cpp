@@ -3,12 +3,12 @@
 #include <exception>
 #include <thread>
 
-#include "common/health_server.h"
-#include "common/kube_connect.h"
-#include "common/log.h"
-#include "common/metrics.h"
-#include "common/resource_cache.h"
-#include "common/signals.h"
+#include "common/cache/resource_cache.h"
+#include "common/http/health_server.h"
+#include "common/kube/connect.h"
+#include "common/process/signals.h"
+#include "common/telemetry/log.h"
+#include "common/telemetry/metrics.h"
 #include "labeler/node_labeler.h"
 #include "labeler/options.h"
 

@@ -1,7 +1,7 @@
 #include "webhook/admission_review.h"
 
-#include "common/base64.h"
-#include "common/json_access.h"
+#include "common/base/base64.h"
+#include "common/base/json_access.h"
 
 #include <algorithm>
 #include <cstdint>

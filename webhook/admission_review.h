@@ -5,8 +5,8 @@
 #include <string_view>
 #include <vector>
 
-#include "common/error.h"
-#include "common/json_patch.h"
+#include "common/base/error.h"
+#include "common/base/json_patch.h"
 
 // AdmissionReview admission.k8s.io/v1, as a mutating webhook receives and answers it.
 namespace gvirtus::webhook {

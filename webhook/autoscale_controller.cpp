@@ -2,11 +2,11 @@
 
 #include <string>
 
-#include "common/json_access.h"
-#include "common/kube_resource.h"
-#include "common/log.h"
-#include "common/pod_status.h"
-#include "common/resource_cache.h"
+#include "common/base/json_access.h"
+#include "common/cache/resource_cache.h"
+#include "common/contract/pod_status.h"
+#include "common/kube/resource.h"
+#include "common/telemetry/log.h"
 #include "webhook/metrics.h"
 #include "webhook/names.h"
 

@@ -5,11 +5,11 @@
 #include <stop_token>
 #include <vector>
 
-#include "common/event_recorder.h"
-#include "common/kube_client.h"
-#include "common/leader_controller.h"
-#include "common/object_cache.h"
-#include "common/resource_cache.h"
+#include "common/cache/object_cache.h"
+#include "common/cache/resource_cache.h"
+#include "common/controller/event_recorder.h"
+#include "common/controller/leader_controller.h"
+#include "common/kube/client.h"
 #include "webhook/backend_autoscaler.h"
 #include "webhook/backend_source.h"
 #include "webhook/gvirtus_pod_store.h"

@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "common/backend_load.h"
-#include "common/gpu_share.h"
+#include "common/contract/backend_load.h"
+#include "common/contract/gpu_share.h"
 
 namespace gvirtus::webhook {
 

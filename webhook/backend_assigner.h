@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "common/backend_requirements.h"
-#include "common/gvirtus_properties.h"
+#include "common/contract/backend_requirements.h"
+#include "common/contract/gvirtus_properties.h"
 #include "webhook/backend.h"
 #include "webhook/backend_chooser.h"
 #include "webhook/pod_wiring.h"

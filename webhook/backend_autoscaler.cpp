@@ -2,10 +2,10 @@
 
 #include <algorithm>
 
-#include "common/json_access.h"
-#include "common/log.h"
-#include "common/strings.h"
-#include "common/time_text.h"
+#include "common/base/json_access.h"
+#include "common/base/strings.h"
+#include "common/telemetry/log.h"
+#include "common/time/time_text.h"
 #include "webhook/names.h"
 
 namespace gvirtus::webhook {

@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "common/backend_requirements.h"
-#include "common/duration.h"
-#include "common/error.h"
-#include "common/event_recorder.h"
-#include "common/json_patch.h"
+#include "common/base/error.h"
+#include "common/base/json_patch.h"
+#include "common/contract/backend_requirements.h"
+#include "common/controller/event_recorder.h"
+#include "common/time/duration.h"
 #include "webhook/backend.h"
 
 // Backends that follow demand (docs/operations.md, "Autoscaling backends"): the leader

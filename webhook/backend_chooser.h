@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "common/backend_requirements.h"
-#include "common/duration.h"
+#include "common/contract/backend_requirements.h"
+#include "common/time/duration.h"
 #include "webhook/backend.h"
 
 namespace gvirtus::webhook {

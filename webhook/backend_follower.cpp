@@ -2,11 +2,11 @@
 
 #include <vector>
 
-#include "common/dra_names.h"
-#include "common/json_access.h"
-#include "common/kube_resource.h"
-#include "common/log.h"
-#include "common/time_text.h"
+#include "common/base/json_access.h"
+#include "common/contract/dra_names.h"
+#include "common/kube/resource.h"
+#include "common/telemetry/log.h"
+#include "common/time/time_text.h"
 #include "webhook/dra_slice.h"
 #include "webhook/metrics.h"
 #include "webhook/names.h"

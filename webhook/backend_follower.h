@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "common/duration.h"
-#include "common/error.h"
-#include "common/event_recorder.h"
-#include "common/kube_client.h"
-#include "common/leader_controller.h"
-#include "common/object_cache.h"
+#include "common/base/error.h"
+#include "common/cache/object_cache.h"
+#include "common/controller/event_recorder.h"
+#include "common/controller/leader_controller.h"
+#include "common/kube/client.h"
+#include "common/time/duration.h"
 #include "webhook/backend_loss.h"
 #include "webhook/claim_peers.h"
 
@@ -101,7 +101,7 @@ struct BackendFollowerOptions {
   bool taintLostDevices = false;
 };
 
-// On the shared controller loop (common/controller.h), one key per GVirtuS pod
+// On the shared controller loop (common/controller/controller.h), one key per GVirtuS pod
 // ("namespace/name"). A change of a backend pod (gone, a new address, readiness, deletion)
 // queues the pods that follow it; a change of a pod queues that pod; gaining leadership
 // queues every pod that follows a backend. Pods are indexed by the backend pod they follow

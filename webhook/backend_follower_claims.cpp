@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <vector>
 
-#include "common/json_access.h"
-#include "common/kube_resource.h"
-#include "common/pod_status.h"
-#include "common/time_text.h"
+#include "common/base/json_access.h"
+#include "common/contract/pod_status.h"
+#include "common/kube/resource.h"
+#include "common/time/time_text.h"
 #include "webhook/backend_follower.h"
 
 namespace gvirtus::webhook {

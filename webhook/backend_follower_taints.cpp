@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "common/json_access.h"
-#include "common/kube_resource.h"
-#include "common/log.h"
-#include "common/pod_status.h"
+#include "common/base/json_access.h"
+#include "common/contract/pod_status.h"
+#include "common/kube/resource.h"
+#include "common/telemetry/log.h"
 #include "webhook/backend_follower.h"
 #include "webhook/device_taint_rule.h"
 #include "webhook/metrics.h"

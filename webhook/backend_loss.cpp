@@ -1,8 +1,8 @@
 #include "webhook/backend_loss.h"
 
-#include "common/json_access.h"
-#include "common/pod_status.h"
-#include "common/time_text.h"
+#include "common/base/json_access.h"
+#include "common/contract/pod_status.h"
+#include "common/time/time_text.h"
 #include "webhook/names.h"
 #include "webhook/pod_fields.h"
 #include "webhook/waiting_pod_controller.h"

@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "common/duration.h"
+#include "common/time/duration.h"
 
 // Whether a GVirtuS pod has lost its backend (issue 39): the decision behind the backend
 // follower (webhook/backend_follower.h), pure so that it is tested without a cluster.

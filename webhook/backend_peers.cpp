@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <utility>
 
-#include "common/json_access.h"
+#include "common/base/json_access.h"
 #include "webhook/cluster_backend_source.h"
 #include "webhook/names.h"
 #include "webhook/pod_fields.h"

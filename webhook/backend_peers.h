@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "common/backend_load.h"
-#include "common/gpu_share.h"
+#include "common/contract/backend_load.h"
+#include "common/contract/gpu_share.h"
 
 // Which pods may open sessions on a backend pod (issue 40 item 3): the decision behind the
 // annotation gvirtus.io/peers, which the backend shim enforces on every connection. GVirtuS

@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <set>
 
-#include "common/dra_claim.h"
-#include "common/dra_names.h"
-#include "common/json_access.h"
-#include "common/pod_origin.h"
-#include "common/pod_status.h"
+#include "common/base/json_access.h"
+#include "common/contract/dra_claim.h"
+#include "common/contract/dra_names.h"
+#include "common/contract/pod_origin.h"
+#include "common/contract/pod_status.h"
 #include "webhook/backend_loss.h"
 #include "webhook/names.h"
 

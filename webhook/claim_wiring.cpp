@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "common/json_access.h"
+#include "common/base/json_access.h"
 #include "webhook/names.h"
 #include "webhook/pod_wiring.h"
 

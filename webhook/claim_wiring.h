@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "common/error.h"
+#include "common/base/error.h"
 
 // The claim path of a GVirtuS pod (--dra-claim-template, docs/dra.md): instead of a backend
 // chosen by the webhook, the pod gets a ResourceClaim made from the operator's template in

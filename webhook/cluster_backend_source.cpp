@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "common/gpu_share.h"
-#include "common/json_access.h"
-#include "common/log.h"
-#include "common/pod_origin.h"
-#include "common/pod_status.h"
-#include "common/strings.h"
-#include "common/time_text.h"
+#include "common/base/json_access.h"
+#include "common/base/strings.h"
+#include "common/contract/gpu_share.h"
+#include "common/contract/pod_origin.h"
+#include "common/contract/pod_status.h"
+#include "common/telemetry/log.h"
+#include "common/time/time_text.h"
 #include "webhook/names.h"
 #include "webhook/pod_fields.h"
 

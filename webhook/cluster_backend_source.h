@@ -11,9 +11,9 @@
 #include <unordered_map>
 #include <utility>
 
-#include "common/duration.h"
-#include "common/kube_client.h"
-#include "common/resource_cache.h"
+#include "common/cache/resource_cache.h"
+#include "common/kube/client.h"
+#include "common/time/duration.h"
 #include "webhook/backend_source.h"
 #include "webhook/gvirtus_pod_store.h"
 

@@ -1,7 +1,7 @@
 #include "webhook/device_taint_rule.h"
 
-#include "common/dra_names.h"
-#include "common/json_access.h"
+#include "common/base/json_access.h"
+#include "common/contract/dra_names.h"
 #include "webhook/dra_slice.h"
 #include "webhook/names.h"
 

@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "common/kube_client.h"
+#include "common/kube/client.h"
 
 // A lost backend's devices, tainted for kube-controller-manager to evict the pods that use
 // them (Kubernetes 1.37 and later; docs/dra.md, "When a backend goes"). One DeviceTaintRule

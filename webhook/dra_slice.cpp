@@ -5,8 +5,8 @@
 #include <set>
 #include <vector>
 
-#include "common/json_access.h"
-#include "common/quantity.h"
+#include "common/base/json_access.h"
+#include "common/contract/quantity.h"
 #include "webhook/names.h"
 
 namespace gvirtus::webhook {

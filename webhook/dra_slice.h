@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "common/dra_names.h"
+#include "common/contract/dra_names.h"
 #include "webhook/backend.h"
 
 // The DRA view of a backend (docs/dra.md): each GPU of a Ready backend pod is one device of

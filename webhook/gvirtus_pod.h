@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/pod_status.h"
+#include "common/contract/pod_status.h"
 
 namespace gvirtus::webhook {
 

@@ -3,8 +3,8 @@
 #include <exception>
 #include <utility>
 
-#include "common/json_access.h"
-#include "common/log.h"
+#include "common/base/json_access.h"
+#include "common/telemetry/log.h"
 
 namespace gvirtus::webhook {
 

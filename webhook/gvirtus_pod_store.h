@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "common/object_cache.h"
+#include "common/cache/object_cache.h"
 #include "webhook/gvirtus_pod.h"
 
 namespace gvirtus::webhook {

@@ -1,4 +1,4 @@
-#include "common/flags.h"
+#include "common/process/flags.h"
 #include "webhook/options.h"
 #include "webhook/run.h"
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "common/metrics.h"
+#include "common/telemetry/metrics.h"
 
 namespace gvirtus::webhook {
 

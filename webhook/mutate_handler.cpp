@@ -6,9 +6,9 @@
 #include <chrono>
 #include <exception>
 
-#include "common/json_access.h"
-#include "common/log.h"
-#include "common/pod_origin.h"
+#include "common/base/json_access.h"
+#include "common/contract/pod_origin.h"
+#include "common/telemetry/log.h"
 #include "webhook/claim_wiring.h"
 #include "webhook/metrics.h"
 #include "webhook/names.h"

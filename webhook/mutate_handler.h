@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/http_server.h"
+#include "common/http/server.h"
 #include "webhook/admission_review.h"
 #include "webhook/backend_assigner.h"
 #include "webhook/backend_chooser.h"

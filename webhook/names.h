@@ -2,14 +2,14 @@
 
 #include <string_view>
 
-#include "common/labels.h"
+#include "common/contract/labels.h"
 
-// The names of the webhook's pod contract (docs/pod-contract.md): those common/labels.h
+// The names of the webhook's pod contract (docs/pod-contract.md): those common/contract/labels.h
 // holds (shared with the other binaries), and below the webhook's own.
 namespace gvirtus::webhook {
 
-// The shared names (common/labels.h), unqualified here: declared one by one, so that a name
-// the webhook defines itself can never be shadowed by, or clash with, a shared one unseen.
+// The shared names (common/contract/labels.h), unqualified here: declared one by one, so that a
+// name the webhook defines itself can never be shadowed by, or clash with, a shared one unseen.
 using names::kAutoscaledAnnotation;
 using names::kBackendAllowed;
 using names::kBackendAnnotation;

@@ -4,10 +4,10 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "common/gvirtus_properties.h"
-#include "common/http_server.h"
-#include "common/object_names.h"
-#include "common/strings.h"
+#include "common/base/strings.h"
+#include "common/contract/gvirtus_properties.h"
+#include "common/http/server.h"
+#include "common/kube/object_names.h"
 
 namespace gvirtus::webhook {
 namespace {

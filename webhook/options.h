@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "common/backend_requirements.h"
-#include "common/duration.h"
-#include "common/flags.h"
-#include "common/kube_connect.h"
+#include "common/contract/backend_requirements.h"
+#include "common/kube/connect.h"
+#include "common/process/flags.h"
+#include "common/time/duration.h"
 #include "webhook/backend_autoscaler.h"
 #include "webhook/static_backend_source.h"
 

@@ -6,11 +6,11 @@
 #include <utility>
 #include <vector>
 
-#include "common/backend_load.h"
-#include "common/json_access.h"
-#include "common/kube_resource.h"
-#include "common/log.h"
-#include "common/pod_status.h"
+#include "common/base/json_access.h"
+#include "common/contract/backend_load.h"
+#include "common/contract/pod_status.h"
+#include "common/kube/resource.h"
+#include "common/telemetry/log.h"
 #include "webhook/metrics.h"
 #include "webhook/names.h"
 #include "webhook/pod_fields.h"

@@ -14,11 +14,11 @@
 #include <utility>
 #include <vector>
 
-#include "common/duration.h"
-#include "common/error.h"
-#include "common/kube_client.h"
-#include "common/leader_controller.h"
-#include "common/object_cache.h"
+#include "common/base/error.h"
+#include "common/cache/object_cache.h"
+#include "common/controller/leader_controller.h"
+#include "common/kube/client.h"
+#include "common/time/duration.h"
 #include "webhook/backend_peers.h"
 #include "webhook/claim_peers.h"
 
@@ -56,7 +56,7 @@ struct PeerPublisherOptions {
   Duration backoffMax = std::chrono::seconds(30);
 };
 
-// On the shared controller loop (common/controller.h), one key per backend pod
+// On the shared controller loop (common/controller/controller.h), one key per backend pod
 // ("namespace/name"): a change of a GVirtuS pod's claim (peerClaim()) queues the backend
 // pods it named before and after (at most one sync per `coalesce`); a change of a backend pod's
 // address or of its gvirtus.io/peers queues that pod; gaining leadership (run(), once the caches

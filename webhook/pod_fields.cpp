@@ -1,8 +1,8 @@
 #include "webhook/pod_fields.h"
 
-#include "common/ipv4_resolver.h"
-#include "common/json_access.h"
-#include "common/pod_origin.h"
+#include "common/base/json_access.h"
+#include "common/contract/pod_origin.h"
+#include "common/net/ipv4_resolver.h"
 #include "webhook/backend_loss.h"
 #include "webhook/gvirtus_pod.h"
 #include "webhook/names.h"

@@ -1,17 +1,17 @@
 #pragma once
 
-#include "common/pod_status.h"  // podIpv4(), which callers of these read with them
+#include "common/contract/pod_status.h"  // podIpv4(), which callers of these read with them
 
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "common/resource_cache.h"
+#include "common/cache/resource_cache.h"
 
 // What the webhook reads of pods it holds in watch caches, and keeps of them.
 namespace gvirtus::webhook {
 
 // What the cache of GVirtuS pods keeps of each (ResourceCacheOptions::transform): what
-// heldShare() (common/gpu_share.h), assignedPod() (webhook/cluster_backend_source.h),
+// heldShare() (common/contract/gpu_share.h), assignedPod() (webhook/cluster_backend_source.h),
 // peerClaim() (webhook/backend_peers.h) and the waiting-pod controller's gang count read,
 // and no more: the cache holds every GVirtuS pod of the cluster.
 nlohmann::json frontendFields(nlohmann::json pod);

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "common/json_access.h"
-#include "common/quantity.h"
-#include "common/strings.h"
+#include "common/base/json_access.h"
+#include "common/base/strings.h"
+#include "common/contract/quantity.h"
 #include "webhook/names.h"
 
 namespace gvirtus::webhook {

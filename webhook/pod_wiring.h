@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "common/error.h"
+#include "common/base/error.h"
 
 // What the webhook changes in a GVirtuS pod (docs/pod-contract.md). Each function
 // mutates the pod in place, changing only what is missing or different, so running it on

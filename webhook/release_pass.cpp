@@ -4,11 +4,11 @@
 #include <map>
 #include <set>
 
-#include "common/backend_requirements.h"
-#include "common/json_access.h"
-#include "common/object_cache.h"
-#include "common/parallel.h"
-#include "common/time_text.h"
+#include "common/base/json_access.h"
+#include "common/base/parallel.h"
+#include "common/cache/object_cache.h"
+#include "common/contract/backend_requirements.h"
+#include "common/time/time_text.h"
 #include "webhook/backend_assigner.h"
 #include "webhook/names.h"
 

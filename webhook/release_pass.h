@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "common/error.h"
-#include "common/json_patch.h"
-#include "common/object_cache.h"
+#include "common/base/error.h"
+#include "common/base/json_patch.h"
+#include "common/cache/object_cache.h"
 #include "webhook/backend.h"
 #include "webhook/backend_chooser.h"
 #include "webhook/pod_wiring.h"

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "common/log.h"
-#include "common/object_cache.h"
+#include "common/cache/object_cache.h"
+#include "common/telemetry/log.h"
 #include "webhook/metrics.h"
 #include "webhook/pod_wiring.h"
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "common/event_recorder.h"
-#include "common/object_cache.h"
+#include "common/cache/object_cache.h"
+#include "common/controller/event_recorder.h"
 #include "webhook/release_pass.h"
 
 // What the waiting-pod controller's passes tell: the pods' Events, the log lines and the

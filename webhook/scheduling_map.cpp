@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "common/json_access.h"
-#include "common/strings.h"
+#include "common/base/json_access.h"
+#include "common/base/strings.h"
 #include "webhook/names.h"
 
 namespace gvirtus::webhook {

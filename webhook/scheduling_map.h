@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "common/error.h"
+#include "common/base/error.h"
 
 // The gpu-scheduling-map annotation (docs/pod-contract.md, "gpu-scheduling-map"): lines
 // `INDEX=NODE:DEVICES` pin pod INDEX of a StatefulSet to NODE with

@@ -3,8 +3,8 @@
 #include <optional>
 #include <vector>
 
-#include "common/json_access.h"
-#include "common/log.h"
+#include "common/base/json_access.h"
+#include "common/telemetry/log.h"
 #include "webhook/dra_slice.h"
 
 namespace gvirtus::webhook {

@@ -8,11 +8,11 @@
 #include <stop_token>
 #include <string>
 
-#include "common/duration.h"
-#include "common/error.h"
-#include "common/kube_client.h"
-#include "common/leader_controller.h"
-#include "common/object_cache.h"
+#include "common/base/error.h"
+#include "common/cache/object_cache.h"
+#include "common/controller/leader_controller.h"
+#include "common/kube/client.h"
+#include "common/time/duration.h"
 #include "webhook/backend_source.h"
 
 // The DRA slice publisher (--dra, docs/dra.md): keeps one ResourceSlice of the driver
@@ -40,14 +40,14 @@ struct SlicePublisherOptions {
   Duration backoffMax = std::chrono::seconds(30);
 };
 
-// On the shared controller loop (common/controller.h), one key per slice name: a change of
-// the backends (backendsChanged(), from the source's onChange) queues the slice of every
-// backend and every slice held; a slice that changed or went queues itself (an edit or a
-// delete by someone else is undone); gaining leadership queues all. sync(name) writes at
-// most one create, update (pool generation raised by one) or delete. A backend's load
-// report changes every few seconds and its devices do not: a slice is rewritten only when
-// what it publishes differs (compareSlices()); one that differs where the API server lets
-// nothing change (another pool, a node name: someone else's) is deleted and made again.
+// On the shared controller loop (common/controller/controller.h), one key per slice name: a change
+// of the backends (backendsChanged(), from the source's onChange) queues the slice of every backend
+// and every slice held; a slice that changed or went queues itself (an edit or a delete by someone
+// else is undone); gaining leadership queues all. sync(name) writes at most one create, update
+// (pool generation raised by one) or delete. A backend's load report changes every few seconds and
+// its devices do not: a slice is rewritten only when what it publishes differs (compareSlices());
+// one that differs where the API server lets nothing change (another pool, a node name: someone
+// else's) is deleted and made again.
 class SlicePublisher {
  public:
   // Adds its handlers to `slices`, which must not have started. Both must outlive it.

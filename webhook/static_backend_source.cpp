@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <charconv>
 
-#include "common/ipv4_resolver.h"
-#include "common/log.h"
-#include "common/stoppable_sleep.h"
+#include "common/net/ipv4_resolver.h"
+#include "common/telemetry/log.h"
+#include "common/time/stoppable_sleep.h"
 
 namespace gvirtus::webhook {
 

@@ -7,8 +7,8 @@
 #include <thread>
 #include <vector>
 
-#include "common/duration.h"
-#include "common/error.h"
+#include "common/base/error.h"
+#include "common/time/duration.h"
 #include "webhook/backend_source.h"
 
 namespace gvirtus::webhook {

@@ -1,10 +1,10 @@
 #include "webhook/tls_bootstrap.h"
 
-#include "common/ipv4_resolver.h"
+#include "common/net/ipv4_resolver.h"
 
-#include "common/base64.h"
-#include "common/log.h"
-#include "common/strings.h"
+#include "common/base/base64.h"
+#include "common/base/strings.h"
+#include "common/telemetry/log.h"
 
 namespace gvirtus::webhook {
 namespace {

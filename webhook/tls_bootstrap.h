@@ -9,13 +9,13 @@
 #include <thread>
 #include <vector>
 
-#include "common/certificates.h"
-#include "common/controller.h"
-#include "common/duration.h"
-#include "common/error.h"
-#include "common/json_patch.h"
-#include "common/kube_client.h"
-#include "common/resource_cache.h"
+#include "common/base/error.h"
+#include "common/base/json_patch.h"
+#include "common/cache/resource_cache.h"
+#include "common/controller/controller.h"
+#include "common/kube/client.h"
+#include "common/time/duration.h"
+#include "common/tls/certificates.h"
 
 // The webhook's own CA, for clusters without cert-manager (no --tls-cert-file): the CA and
 // the serving certificate live in one Secret that every replica shares, and the CA goes
@@ -90,7 +90,7 @@ class TlsBootstrap {
   Result<void> syncOnce();
 
   // A thread that runs a pass, then again every resyncPeriod, at once when the webhook
-  // configuration changes, and with backoff after a failure (common/controller.h).
+  // configuration changes, and with backoff after a failure (common/controller/controller.h).
   void start();
   void stop();
 

@@ -4,13 +4,13 @@
 #include <set>
 #include <tuple>
 
-#include "common/backend_requirements.h"
-#include "common/json_access.h"
-#include "common/kube_resource.h"
-#include "common/log.h"
-#include "common/pod_status.h"
-#include "common/resource_cache.h"
-#include "common/time_text.h"
+#include "common/base/json_access.h"
+#include "common/cache/resource_cache.h"
+#include "common/contract/backend_requirements.h"
+#include "common/contract/pod_status.h"
+#include "common/kube/resource.h"
+#include "common/telemetry/log.h"
+#include "common/time/time_text.h"
 #include "webhook/metrics.h"
 #include "webhook/names.h"
 #include "webhook/pod_fields.h"

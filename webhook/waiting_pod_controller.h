@@ -11,13 +11,13 @@
 #include <string>
 #include <vector>
 
-#include "common/controller.h"
-#include "common/duration.h"
-#include "common/error.h"
-#include "common/event_recorder.h"
-#include "common/json_patch.h"
-#include "common/kube_client.h"
-#include "common/resource_cache.h"
+#include "common/base/error.h"
+#include "common/base/json_patch.h"
+#include "common/cache/resource_cache.h"
+#include "common/controller/controller.h"
+#include "common/controller/event_recorder.h"
+#include "common/kube/client.h"
+#include "common/time/duration.h"
 #include "webhook/backend_autoscaler.h"
 #include "webhook/backend_chooser.h"
 #include "webhook/backend_source.h"

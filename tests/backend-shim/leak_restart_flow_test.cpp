@@ -9,8 +9,8 @@
 #include "backend-shim/process_group.h"
 #include "backend-shim/shim_test_support.h"
 #include "backend-shim/supervisor.h"
-#include "common/kube_client.h"
-#include "common/kube_config.h"
+#include "common/kube/client.h"
+#include "common/kube/config.h"
 #include "support/cluster_env.h"
 
 using namespace gvirtus::backend_shim;

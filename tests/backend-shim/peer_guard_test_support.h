@@ -21,7 +21,7 @@
 #include <string>
 
 #include "backend-shim/peer_guard/peer_guard_protocol.h"
-#include "common/unique_fd.h"
+#include "common/base/unique_fd.h"
 
 namespace gvirtus::backend_shim::test {
 

@@ -9,9 +9,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "common/base64.h"
-#include "common/kube_client.h"
-#include "common/kube_config.h"
+#include "common/base/base64.h"
+#include "common/kube/client.h"
+#include "common/kube/config.h"
 #include "support/cluster_env.h"
 
 namespace gvirtus::bench {

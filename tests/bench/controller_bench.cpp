@@ -28,9 +28,9 @@
 #include "bench/cluster_bench.h"
 #include "bench/load_generator.h"
 #include "bench/process_stats.h"
-#include "common/kube_client.h"
-#include "common/kube_config.h"
-#include "common/resource_cache.h"
+#include "common/cache/resource_cache.h"
+#include "common/kube/client.h"
+#include "common/kube/config.h"
 #include "support/cluster_env.h"
 #include "webhook/cluster_fixtures.h"
 

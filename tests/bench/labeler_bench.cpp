@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "bench/bench_output.h"
-#include "common/resource_cache.h"
+#include "common/cache/resource_cache.h"
 #include "support/cluster_env.h"
 
 using namespace gvirtus;

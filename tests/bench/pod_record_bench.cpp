@@ -20,7 +20,7 @@
 
 #include "bench/bench_env.h"
 #include "bench/bench_output.h"
-#include "common/object_cache.h"
+#include "common/cache/object_cache.h"
 #include "webhook/gvirtus_pod_store.h"
 #include "webhook/pod_fields.h"
 

@@ -44,7 +44,7 @@
 #include "bench/load_generator.h"
 #include "bench/perf_profile.h"
 #include "bench/process_stats.h"
-#include "common/resource_cache.h"
+#include "common/cache/resource_cache.h"
 #include "webhook/cluster_fixtures.h"
 #include "webhook/fixtures.h"
 

@@ -40,7 +40,7 @@
 #include "bench/bench_output.h"
 #include "bench/gvirtus_request.h"
 #include "bench/percentile.h"
-#include "common/unique_fd.h"
+#include "common/base/unique_fd.h"
 #include "support/child_process.h"
 #include "support/cluster_env.h"
 #include "support/temp_dir.h"

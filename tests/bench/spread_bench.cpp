@@ -27,9 +27,9 @@
 
 #include "bench/bench_env.h"
 #include "bench/bench_output.h"
-#include "common/json_access.h"
-#include "common/kube_client.h"
-#include "common/kube_config.h"
+#include "common/base/json_access.h"
+#include "common/kube/client.h"
+#include "common/kube/config.h"
 #include "support/cluster_env.h"
 #include "webhook/cluster_fixtures.h"
 #include "webhook/webhook_process.h"

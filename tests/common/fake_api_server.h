@@ -27,8 +27,8 @@
 #include <thread>
 #include <vector>
 
-#include "common/certificates.h"
-#include "common/kube_config.h"
+#include "common/kube/config.h"
+#include "common/tls/certificates.h"
 
 namespace gvirtus::testing {
 

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "common/atomic_file.h"
+#include "common/base/atomic_file.h"
 #include "support/temp_dir.h"
 
 using namespace gvirtus;

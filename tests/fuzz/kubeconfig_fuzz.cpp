@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "common/kube_config.h"
-#include "common/log.h"
+#include "common/kube/config.h"
+#include "common/telemetry/log.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const bool quiet = [] {

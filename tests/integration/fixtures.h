@@ -18,9 +18,9 @@
 #include <thread>
 #include <vector>
 
-#include "common/kube_client.h"
-#include "common/kube_config.h"
-#include "common/kube_resource.h"
+#include "common/kube/client.h"
+#include "common/kube/config.h"
+#include "common/kube/resource.h"
 #include "support/cluster_env.h"
 
 namespace gvirtus::integration {

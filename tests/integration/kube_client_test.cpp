@@ -7,7 +7,7 @@
 #include <stop_token>
 #include <thread>
 
-#include "common/json_patch.h"
+#include "common/base/json_patch.h"
 #include "integration/fixtures.h"
 
 namespace gvirtus::integration {

@@ -8,10 +8,10 @@
 #include <cstdio>
 #include <string>
 
-#include "common/flags.h"
-#include "common/kube_connect.h"
-#include "common/leader_election.h"
-#include "common/signals.h"
+#include "common/controller/leader_election.h"
+#include "common/kube/connect.h"
+#include "common/process/flags.h"
+#include "common/process/signals.h"
 
 namespace {
 

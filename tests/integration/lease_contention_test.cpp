@@ -3,7 +3,7 @@
 // (SIGTERM) releases the Lease so that the other takes over at once.
 #include <signal.h>
 
-#include "common/leader_election.h"
+#include "common/controller/leader_election.h"
 #include "integration/fixtures.h"
 #include "support/child_process.h"
 

@@ -3,7 +3,7 @@
 // 410 Gone, then a relist that must converge on the server's state).
 #include <map>
 
-#include "common/resource_cache.h"
+#include "common/cache/resource_cache.h"
 #include "integration/fixtures.h"
 #include "support/child_process.h"
 

@@ -6,8 +6,8 @@
 #include <catch2/catch.hpp>
 #include <csignal>
 
-#include "common/json_access.h"
-#include "common/kube_resource.h"
+#include "common/base/json_access.h"
+#include "common/kube/resource.h"
 #include "support/child_process.h"
 #include "support/cluster_env.h"
 

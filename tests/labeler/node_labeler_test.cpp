@@ -6,7 +6,7 @@
 #include <mutex>
 #include <thread>
 
-#include "common/labels.h"
+#include "common/contract/labels.h"
 #include "support/cluster_env.h"
 #include "support/fake_object_cache.h"
 #include "support/manual_clock.h"

@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "common/kube_client.h"
-#include "common/kube_config.h"
+#include "common/kube/client.h"
+#include "common/kube/config.h"
 #include "support/child_process.h"
 #include "support/eventually.h"
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "common/json_access.h"
-#include "common/object_cache.h"
+#include "common/base/json_access.h"
+#include "common/cache/object_cache.h"
 
 namespace gvirtus::testing {
 

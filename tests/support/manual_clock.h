@@ -6,7 +6,7 @@
 #include <stop_token>
 #include <vector>
 
-#include "common/clock.h"
+#include "common/time/clock.h"
 
 namespace gvirtus::testing {
 

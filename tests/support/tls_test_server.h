@@ -1,7 +1,7 @@
 #pragma once
 
 // A loopback TLS server for unit tests: an httplib::SSLServer on 127.0.0.1, port 0, with
-// a CA, serving and client certificates made by common/certificates.h. Unit tests use it as
+// a CA, serving and client certificates made by common/tls/certificates.h. Unit tests use it as
 // a stand-in API server to check what the client sends and how it reads answers; the real
 // API server is used by the integration tests (tests/integration/).
 //
@@ -21,8 +21,8 @@
 #include <string>
 #include <thread>
 
-#include "common/certificates.h"
-#include "common/kube_config.h"
+#include "common/kube/config.h"
+#include "common/tls/certificates.h"
 
 namespace gvirtus::testing {
 

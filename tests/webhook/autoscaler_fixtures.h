@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "common/json_patch.h"
-#include "common/time_text.h"
+#include "common/base/json_patch.h"
+#include "common/time/time_text.h"
 #include "webhook/backend_autoscaler.h"
 
 namespace gvirtus::webhook::autoscaler_testing {

@@ -12,7 +12,7 @@
 #include <mutex>
 #include <thread>
 
-#include "common/resource_cache.h"
+#include "common/cache/resource_cache.h"
 #include "webhook/cluster_fixtures.h"
 #include "webhook/fixtures.h"
 

@@ -6,7 +6,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "common/json_patch.h"
+#include "common/base/json_patch.h"
 #include "webhook/autoscaler_fixtures.h"
 
 using namespace gvirtus::webhook;

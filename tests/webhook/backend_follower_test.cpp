@@ -8,7 +8,7 @@
 #include <mutex>
 #include <thread>
 
-#include "common/time_text.h"
+#include "common/time/time_text.h"
 #include "support/cluster_env.h"
 #include "support/fake_object_cache.h"
 #include "webhook/device_taint_rule.h"

@@ -4,7 +4,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "common/time_text.h"
+#include "common/time/time_text.h"
 
 using namespace gvirtus::webhook;
 using nlohmann::json;

@@ -5,7 +5,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "common/object_cache.h"
+#include "common/cache/object_cache.h"
 #include "webhook/pod_fields.h"
 
 using namespace gvirtus::webhook;

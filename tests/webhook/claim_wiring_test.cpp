@@ -5,7 +5,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "common/metrics.h"
+#include "common/telemetry/metrics.h"
 #include "webhook/fixtures.h"
 #include "webhook/metrics.h"
 #include "webhook/mutate_handler.h"

@@ -4,7 +4,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "common/time_text.h"
+#include "common/time/time_text.h"
 
 #include "webhook/cluster_backend_source.h"
 #include "webhook/cluster_fixtures.h"

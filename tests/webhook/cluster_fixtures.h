@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "common/base64.h"
-#include "common/kube_client.h"
+#include "common/base/base64.h"
+#include "common/kube/client.h"
 #include "integration/fixtures.h"
 #include "support/cluster_env.h"
 #include "webhook/webhook_process.h"

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "common/base64.h"
-#include "common/json_patch.h"
+#include "common/base/base64.h"
+#include "common/base/json_patch.h"
 #include "webhook/backend_source.h"
 
 namespace gvirtus::webhook::testing {

@@ -8,7 +8,7 @@
 #include <random>
 #include <sstream>
 
-#include "common/log.h"
+#include "common/telemetry/log.h"
 #include "support/cluster_env.h"
 #include "webhook/fuzz/mutate_fuzz_check.h"
 

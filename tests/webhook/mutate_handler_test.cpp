@@ -6,7 +6,7 @@
 #include <set>
 #include <thread>
 
-#include "common/metrics.h"
+#include "common/telemetry/metrics.h"
 #include "support/manual_clock.h"
 #include "webhook/fixtures.h"
 #include "webhook/metrics.h"

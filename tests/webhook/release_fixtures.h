@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "common/json_patch.h"
+#include "common/base/json_patch.h"
 #include "webhook/fixtures.h"
 #include "webhook/names.h"
 #include "webhook/waiting_pod_controller.h"

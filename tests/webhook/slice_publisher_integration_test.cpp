@@ -14,9 +14,9 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include "common/atomic_file.h"
-#include "common/json_access.h"
-#include "common/resource_cache.h"
+#include "common/base/atomic_file.h"
+#include "common/base/json_access.h"
+#include "common/cache/resource_cache.h"
 #include "device-plugin/claim_preparer.h"
 #include "device-plugin/dra_server.h"
 #include "dra_v1.grpc.pb.h"

@@ -7,7 +7,7 @@
 #include <catch2/catch.hpp>
 #include <mutex>
 
-#include "common/json_access.h"
+#include "common/base/json_access.h"
 #include "support/fake_object_cache.h"
 #include "webhook/dra_slice.h"
 #include "webhook/fixtures.h"

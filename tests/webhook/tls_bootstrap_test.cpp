@@ -2,7 +2,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "common/base64.h"
+#include "common/base/base64.h"
 #include "webhook/fixtures.h"
 
 using namespace gvirtus::webhook;

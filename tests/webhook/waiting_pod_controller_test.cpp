@@ -10,7 +10,7 @@
 #include <mutex>
 #include <thread>
 
-#include "common/backend_requirements.h"
+#include "common/contract/backend_requirements.h"
 #include "webhook/fixtures.h"
 #include "webhook/names.h"
 #include "webhook/pod_fields.h"

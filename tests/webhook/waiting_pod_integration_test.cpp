@@ -18,7 +18,7 @@
 #include <set>
 #include <thread>
 
-#include "common/resource_cache.h"
+#include "common/cache/resource_cache.h"
 #include "webhook/cluster_fixtures.h"
 #include "webhook/fixtures.h"
 

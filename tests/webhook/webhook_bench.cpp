@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "bench/bench_env.h"
-#include "common/log.h"
+#include "common/telemetry/log.h"
 #include "webhook/fixtures.h"
 #include "webhook/mutate_handler.h"
 #include "webhook/webhook_process.h"

@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/certificates.h"
+#include "common/tls/certificates.h"
 #include "support/child_process.h"
 #include "support/cluster_env.h"
 #include "support/temp_dir.h"

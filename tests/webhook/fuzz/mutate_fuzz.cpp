@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "common/log.h"
+#include "common/telemetry/log.h"
 #include "webhook/fuzz/mutate_fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

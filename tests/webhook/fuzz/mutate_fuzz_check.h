@@ -14,8 +14,8 @@
 #include <string>
 #include <string_view>
 
-#include "common/base64.h"
-#include "common/json_patch.h"
+#include "common/base/base64.h"
+#include "common/base/json_patch.h"
 #include "webhook/admission_review.h"
 #include "webhook/backend_chooser.h"
 #include "webhook/mutate_handler.h"
