@@ -43,3 +43,21 @@ config_endpoint() {
   k exec -n "$test_ns" "$1" -- sh -c 'cat "$GVIRTUS_CONFIG"' 2>&1 |
     jq -r '.communicator[0].endpoint | "\(.server_address):\(.port)"' 2>/dev/null || true
 }
+
+# check_allocated POD CLAIM [WHAT]: POD's properties.json names the device the scheduler
+# allocated to CLAIM, and (with the echo backend) POD reaches that backend through its
+# NetworkPolicy and its peer list. WHAT, if given, says what the claim was made for.
+check_allocated() {
+  local pod=$1 claim=$2 what=${3:+ for $3} result pool device want got
+  result=$(k get resourceclaim "$claim" -n "$test_ns" -o json | jq -c '.status.allocation.devices.results[0]')
+  pool=$(jq -r .pool <<<"$result") device=$(jq -r .device <<<"$result")
+  want=$(device_endpoint "$pool" "$device")
+  got=$(config_endpoint "$pod")
+  [ -n "$want" ] && [ "$got" = "$want" ] &&
+    ok "$pod: properties.json at \$GVIRTUS_CONFIG names $got, the device $pool/$device the scheduler allocated$what" ||
+    bad "$pod: properties.json names \"$got\", allocated $pool/$device at \"$want\""
+  if [ "${E2E_BACKEND_ECHO:-0}" = 1 ] && [ -n "$want" ]; then
+    reached() { [ "$(k exec -n "$test_ns" "$pod" -- timeout 5 tcp-echo-probe "${want%:*}" "${want##*:}" 2>&1)" = gvirtus ]; }
+    eventually "$pod reaches its backend $want (on its peer list)" reached
+  fi
+}

@@ -83,19 +83,9 @@ for pod in claim-1 claim-2 wired; do
   running() { [ "$(jp pod "$pod" -n "$test_ns" -o 'jsonpath={.status.phase}')" = Running ]; }
   eventually "$pod (with a claim) runs on $frontend" running || continue
   claim=$(jp pod "$pod" -n "$test_ns" -o 'jsonpath={.status.resourceClaimStatuses[0].resourceClaimName}')
-  result=$(allocation "$pod")
-  pool=$(jq -r .pool <<<"$result") device=$(jq -r .device <<<"$result")
-  want=$(device_endpoint "$pool" "$device")
-  got=$(config_endpoint "$pod")
-  [ -n "$want" ] && [ "$got" = "$want" ] &&
-    ok "$pod: properties.json at \$GVIRTUS_CONFIG names $got, the device $pool/$device the scheduler allocated" ||
-    bad "$pod: properties.json names \"$got\", allocated $pool/$device at \"$want\""
-  if [ "${E2E_BACKEND_ECHO:-0}" = 1 ] && [ -n "$want" ]; then
-    # Through the backend's NetworkPolicy (the label) and its shim's peer list (the
-    # claim's reservation, published by the webhook): the echo backend answers.
-    reached() { [ "$(k exec -n "$test_ns" "$pod" -- timeout 5 tcp-echo-probe "${want%:*}" "${want##*:}" 2>&1)" = gvirtus ]; }
-    eventually "$pod reaches its backend $want (on its peer list)" reached
-  fi
+  # Through the backend's NetworkPolicy (the label) and its shim's peer list (the claim's
+  # reservation, published by the webhook): the echo backend answers.
+  check_allocated "$pod" "$claim"
   uid=$(k get resourceclaim "$claim" -n "$test_ns" -o jsonpath='{.metadata.uid}')
   docker exec "$container" test -f "/etc/cdi/gvirtus.io-claim_$uid.json" &&
     ok "$pod: the claim's CDI spec is on $frontend" || bad "$pod: no CDI spec for claim $uid on $frontend"
@@ -157,17 +147,7 @@ YAML
     [ "$(jq -c '{dra, claims}' <<<"$facts")" = '{"dra":"true","claims":null}' ] && [ "$claim" != null ] &&
       ok "$pod: labelled gvirtus.io/dra by the webhook, no claim in its spec; kube-scheduler made $claim" ||
       bad "$pod: $facts"
-    result=$(k get resourceclaim "$claim" -n "$test_ns" -o json | jq -c '.status.allocation.devices.results[0]')
-    pool=$(jq -r .pool <<<"$result") device=$(jq -r .device <<<"$result")
-    want=$(device_endpoint "$pool" "$device")
-    got=$(config_endpoint "$pod")
-    [ -n "$want" ] && [ "$got" = "$want" ] &&
-      ok "$pod: properties.json names $got, the device $pool/$device the scheduler allocated for gvirtus.io/gpu" ||
-      bad "$pod: properties.json names \"$got\", allocated $pool/$device at \"$want\""
-    if [ "${E2E_BACKEND_ECHO:-0}" = 1 ] && [ -n "$want" ]; then
-      reached() { [ "$(k exec -n "$test_ns" "$pod" -- timeout 5 tcp-echo-probe "${want%:*}" "${want##*:}" 2>&1)" = gvirtus ]; }
-      eventually "$pod reaches its backend $want (on its peer list)" reached
-    fi
+    check_allocated "$pod" "$claim" gvirtus.io/gpu
   fi
   k delete deployment plain -n "$test_ns" --wait=true --timeout=120s >/dev/null
 fi
