@@ -5,7 +5,7 @@
 #include "common/time/time_text.h"
 #include "webhook/names.h"
 #include "webhook/pod_fields.h"
-#include "webhook/waiting_pod_controller.h"
+#include "webhook/pod_wiring.h"
 
 namespace gvirtus::webhook {
 namespace {

@@ -10,7 +10,7 @@
 #include "webhook/cluster_backend_source.h"
 #include "webhook/names.h"
 #include "webhook/pod_fields.h"
-#include "webhook/waiting_pod_controller.h"
+#include "webhook/pod_wiring.h"
 
 namespace gvirtus::webhook {
 

@@ -45,7 +45,7 @@ struct PeerClaim {
 // A pod's claim, when it is a peer of any backend at all: labelled gvirtus.io/enabled=true;
 // given a backend and a backend pod (assignedPod() of webhook/cluster_backend_source.h:
 // not finished, not being deleted); released (no scheduling gate gvirtus.io/backend left,
-// isWaiting() of webhook/waiting_pod_controller.h); with an IPv4 address (podIpv4()).
+// isWaiting() of webhook/pod_wiring.h); with an IPv4 address (podIpv4()).
 // nullopt otherwise.
 std::optional<PeerClaim> peerClaim(const nlohmann::json& pod);
 

@@ -296,9 +296,19 @@ void assignBackend(json& pod, const Assignment& assignment) {
 
 void markWaiting(json& pod) {
   objectAt(pod, {"metadata", "annotations"})[kBackendStatusAnnotation] = kBackendStatusWaiting;
-  if (!findNamed(memberAt(pod, {"spec", "schedulingGates"}), kSchedulingGate)) {
+  if (!backendGateIndex(pod)) {
     arrayAt(pod, {"spec", "schedulingGates"}).push_back({{"name", kSchedulingGate}});
   }
+}
+
+std::optional<size_t> backendGateIndex(const json& pod) {
+  return findNamed(memberAt(pod, {"spec", "schedulingGates"}), kSchedulingGate);
+}
+
+bool isWaiting(const json& pod) {
+  const json* metadata = member(pod, "metadata");
+  return metadata != nullptr && member(*metadata, "deletionTimestamp") == nullptr &&
+         backendGateIndex(pod).has_value();
 }
 
 bool gatedByWebhook(const json& pod) {

@@ -71,6 +71,12 @@ void assignBackend(nlohmann::json& pod, const Assignment& assignment);
 // gvirtus.io/backend-status: waiting.
 void markWaiting(nlohmann::json& pod);
 
+// The index of the scheduling gate gvirtus.io/backend in the pod's spec.schedulingGates.
+std::optional<size_t> backendGateIndex(const nlohmann::json& pod);
+
+// A pod waits while it carries the gate gvirtus.io/backend and is not being deleted.
+bool isWaiting(const nlohmann::json& pod);
+
 // True for a pod that the webhook wired and gated at admission: it carries
 // gvirtus.io/backend-status: waiting (markWaiting()) and the gvirtus-config volume that
 // projects properties.json (wirePod()). A pod's volumes cannot change after creation: a pod

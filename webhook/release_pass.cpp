@@ -364,19 +364,6 @@ std::string podUid(const json& pod) {
   return uid.empty() ? cacheKey(pod) : uid;
 }
 
-std::optional<size_t> backendGateIndex(const json& pod) {
-  const json* gates = memberAt(pod, {"spec", "schedulingGates"});
-  if (gates == nullptr || !gates->is_array()) {
-    return std::nullopt;
-  }
-  for (size_t i = 0; i < gates->size(); ++i) {
-    if (stringAt((*gates)[i], {"name"}) == kSchedulingGate) {
-      return i;
-    }
-  }
-  return std::nullopt;
-}
-
 JsonPatch releasePatch(const json& pod, const Assignment& assignment) {
   JsonPatch patch;
   const std::string resourceVersion = stringAt(pod, {"metadata", "resourceVersion"});

@@ -21,9 +21,6 @@
 // (KAI PodGroups) all or none.
 namespace gvirtus::webhook {
 
-// The index of the scheduling gate gvirtus.io/backend in the pod's spec.schedulingGates.
-std::optional<size_t> backendGateIndex(const nlohmann::json& pod);
-
 // When the pod was created; the latest time there is when it does not say (it goes last).
 std::chrono::system_clock::time_point createdAt(const nlohmann::json& pod);
 // The pod's UID; its namespace/name when it has none.

@@ -45,12 +45,6 @@ json podGroupFields(json group) {
 
 }  // namespace
 
-bool isWaiting(const json& pod) {
-  const json* metadata = member(pod, "metadata");
-  return metadata != nullptr && member(*metadata, "deletionTimestamp") == nullptr &&
-         backendGateIndex(pod).has_value();
-}
-
 std::vector<ObjectSnapshot> waitingPods(const std::vector<ObjectSnapshot>& pods) {
   std::vector<std::tuple<SystemTime, std::string, ObjectSnapshot>> ranked;
   for (const auto& pod : pods) {

@@ -34,9 +34,6 @@ namespace gvirtus::webhook {
 
 class WebhookMetrics;
 
-// A pod waits while it carries the gate gvirtus.io/backend and is not being deleted.
-bool isWaiting(const nlohmann::json& pod);
-
 // The waiting pods among `pods`, oldest first: by creationTimestamp, then namespace/name.
 std::vector<ObjectSnapshot> waitingPods(const std::vector<ObjectSnapshot>& pods);
 
