@@ -10,7 +10,7 @@
 #include "kubectl-gvirtus/pod_facts.h"
 
 // GVirtuS pods whose backend went away, and what the webhook's leader did about them
-// (webhook/backend_follower.h): it leaves the Events BackendLost (a bare pod, left for its
+// (webhook/follower/follower.h): it leaves the Events BackendLost (a bare pod, left for its
 // user to delete) or BackendLostRecreated (the pod deleted so that its owner recreates it),
 // and on bare pods the condition gvirtus.io/BackendLost.
 namespace gvirtus::kubectl_gvirtus {

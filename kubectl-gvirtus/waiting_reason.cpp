@@ -4,8 +4,8 @@ namespace gvirtus::kubectl_gvirtus {
 namespace {
 
 // The waiting-pod controller's Event reason and message prefix
-// (webhook/waiting_pod_controller.h), and the chooser's reason when it sees no backend
-// (webhook/backend_chooser.cpp).
+// (webhook/release/controller.h), and the chooser's reason when it sees no backend
+// (webhook/placement/chooser.cpp).
 constexpr const char* kWaitingReason = "WaitingForBackend";
 constexpr const char* kWaitingPrefix = "Waiting for a GVirtuS backend: ";
 constexpr const char* kNoneReady = "no GVirtuS backend is ready";

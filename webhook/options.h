@@ -10,8 +10,8 @@
 #include "common/kube/connect.h"
 #include "common/process/flags.h"
 #include "common/time/duration.h"
-#include "webhook/backend_autoscaler.h"
-#include "webhook/static_backend_source.h"
+#include "webhook/autoscale/autoscaler.h"
+#include "webhook/placement/static_source.h"
 
 namespace gvirtus::webhook {
 
@@ -42,7 +42,7 @@ struct Options {
   Duration leaderElectRenewDeadline = std::chrono::seconds(10);
   Duration leaderElectRetryPeriod = std::chrono::seconds(2);
   // How long a backend pod may be not ready before the pods given it are recreated or
-  // marked (webhook/backend_follower.h); 0 turns the backend follower off.
+  // marked (webhook/follower/follower.h); 0 turns the backend follower off.
   Duration backendLostGrace = std::chrono::seconds(90);
   std::vector<std::string> plugins;
   size_t maxRequestBytes = 3 * 1024 * 1024;

@@ -64,7 +64,7 @@ struct ResourceCacheOptions {
   Clock* clock = &systemClock();
   // Off: the store keeps of each object its resourceVersion alone (for a relist's diff), and
   // get() and list() hand out nothing, for a cache whose one handler keeps what it reads in
-  // records of its own (webhook/gvirtus_pod_store.h): no object is held twice. Handlers get
+  // records of its own (webhook/pods/gvirtus_pod_store.h): no object is held twice. Handlers get
   // the transformed object on add, on update and on a watched delete; `old`, and an object a
   // relist found gone, carry only metadata.namespace and name. A list is handed to the
   // handlers page by page, so the whole of it never stands in memory: a relist's additions

@@ -41,7 +41,7 @@ inline constexpr const char* kPeersAnnotation = "gvirtus.io/peers";
 inline constexpr const char* kPeerMemoryAnnotation = "gvirtus.io/peer-memory";
 inline constexpr const char* kSchedulingGate = "gvirtus.io/backend";
 // What the webhook's leader leaves on a GVirtuS pod whose backend went away
-// (webhook/backend_follower.h): a pod condition on a pod it cannot recreate (a bare pod),
+// (webhook/follower/follower.h): a pod condition on a pod it cannot recreate (a bare pod),
 // and Events: BackendLost (Warning, the bare pod) or BackendLostRecreated (Normal, the pod
 // deleted so that its owner creates a new one with a live backend).
 inline constexpr const char* kBackendLostCondition = "gvirtus.io/BackendLost";

@@ -1,8 +1,8 @@
 #pragma once
 
 // KubeClient::Impl, the state behind a KubeClient, and the types its parts share. Private to
-// the KubeClient: only common/kube_*.cpp include it, so httplib and OpenSSL stay out of
-// kube_client.h.
+// the KubeClient: only common/kube/*.cpp include it, so httplib and OpenSSL stay out of
+// client.h.
 
 #include <httplib.h>
 
@@ -61,8 +61,8 @@ std::string transportError(httplib::Error error, const Connection& connection,
 
 }  // namespace kube_detail
 
-// Its members are defined by part: requests and retries in kube_client.cpp, credentials in
-// kube_credentials.cpp, connections in kube_connection_pool.cpp, watches in kube_watch.cpp.
+// Its members are defined by part: requests and retries in client.cpp, credentials in
+// credentials.cpp, connections in connection_pool.cpp, watches in watch.cpp.
 class KubeClient::Impl {
  public:
   Impl(KubeConfig config, KubeClientOptions options, kube_detail::ServerUrl url)

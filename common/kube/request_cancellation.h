@@ -6,8 +6,8 @@
 #include <optional>
 #include <stop_token>
 
-// Private to the KubeClient: only common/kube_*.cpp include it, so httplib stays out of
-// kube_client.h.
+// Private to the KubeClient: only common/kube/*.cpp include it, so httplib stays out of
+// client.h.
 namespace gvirtus::kube_detail {
 
 // Cuts the request in flight on `http` when either token is requested. The socket a

@@ -21,8 +21,8 @@
 #include "bench/bench_env.h"
 #include "bench/bench_output.h"
 #include "common/cache/object_cache.h"
-#include "webhook/gvirtus_pod_store.h"
-#include "webhook/pod_fields.h"
+#include "webhook/pods/gvirtus_pod_store.h"
+#include "webhook/pods/pod_fields.h"
 
 using namespace gvirtus;
 using namespace gvirtus::bench;

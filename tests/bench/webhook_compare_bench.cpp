@@ -29,8 +29,8 @@
 #include "common/telemetry/log.h"
 #include "support/child_process.h"
 #include "support/cluster_env.h"
+#include "webhook/admission/mutate_handler.h"
 #include "webhook/fixtures.h"
-#include "webhook/mutate_handler.h"
 #include "webhook/webhook_process.h"
 
 using namespace gvirtus::bench;

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "webhook/scheduling_map.h"
+#include "webhook/admission/scheduling_map.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto map = gvirtus::webhook::parseSchedulingMap(

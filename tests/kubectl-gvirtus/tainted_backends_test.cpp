@@ -1,6 +1,6 @@
 // Lost backends whose devices the webhook's leader tainted, from DeviceTaintRules written as
 // the backend follower makes them and kube-controller-manager's eviction controller
-// updates them (webhook/device_taint_rule.h).
+// updates them (webhook/dra/device_taint_rule.h).
 #include "kubectl-gvirtus/tainted_backends.h"
 
 #include <catch2/catch.hpp>

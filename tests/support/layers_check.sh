@@ -9,12 +9,15 @@ root=${1:?layers_check.sh ROOT FOLDER} folder=${2:?layers_check.sh ROOT FOLDER}
 table=$root/$folder/README.md
 status=0
 declare -A allowed
+# The table's rows: | `part/` | ... | may include |
+# shellcheck disable=SC2016  # the backquotes are the table's, not a command
+row='^\| `[a-z]+/` \|'
 while IFS='|' read -r _ part _ _ may _; do
   part=$(tr -d ' `/' <<<"$part")
   may=$(tr -d ' ' <<<"$may")
   [ "$may" = nothingofours ] && may=""
   allowed[$part]=",$part,$may,"
-done < <(grep -E '^\| `[a-z]+/` \|' "$table")
+done < <(grep -E "$row" "$table")
 for dir in "$root/$folder"/*/; do
   part=$(basename "$dir")
   if [ -z "${allowed[$part]:-}" ]; then

@@ -13,7 +13,7 @@
 
 #include "common/base/json_patch.h"
 #include "common/time/time_text.h"
-#include "webhook/backend_autoscaler.h"
+#include "webhook/autoscale/autoscaler.h"
 
 namespace gvirtus::webhook::autoscaler_testing {
 

@@ -10,7 +10,7 @@
 
 #include "common/base/base64.h"
 #include "common/base/json_patch.h"
-#include "webhook/backend_source.h"
+#include "webhook/placement/source.h"
 
 namespace gvirtus::webhook::testing {
 

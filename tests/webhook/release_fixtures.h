@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "common/base/json_patch.h"
+#include "webhook/base/names.h"
 #include "webhook/fixtures.h"
-#include "webhook/names.h"
-#include "webhook/waiting_pod_controller.h"
+#include "webhook/release/controller.h"
 
 namespace gvirtus::webhook::release_testing {
 

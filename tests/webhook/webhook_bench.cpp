@@ -17,8 +17,8 @@
 
 #include "bench/bench_env.h"
 #include "common/telemetry/log.h"
+#include "webhook/admission/mutate_handler.h"
 #include "webhook/fixtures.h"
-#include "webhook/mutate_handler.h"
 #include "webhook/webhook_process.h"
 
 using namespace gvirtus::webhook;

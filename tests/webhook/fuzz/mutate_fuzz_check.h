@@ -16,9 +16,9 @@
 
 #include "common/base/base64.h"
 #include "common/base/json_patch.h"
-#include "webhook/admission_review.h"
-#include "webhook/backend_chooser.h"
-#include "webhook/mutate_handler.h"
+#include "webhook/admission/mutate_handler.h"
+#include "webhook/admission/review.h"
+#include "webhook/placement/chooser.h"
 
 namespace gvirtus::webhook::fuzz {
 
