@@ -58,7 +58,7 @@ Result<Snapshot> readCluster(KubeClient& client, const Options& options, bool wi
                       std::make_move_iterator(events->end()));
   }
   ListOptions webhooks;
-  webhooks.labelSelector = "app.kubernetes.io/managed-by=gvirtus-webhook";
+  webhooks.labelSelector = std::string(dra::kManagedByLabel) + "=" + dra::kManagedBy;
   if (auto rules = listAll(client, dra::kDeviceTaintRules, "", webhooks, "DeviceTaintRules")) {
     out.taintRules = std::move(*rules);
   } else if (!rules.error().isNotFound() && rules.error().httpStatus != 403) {

@@ -13,7 +13,7 @@ using nlohmann::json;
 std::vector<TaintedView> taintedViews(const std::vector<json>& rules, TimePoint now) {
   std::vector<std::pair<std::optional<TimePoint>, TaintedView>> ours;
   for (const json& rule : rules) {
-    if (labelOf(rule, "app.kubernetes.io/managed-by") != "gvirtus-webhook" ||
+    if (labelOf(rule, dra::kManagedByLabel) != dra::kManagedBy ||
         stringAt(rule, {"spec", "deviceSelector", "driver"}) != dra::kDriver) {
       continue;
     }

@@ -22,6 +22,11 @@ inline constexpr const char* kBackendPodAttribute = "backendPod";
 // default and least value): such a claim shares the GPU, it holds no share of it.
 inline constexpr int64_t kLeastMemoryMiB = 1;
 
+// The label on every ResourceSlice and DeviceTaintRule the webhook writes: what the webhook,
+// and kubectl gvirtus, take for the webhook's own.
+inline constexpr const char* kManagedByLabel = "app.kubernetes.io/managed-by";
+inline constexpr const char* kManagedBy = "gvirtus-webhook";
+
 // The CDI kind of a prepared claim's device: "gvirtus.io/claim=<claim uid>".
 inline constexpr const char* kClaimCdiKind = "gvirtus.io/claim";
 

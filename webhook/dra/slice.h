@@ -20,9 +20,9 @@ inline constexpr const char* kDraDriver = dra::kDriver;
 inline constexpr int64_t kUnlimitedSessions = 1024;
 // The API's limit of devices in one ResourceSlice.
 inline constexpr size_t kMaxSliceDevices = 128;
-// On each slice the publisher writes.
-inline constexpr const char* kManagedByLabel = "app.kubernetes.io/managed-by";
-inline constexpr const char* kManagedBy = "gvirtus-webhook";
+// On each slice the publisher writes, and each DeviceTaintRule the follower writes.
+using dra::kManagedBy;
+using dra::kManagedByLabel;
 
 using dra::kResourceSlices;
 
