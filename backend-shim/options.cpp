@@ -7,7 +7,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "backend-shim/backend_config.h"
+#include "backend-shim/backend/config.h"
 
 namespace gvirtus::backend_shim {
 namespace {

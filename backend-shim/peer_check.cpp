@@ -1,6 +1,6 @@
 #include "backend-shim/peer_check.h"
 
-#include "backend-shim/backend_config.h"
+#include "backend-shim/backend/config.h"
 #include "backend-shim/options.h"
 #include "common/kube/resource.h"
 #include "common/telemetry/log.h"

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "backend-shim/peer_annotation_watch.h"
-#include "backend-shim/peer_gate.h"
-#include "backend-shim/peer_shares.h"
-#include "backend-shim/shim_metrics.h"
+#include "backend-shim/load/metrics.h"
+#include "backend-shim/peers/annotation_watch.h"
+#include "backend-shim/peers/gate.h"
+#include "backend-shim/peers/shares.h"
 #include "common/base/error.h"
 #include "common/cache/resource_cache.h"
 #include "common/kube/client.h"

@@ -7,18 +7,18 @@
 #include <mutex>
 #include <thread>
 
-#include "backend-shim/backend_config.h"
-#include "backend-shim/backend_output.h"
-#include "backend-shim/hidden_path.h"
-#include "backend-shim/leak_restart_gate.h"
-#include "backend-shim/listen_probe.h"
-#include "backend-shim/load_publisher.h"
-#include "backend-shim/nvml_gpus.h"
+#include "backend-shim/backend/config.h"
+#include "backend-shim/backend/hidden_path.h"
+#include "backend-shim/backend/listen_probe.h"
+#include "backend-shim/backend/output.h"
+#include "backend-shim/backend/supervisor.h"
+#include "backend-shim/leak_restart/gate.h"
+#include "backend-shim/load/metrics.h"
+#include "backend-shim/load/nvml_gpus.h"
+#include "backend-shim/load/publisher.h"
 #include "backend-shim/options.h"
 #include "backend-shim/peer_check.h"
-#include "backend-shim/session_host.h"
-#include "backend-shim/shim_metrics.h"
-#include "backend-shim/supervisor.h"
+#include "backend-shim/sessions/host.h"
 #include "common/http/health_server.h"
 #include "common/kube/client.h"
 #include "common/kube/connect.h"
@@ -29,6 +29,19 @@
 
 namespace gvirtus::backend_shim {
 namespace {
+
+// The leak-restart gate as the shim runs it: the pods of --backend-selector in this pod's
+// namespace, read through `client` (which must outlive it), --leak-restart-max-defer; each
+// deferral also goes to `onDeferred`. Not started.
+std::unique_ptr<LeakRestartGate> makeLeakRestartGate(const Options& options, KubeClient& client,
+                                                     std::function<void()> onDeferred) {
+  LeakRestartGateOptions gate;
+  gate.self = options.podName;
+  gate.maxDefer = options.leakRestartMaxDefer;
+  gate.onDeferred = std::move(onDeferred);
+  gate.listBackends = backendPodLister(client, options.podNamespace, options.backendSelector);
+  return std::make_unique<LeakRestartGate>(std::move(gate));
+}
 
 constexpr auto kMonitorInterval = std::chrono::seconds(1);
 

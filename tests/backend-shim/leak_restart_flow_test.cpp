@@ -3,12 +3,12 @@
 // from the fake pod API through the Kubernetes client, as the shim does.
 #include <catch2/catch.hpp>
 
-#include "backend-shim/backend_config.h"
+#include "backend-shim/backend/config.h"
+#include "backend-shim/backend/process_group.h"
+#include "backend-shim/backend/supervisor.h"
 #include "backend-shim/fake_pod_api.h"
-#include "backend-shim/leak_restart_gate.h"
-#include "backend-shim/process_group.h"
+#include "backend-shim/leak_restart/gate.h"
 #include "backend-shim/shim_test_support.h"
-#include "backend-shim/supervisor.h"
 #include "common/kube/client.h"
 #include "common/kube/config.h"
 #include "support/cluster_env.h"

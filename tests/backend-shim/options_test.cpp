@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
-#include "backend-shim/backend_config.h"
+#include "backend-shim/backend/config.h"
 #include "backend-shim/peer_guard_test_support.h"
 #include "backend-shim/shim_test_support.h"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <tuple>
 
-#include "backend-shim/backend_config.h"
+#include "backend-shim/backend/config.h"
 #include "backend-shim/peer_guard_test_support.h"
 #include "support/child_process.h"
 

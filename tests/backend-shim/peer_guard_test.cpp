@@ -3,9 +3,9 @@
 #include <catch2/catch.hpp>
 #include <memory>
 
-#include "backend-shim/backend_config.h"
-#include "backend-shim/peer_gate.h"
+#include "backend-shim/backend/config.h"
 #include "backend-shim/peer_guard_test_support.h"
+#include "backend-shim/peers/gate.h"
 #include "backend-shim/shim_test_support.h"
 #include "support/child_process.h"
 #include "support/cluster_env.h"

@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 
-#include "backend-shim/listen_probe.h"
+#include "backend-shim/backend/listen_probe.h"
 #include "backend-shim/running_shim.h"
 #include "backend-shim/shim_test_support.h"
 #include "support/cluster_env.h"

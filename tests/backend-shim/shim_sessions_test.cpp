@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "backend-shim/hidden_path.h"
+#include "backend-shim/backend/hidden_path.h"
 #include "backend-shim/running_shim.h"
 #include "support/temp_dir.h"
 

@@ -20,8 +20,8 @@
 #include <utility>
 #include <vector>
 
-#include "backend-shim/backend_config.h"
-#include "backend-shim/proc_file.h"
+#include "backend-shim/backend/config.h"
+#include "backend-shim/backend/proc_file.h"
 #include "support/temp_dir.h"
 
 namespace gvirtus::backend_shim::test {

@@ -33,8 +33,8 @@
 #include <string>
 #include <vector>
 
-#include "backend-shim/backend_config.h"
-#include "backend-shim/peer_gate.h"
+#include "backend-shim/backend/config.h"
+#include "backend-shim/peers/gate.h"
 #include "bench/bench_env.h"
 #include "bench/bench_output.h"
 #include "bench/gvirtus_request.h"

@@ -33,9 +33,9 @@
 #include <string>
 #include <vector>
 
-#include "backend-shim/backend_config.h"
-#include "backend-shim/peer_gate.h"
-#include "backend-shim/session_host.h"
+#include "backend-shim/backend/config.h"
+#include "backend-shim/peers/gate.h"
+#include "backend-shim/sessions/host.h"
 #include "bench/bench_env.h"
 #include "bench/bench_output.h"
 #include "bench/gvirtus_request.h"

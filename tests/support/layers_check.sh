@@ -11,7 +11,7 @@ status=0
 declare -A allowed
 # The table's rows: | `part/` | ... | may include |
 # shellcheck disable=SC2016  # the backquotes are the table's, not a command
-row='^\| `[a-z]+/` \|'
+row='^\| `[a-z_]+/` \|'
 while IFS='|' read -r _ part _ _ may _; do
   part=$(tr -d ' `/' <<<"$part")
   may=$(tr -d ' ' <<<"$may")
