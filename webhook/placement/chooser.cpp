@@ -18,19 +18,6 @@ namespace {
 // as fresh: the shim's node and this one keep time apart.
 constexpr std::chrono::seconds kClockSkew{5};
 
-// One backend that can take the pod, with what ranks it.
-struct Candidate {
-  const Backend* backend;
-  std::string endpoint;  // backend->endpoint(), built once
-  bool fresh;
-  int64_t connections;  // reported plus recent assignments
-  int64_t own = 0;      // of those, this instance's
-  std::optional<int64_t> gpuIndex;
-  int64_t memoryMiB = 0;
-  // Breaks ties in least-connections (TieOrder).
-  size_t tieRank = 0;
-};
-
 std::string plural(int64_t n, const std::string& one, const std::string& many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
@@ -66,6 +53,22 @@ std::string defaultInstance() {
 }
 
 }  // namespace
+
+struct BackendChooser::Candidate {
+  const Backend* backend;
+  std::string endpoint;  // backend->endpoint(), built once
+  bool fresh;
+  int64_t connections;  // reported plus recent assignments
+  int64_t own = 0;      // of those, this instance's
+  std::optional<int64_t> gpuIndex;
+  int64_t memoryMiB = 0;
+  // Breaks ties in least-connections (TieOrder).
+  size_t tieRank = 0;
+};
+
+struct BackendChooser::Refusals {
+  int64_t gone = 0, full = 0, noMemory = 0, fewGpus = 0, unknown = 0, draining = 0;
+};
 
 BackendChooser::BackendChooser(ChooserOptions options) : options_(std::move(options)) {
   if (options_.instance.empty()) {
@@ -319,18 +322,29 @@ ChooseResult BackendChooser::choose(const std::vector<Backend>& backends,
   pruneLocked(now);
   const Policy policy = pod.policy.value_or(options_.policy);
   const TieOrder tieOrder = tieOrder_.load(std::memory_order_relaxed);
+  Refusals refusals;
+  std::vector<Candidate> candidates = filterLocked(backends, pod, now, tieOrder, refusals);
+  if (candidates.empty()) {
+    return std::unexpected(NoBackend{refusalReason(backends.size(), refusals, pod)});
+  }
+  const Candidate chosen = pickLocked(std::move(candidates), policy, pod, tieOrder, record);
+  return reserveLocked(chosen, policy, pod, now, record);
+}
 
-  int64_t gone = 0, full = 0, noMemory = 0, fewGpus = 0, unknown = 0, draining = 0;
+std::vector<BackendChooser::Candidate> BackendChooser::filterLocked(
+    const std::vector<Backend>& backends, const BackendRequirements& pod, TimePoint now,
+    TieOrder tieOrder, Refusals& refusals) const {
+  const bool wantsMemory = asksForGpuMemory(pod);
   std::vector<Candidate> candidates;
   for (const auto& backend : backends) {
     if (backend.draining) {
-      ++draining;
+      ++refusals.draining;
       continue;
     }
     const auto& load = backend.load;
     const auto age = load && load->updated ? std::optional(now - *load->updated) : std::nullopt;
     if (age && *age > options_.goneAfter) {
-      ++gone;
+      ++refusals.gone;
       continue;
     }
     // A report from the future is no fresher than a stale one: a shim that dates its report
@@ -343,16 +357,15 @@ ChooseResult BackendChooser::choose(const std::vector<Backend>& backends,
     const int64_t connections = std::max(
         (load ? load->connections : 0) + own + assignedElsewhere(backend, now), backend.wired);
     if (load && load->maxSessions > 0 && connections >= load->maxSessions) {
-      ++full;
+      ++refusals.full;
       continue;
     }
-    const bool wantsMemory = asksForGpuMemory(pod);
     if ((pod.gpus || wantsMemory) && !load) {
-      ++unknown;
+      ++refusals.unknown;
       continue;
     }
     if (pod.gpus && static_cast<int64_t>(load->gpus.size()) < *pod.gpus) {
-      ++fewGpus;
+      ++refusals.fewGpus;
       continue;
     }
     // TieOrder::Own: replicas that choose at once, before each sees the other's choice, then
@@ -376,36 +389,41 @@ ChooseResult BackendChooser::choose(const std::vector<Backend>& backends,
         }
       }
       if (!candidate.gpuIndex) {
-        ++noMemory;
+        ++refusals.noMemory;
         continue;
       }
     }
     candidates.push_back(std::move(candidate));
   }
+  return candidates;
+}
 
-  if (candidates.empty()) {
-    if (backends.empty()) {
-      return std::unexpected(NoBackend{"no GVirtuS backend is ready"});
-    }
-    std::string reason = "none of " +
-                         plural(static_cast<int64_t>(backends.size()), "backend", "backends") +
-                         " can take the pod:";
-    std::string sep = " ";
-    auto add = [&](int64_t n, const std::string& what) {
-      if (n > 0) {
-        reason += sep + std::to_string(n) + " " + what;
-        sep = ", ";
-      }
-    };
-    add(full, "at maxSessions");
-    add(noMemory, "without a GPU with " + memoryWanted(pod) + " free");
-    add(fewGpus, "with fewer than " + std::to_string(pod.gpus.value_or(0)) + " GPUs");
-    add(unknown, "without a load report to check GPUs against");
-    add(gone, "with a load report older than " + formatDuration(options_.goneAfter));
-    add(draining, "draining before the autoscaler opts their node out");
-    return std::unexpected(NoBackend{reason});
+std::string BackendChooser::refusalReason(size_t total, const Refusals& refusals,
+                                          const BackendRequirements& pod) const {
+  if (total == 0) {
+    return "no GVirtuS backend is ready";
   }
+  std::string reason = "none of " + plural(static_cast<int64_t>(total), "backend", "backends") +
+                       " can take the pod:";
+  std::string sep = " ";
+  auto add = [&](int64_t n, const std::string& what) {
+    if (n > 0) {
+      reason += sep + std::to_string(n) + " " + what;
+      sep = ", ";
+    }
+  };
+  add(refusals.full, "at maxSessions");
+  add(refusals.noMemory, "without a GPU with " + memoryWanted(pod) + " free");
+  add(refusals.fewGpus, "with fewer than " + std::to_string(pod.gpus.value_or(0)) + " GPUs");
+  add(refusals.unknown, "without a load report to check GPUs against");
+  add(refusals.gone, "with a load report older than " + formatDuration(options_.goneAfter));
+  add(refusals.draining, "draining before the autoscaler opts their node out");
+  return reason;
+}
 
+BackendChooser::Candidate BackendChooser::pickLocked(std::vector<Candidate> candidates,
+                                                     Policy policy, const BackendRequirements& pod,
+                                                     TieOrder tieOrder, bool record) {
   // Fresh load reports first; only when none is fresh do unknown ones count.
   const bool anyFresh =
       std::any_of(candidates.begin(), candidates.end(), [](const auto& c) { return c.fresh; });
@@ -424,24 +442,20 @@ ChooseResult BackendChooser::choose(const std::vector<Backend>& backends,
       return std::tie(a.connections, a.own, a.tieRank) < std::tie(b.connections, b.own, b.tieRank);
     });
   };
-
-  std::optional<Candidate> chosen;
-  std::string preferredZone;
   switch (policy) {
     case Policy::LeastConnections:
-      chosen = leastConnections(candidates);
       break;
-    case Policy::RoundRobin:
-      chosen = candidates[nextRoundRobin_ % candidates.size()];
+    case Policy::RoundRobin: {
+      const Candidate chosen = candidates[nextRoundRobin_ % candidates.size()];
       if (record) {
         ++nextRoundRobin_;
       }
-      break;
+      return chosen;
+    }
     case Policy::Random: {
       const double r = std::clamp(options_.random(), 0.0, 1.0);
       auto index = static_cast<size_t>(r * static_cast<double>(candidates.size()));
-      chosen = candidates[std::min(index, candidates.size() - 1)];
-      break;
+      return candidates[std::min(index, candidates.size() - 1)];
     }
     case Policy::SameZone: {
       std::vector<Candidate> inZone;
@@ -449,27 +463,32 @@ ChooseResult BackendChooser::choose(const std::vector<Backend>& backends,
         std::copy_if(candidates.begin(), candidates.end(), std::back_inserter(inZone),
                      [&](const Candidate& c) { return c.backend->zone == pod.zone; });
       }
-      chosen = leastConnections(inZone.empty() ? candidates : inZone);
-      preferredZone = chosen->backend->zone;
-      break;
+      return leastConnections(inZone.empty() ? candidates : inZone);
     }
   }
-  Choice choice{chosen->backend->withoutPods(),
+  return leastConnections(candidates);
+}
+
+Choice BackendChooser::reserveLocked(const Candidate& chosen, Policy policy,
+                                     const BackendRequirements& pod, TimePoint now, bool record) {
+  // Same zone: the chosen backend's zone becomes the pod's preferred zone.
+  std::string preferredZone = policy == Policy::SameZone ? chosen.backend->zone : "";
+  Choice choice{chosen.backend->withoutPods(),
                 policy,
-                preferredZone,
-                chosen->gpuIndex,
-                chosen->memoryMiB,
+                std::move(preferredZone),
+                chosen.gpuIndex,
+                chosen.memoryMiB,
                 0};
   if (record) {
     choice.reservation = nextReservation_++;
-    assignments_[chosen->endpoint].push_back({.at = now,
-                                              .id = choice.reservation,
-                                              .gpuIndex = chosen->gpuIndex,
-                                              .memoryMiB = chosen->memoryMiB,
-                                              .pod = pod.pod,
-                                              .confirmed = false,
-                                              .seenAs = "",
-                                              .listedCreated = std::nullopt});
+    assignments_[chosen.endpoint].push_back({.at = now,
+                                             .id = choice.reservation,
+                                             .gpuIndex = chosen.gpuIndex,
+                                             .memoryMiB = chosen.memoryMiB,
+                                             .pod = pod.pod,
+                                             .confirmed = false,
+                                             .seenAs = "",
+                                             .listedCreated = std::nullopt});
   }
   return choice;
 }

@@ -158,6 +158,25 @@ class BackendChooser {
   // shares of its pods hold, plus recent assignments of pods not among those shares yet.
   int64_t takenLocked(const Backend& backend, const GpuLoad& gpu) const;
 
+  // choose() in three steps. Candidate: one backend that can take the pod, with what ranks
+  // it; Refusals: how many backends were set aside, by reason (both in chooser.cpp).
+  struct Candidate;
+  struct Refusals;
+  // 1. Filter: the backends that can take `pod`; the others counted in `refusals`.
+  std::vector<Candidate> filterLocked(const std::vector<Backend>& backends,
+                                      const BackendRequirements& pod, TimePoint now,
+                                      TieOrder tieOrder, Refusals& refusals) const;
+  // Why none of `total` backends can take `pod`, in one line.
+  std::string refusalReason(size_t total, const Refusals& refusals,
+                            const BackendRequirements& pod) const;
+  // 2. Score: one of `candidates` (not empty) by `policy`; advances the round-robin when
+  // `record`.
+  Candidate pickLocked(std::vector<Candidate> candidates, Policy policy,
+                       const BackendRequirements& pod, TieOrder tieOrder, bool record);
+  // 3. Reserve: the choice and, when `record`, the assignment counted for the window.
+  Choice reserveLocked(const Candidate& chosen, Policy policy, const BackendRequirements& pod,
+                       TimePoint now, bool record);
+
   ChooserOptions options_;
   std::mutex mutex_;
   std::map<std::string, std::deque<Reservation>> assignments_;
