@@ -78,6 +78,23 @@ AdmissionResponse MutateHandler::review(const AdmissionRequest& request, ReviewR
   return response;
 }
 
+struct MutateHandler::Verdict {
+  enum class Kind { Next, Patch, Wait, Refuse, Fail };
+  Kind kind = Kind::Next;
+  int code = 0;         // Refuse: the refusal's HTTP status
+  std::string message;  // Refuse, Fail: why
+
+  static Verdict next() { return {}; }
+  static Verdict patch() { return {.kind = Kind::Patch, .code = 0, .message = {}}; }
+  static Verdict wait() { return {.kind = Kind::Wait, .code = 0, .message = {}}; }
+  static Verdict refuse(int code, std::string message) {
+    return {.kind = Kind::Refuse, .code = code, .message = std::move(message)};
+  }
+  static Verdict fail(std::string message) {
+    return {.kind = Kind::Fail, .code = 500, .message = std::move(message)};
+  }
+};
+
 AdmissionResponse MutateHandler::reviewPod(const AdmissionRequest& request, ReviewResult& result) {
   result = ReviewResult::Unchanged;
   if (!request.isPod() || !request.subResource.empty() || request.operation != "CREATE" ||
@@ -86,156 +103,195 @@ AdmissionResponse MutateHandler::reviewPod(const AdmissionRequest& request, Revi
   }
   const json& pod = request.object;
   const json* enabled = metadataEntry(pod, "labels", kEnabledLabel);
-  const bool gvirtus = enabled != nullptr && *enabled == "true";
-  const json* mapText = metadataEntry(pod, "annotations", kSchedulingMapAnnotation);
+  const bool labelled = enabled != nullptr && *enabled == "true";
   // The extended-resource path: kube-scheduler makes and allocates the pod's claim.
   const bool asksExtended =
       !config_.extendedResource.empty() && asksForResource(pod, config_.extendedResource);
-  if (!gvirtus && mapText == nullptr && !asksExtended) {
+  if (!labelled && !asksExtended &&
+      metadataEntry(pod, "annotations", kSchedulingMapAnnotation) == nullptr) {
     return AdmissionResponse::allow(request.uid);
   }
-
-  // The functions below mutate `doc`, a copy of the pod; the patch is derived at the end.
-  AdmissionResponse response = AdmissionResponse::allow(request.uid);
   json doc = pod;
-  auto patched = [&](ReviewResult outcome) {
-    response.patch = JsonPatch::between(pod, std::move(doc));
-    result = outcome == ReviewResult::Patched && response.patch.empty() ? ReviewResult::Unchanged
-                                                                        : outcome;
-    return std::move(response);  // each path returns once: no copy of the patch
-  };
-  auto deny = [&](int code, const std::string& message) {
-    result = ReviewResult::Denied;
-    log::info("pod denied", {{"namespace", request.ns},
-                             {"name", request.name},
-                             {"uid", request.uid},
-                             {"reason", message}});
-    return AdmissionResponse::deny(request.uid, code, message);
-  };
-  auto internal = [&](const Error& error) {
-    result = ReviewResult::Error;
-    log::error("cannot wire the pod", {{"uid", request.uid}, {"error", error.message}});
-    return AdmissionResponse::deny(request.uid, 500,
-                                   "gvirtus-webhook cannot wire the pod: " + error.message);
-  };
+  std::vector<std::string> warnings;
+  const Verdict verdict = decide(request, labelled, asksExtended, doc, warnings);
+  return answer(request, std::move(doc), std::move(warnings), verdict, result);
+}
 
-  if (mapText != nullptr) {
-    auto map = parseSchedulingMap(mapText->get_ref<const std::string&>());
-    if (!map) {
-      return deny(400, map.error().message);
-    }
-    auto index = podIndex(doc, request.name);
-    if (!index) {
-      response.warnings.push_back(std::string(kSchedulingMapAnnotation) +
-                                  ": the pod has no index (no " + std::string(kPodIndexLabel) +
-                                  " label, no -N name suffix); placed freely");
-    } else if (auto entry = map->find(*index); entry == map->end()) {
-      response.warnings.push_back(std::string(kSchedulingMapAnnotation) + " has no entry for pod " +
-                                  std::to_string(*index) + "; placed freely");
-    } else {
-      applySchedulingEntry(doc, entry->second);
+MutateHandler::Verdict MutateHandler::decide(const AdmissionRequest& request, bool labelled,
+                                             bool asksExtended, json& doc,
+                                             std::vector<std::string>& warnings) {
+  if (const json* mapText = metadataEntry(doc, "annotations", kSchedulingMapAnnotation)) {
+    Verdict mapped =
+        applySchedulingMap(request, mapText->get_ref<const std::string&>(), doc, warnings);
+    if (mapped.kind != Verdict::Kind::Next) {
+      return mapped;
     }
   }
-
   // On every path: a backend's session check admits its peers by address, and a
   // host-network pod's address is its node's, shared by every process there.
-  if ((gvirtus || asksExtended) && usesHostNetwork(doc)) {
-    return deny(400,
-                "a GVirtuS pod cannot use the host network (spec.hostNetwork): its "
-                "backend admits sessions by the pod's own address");
+  if ((labelled || asksExtended) && usesHostNetwork(doc)) {
+    return Verdict::refuse(400,
+                           "a GVirtuS pod cannot use the host network (spec.hostNetwork): its "
+                           "backend admits sessions by the pod's own address");
   }
   if (asksExtended) {
-    if (gvirtus) {
-      return deny(400, "a GVirtuS pod gets its remote GPU one way: the label " +
-                           std::string(kEnabledLabel) + " or the resource " +
-                           config_.extendedResource + ", not both");
-    }
-    if (auto wired = wireExtendedResource(doc, config_.extendedResource); !wired) {
-      return deny(400, wired.error().message);
-    }
-    return patched(ReviewResult::Patched);
+    return wireExtendedPath(doc, labelled);
   }
-  if (gvirtus && !config_.claimTemplate.empty()) {
-    // The claim path: kube-scheduler allocates the backend GPU (docs/dra.md).
-    if (auto wired = wireClaim(doc, config_.claimTemplate); !wired) {
-      return deny(400, wired.error().message);
-    }
-    // Read from the pod as created: the wiring removes some of them.
-    if (auto ignored = ignoredOnClaimPath(pod); !ignored.empty()) {
-      std::string keys;
-      for (const auto& key : ignored) {
-        keys += (keys.empty() ? "" : ", ") + key;
-      }
-      response.warnings.push_back("GVirtuS pods get their GPU from ResourceClaimTemplate " +
-                                  config_.claimTemplate + " here; ignored: " + keys);
-    }
-    return patched(ReviewResult::Patched);
+  if (labelled && !config_.claimTemplate.empty()) {
+    return wireClaimPath(request.object, doc, warnings);
   }
-  if (gvirtus) {
-    auto requirements = requirementsFromPod(doc);
-    if (!requirements) {
-      return deny(400, requirements.error().message);
-    }
-    // The object of a CREATE may leave its namespace to the request.
-    requirements->pod = request.name.empty() ? "" : request.ns + "/" + request.name;
-    if (auto wired = wirePod(doc, config_.wiring); !wired) {
-      return deny(400, wired.error().message);
-    }
+  if (labelled) {
+    return wireLabelPath(request, doc, warnings);
+  }
+  return Verdict::patch();
+}
 
-    // A member of a KAI PodGroup waits whatever the backends, unless its author pinned one:
-    // its gang is released whole by the waiting-pod controller, which sees all its members
-    // (admission sees one).
-    const json* pinned = metadataEntry(doc, "annotations", kBackendAnnotation);
-    const json* podGroup = metadataEntry(doc, "annotations", kPodGroupAnnotation);
-    if (pinned == nullptr && podGroup != nullptr) {
-      const std::string group = podGroup->get<std::string>().substr(0, 253);
-      markWaiting(doc);
-      response.warnings.push_back("a member of KAI PodGroup " + group +
-                                  ": it waits until its whole gang can have GVirtuS backends");
-      return patched(ReviewResult::Waiting);
-    }
-    // Held by name: the backends must outlive the decision.
-    const BackendSnapshot backends = backends_.backends();
-    auto assigned = assigner_.assign(
-        *backends, *requirements,
-        {.pinned = pinned != nullptr ? std::optional(pinned->get<std::string>()) : std::nullopt,
-         .record = !request.dryRun});
-    if (!assigned) {
-      const NotAssigned& why = assigned.error();
-      switch (why.kind) {
-        case NotAssigned::Kind::Denied:
-          return deny(403, why.reason);
-        case NotAssigned::Kind::Error:
-          return internal(Error{.message = why.reason, .httpStatus = 0, .reason = {}});
-        case NotAssigned::Kind::Waits:
-          markWaiting(doc);
-          response.warnings.push_back("no GVirtuS backend can take this pod yet (" + why.reason +
-                                      "); it waits for one");
-          log::info("pod waits for a backend", {{"namespace", request.ns},
-                                                {"name", request.name},
-                                                {"uid", request.uid},
-                                                {"reason", why.reason}});
-          return patched(ReviewResult::Waiting);
-      }
-    }
-    if (!request.dryRun) {
-      if (metrics_ != nullptr) {
-        metrics_->backendChosen(assigned->assignment.endpoint);
-      }
-      // Asked first: the fields are a JSON object, built even when nothing is logged (3% of
-      // a review).
-      if (log::enabled(log::Level::Debug)) {
-        log::debug("backend chosen", {{"namespace", request.ns},
-                                      {"name", request.name},
-                                      {"uid", request.uid},
-                                      {"backend", assigned->assignment.endpoint},
-                                      {"backendPod", assigned->assignment.backendPod},
-                                      {"policy", policyName(assigned->choice.policy)}});
-      }
-    }
-    assignBackend(doc, assigned->assignment);
+MutateHandler::Verdict MutateHandler::applySchedulingMap(const AdmissionRequest& request,
+                                                         const std::string& mapText, json& doc,
+                                                         std::vector<std::string>& warnings) const {
+  auto map = parseSchedulingMap(mapText);
+  if (!map) {
+    return Verdict::refuse(400, map.error().message);
   }
-  return patched(ReviewResult::Patched);
+  auto index = podIndex(doc, request.name);
+  if (!index) {
+    warnings.push_back(std::string(kSchedulingMapAnnotation) + ": the pod has no index (no " +
+                       std::string(kPodIndexLabel) + " label, no -N name suffix); placed freely");
+  } else if (auto entry = map->find(*index); entry == map->end()) {
+    warnings.push_back(std::string(kSchedulingMapAnnotation) + " has no entry for pod " +
+                       std::to_string(*index) + "; placed freely");
+  } else {
+    applySchedulingEntry(doc, entry->second);
+  }
+  return Verdict::next();
+}
+
+MutateHandler::Verdict MutateHandler::wireExtendedPath(json& doc, bool labelled) const {
+  if (labelled) {
+    return Verdict::refuse(400, "a GVirtuS pod gets its remote GPU one way: the label " +
+                                    std::string(kEnabledLabel) + " or the resource " +
+                                    config_.extendedResource + ", not both");
+  }
+  if (auto wired = wireExtendedResource(doc, config_.extendedResource); !wired) {
+    return Verdict::refuse(400, wired.error().message);
+  }
+  return Verdict::patch();
+}
+
+MutateHandler::Verdict MutateHandler::wireClaimPath(const json& pod, json& doc,
+                                                    std::vector<std::string>& warnings) const {
+  // The claim path: kube-scheduler allocates the backend GPU (docs/dra.md).
+  if (auto wired = wireClaim(doc, config_.claimTemplate); !wired) {
+    return Verdict::refuse(400, wired.error().message);
+  }
+  // Read from the pod as created: the wiring removes some of them.
+  if (auto ignored = ignoredOnClaimPath(pod); !ignored.empty()) {
+    std::string keys;
+    for (const auto& key : ignored) {
+      keys += (keys.empty() ? "" : ", ") + key;
+    }
+    warnings.push_back("GVirtuS pods get their GPU from ResourceClaimTemplate " +
+                       config_.claimTemplate + " here; ignored: " + keys);
+  }
+  return Verdict::patch();
+}
+
+MutateHandler::Verdict MutateHandler::wireLabelPath(const AdmissionRequest& request, json& doc,
+                                                    std::vector<std::string>& warnings) {
+  auto requirements = requirementsFromPod(doc);
+  if (!requirements) {
+    return Verdict::refuse(400, requirements.error().message);
+  }
+  // The object of a CREATE may leave its namespace to the request.
+  requirements->pod = request.name.empty() ? "" : request.ns + "/" + request.name;
+  if (auto wired = wirePod(doc, config_.wiring); !wired) {
+    return Verdict::refuse(400, wired.error().message);
+  }
+  // A member of a KAI PodGroup waits whatever the backends, unless its author pinned one:
+  // its gang is released whole by the waiting-pod controller, which sees all its members
+  // (admission sees one).
+  const json* pinned = metadataEntry(doc, "annotations", kBackendAnnotation);
+  const json* podGroup = metadataEntry(doc, "annotations", kPodGroupAnnotation);
+  if (pinned == nullptr && podGroup != nullptr) {
+    const std::string group = podGroup->get<std::string>().substr(0, 253);
+    markWaiting(doc);
+    warnings.push_back("a member of KAI PodGroup " + group +
+                       ": it waits until its whole gang can have GVirtuS backends");
+    return Verdict::wait();
+  }
+  // Held by name: the backends must outlive the decision.
+  const BackendSnapshot backends = backends_.backends();
+  auto assigned = assigner_.assign(
+      *backends, *requirements,
+      {.pinned = pinned != nullptr ? std::optional(pinned->get<std::string>()) : std::nullopt,
+       .record = !request.dryRun});
+  if (!assigned) {
+    const NotAssigned& why = assigned.error();
+    switch (why.kind) {
+      case NotAssigned::Kind::Denied:
+        return Verdict::refuse(403, why.reason);
+      case NotAssigned::Kind::Error:
+        return Verdict::fail(why.reason);
+      case NotAssigned::Kind::Waits:
+        markWaiting(doc);
+        warnings.push_back("no GVirtuS backend can take this pod yet (" + why.reason +
+                           "); it waits for one");
+        log::info("pod waits for a backend", {{"namespace", request.ns},
+                                              {"name", request.name},
+                                              {"uid", request.uid},
+                                              {"reason", why.reason}});
+        return Verdict::wait();
+    }
+  }
+  if (!request.dryRun) {
+    if (metrics_ != nullptr) {
+      metrics_->backendChosen(assigned->assignment.endpoint);
+    }
+    // Asked first: the fields are a JSON object, built even when nothing is logged (3% of
+    // a review).
+    if (log::enabled(log::Level::Debug)) {
+      log::debug("backend chosen", {{"namespace", request.ns},
+                                    {"name", request.name},
+                                    {"uid", request.uid},
+                                    {"backend", assigned->assignment.endpoint},
+                                    {"backendPod", assigned->assignment.backendPod},
+                                    {"policy", policyName(assigned->choice.policy)}});
+    }
+  }
+  assignBackend(doc, assigned->assignment);
+  return Verdict::patch();
+}
+
+AdmissionResponse MutateHandler::answer(const AdmissionRequest& request, json doc,
+                                        std::vector<std::string> warnings, const Verdict& verdict,
+                                        ReviewResult& result) {
+  switch (verdict.kind) {
+    case Verdict::Kind::Refuse:
+      result = ReviewResult::Denied;
+      log::info("pod denied", {{"namespace", request.ns},
+                               {"name", request.name},
+                               {"uid", request.uid},
+                               {"reason", verdict.message}});
+      return AdmissionResponse::deny(request.uid, verdict.code, verdict.message);
+    case Verdict::Kind::Fail:
+      result = ReviewResult::Error;
+      log::error("cannot wire the pod", {{"uid", request.uid}, {"error", verdict.message}});
+      return AdmissionResponse::deny(request.uid, 500,
+                                     "gvirtus-webhook cannot wire the pod: " + verdict.message);
+    case Verdict::Kind::Next:
+    case Verdict::Kind::Patch:
+    case Verdict::Kind::Wait:
+      break;
+  }
+  AdmissionResponse response = AdmissionResponse::allow(request.uid);
+  response.warnings = std::move(warnings);
+  response.patch = JsonPatch::between(request.object, std::move(doc));
+  if (verdict.kind == Verdict::Kind::Wait) {
+    result = ReviewResult::Waiting;
+  } else {
+    result = response.patch.empty() ? ReviewResult::Unchanged : ReviewResult::Patched;
+  }
+  return response;
 }
 
 bool MutateHandler::enterLargeReview() {

@@ -68,6 +68,26 @@ class MutateHandler {
 
  private:
   AdmissionResponse reviewPod(const AdmissionRequest& request, ReviewResult& result);
+  // reviewPod in named steps. Each works on `doc`, the copy of the pod that the patch is
+  // derived from, adds its warnings, and ends in one Verdict (mutate_handler.cpp): go on,
+  // patch, wait, refuse or fail.
+  struct Verdict;
+  // The scheduling map, then the one path of the pod: the extended resource, the claim, or
+  // the label's backend.
+  Verdict decide(const AdmissionRequest& request, bool labelled, bool asksExtended,
+                 nlohmann::json& doc, std::vector<std::string>& warnings);
+  Verdict applySchedulingMap(const AdmissionRequest& request, const std::string& mapText,
+                             nlohmann::json& doc, std::vector<std::string>& warnings) const;
+  Verdict wireExtendedPath(nlohmann::json& doc, bool labelled) const;
+  Verdict wireClaimPath(const nlohmann::json& pod, nlohmann::json& doc,
+                        std::vector<std::string>& warnings) const;
+  Verdict wireLabelPath(const AdmissionRequest& request, nlohmann::json& doc,
+                        std::vector<std::string>& warnings);
+  // The one answer to the verdict: the patch from the pod to `doc` with the warnings, or
+  // the refusal; logged, and counted in `result`.
+  static AdmissionResponse answer(const AdmissionRequest& request, nlohmann::json doc,
+                                  std::vector<std::string> warnings, const Verdict& verdict,
+                                  ReviewResult& result);
   // A slot for one large review, waiting up to largeReviewWait; false: none freed.
   bool enterLargeReview();
   void leaveLargeReview();
