@@ -220,9 +220,9 @@ int run(const Options& options) {
       if (options.autoscale.enabled()) {  // never with static backends (options.cpp)
         autoscaler = std::make_unique<AutoscaleController>(*client, clusterSource->frontendPods(),
                                                            *events, &metrics, options.autoscale);
-        controllerOptions.onPassDone = [&autoscaler](std::vector<CapacityDemand> demand,
-                                                     BackendSnapshot backends) {
-          autoscaler->passDone(std::move(demand), std::move(backends));
+        controllerOptions.onDemand = [&autoscaler](std::vector<CapacityDemand> demand,
+                                                   BackendSnapshot backends) {
+          autoscaler->demandSeen(std::move(demand), std::move(backends));
         };
       }
     }

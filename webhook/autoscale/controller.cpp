@@ -66,10 +66,10 @@ Result<int64_t> AutoscaleController::assignedPods(const Backend& backend) const 
   return count;
 }
 
-void AutoscaleController::passDone(std::vector<CapacityDemand> demand, BackendSnapshot backends) {
+void AutoscaleController::demandSeen(std::vector<CapacityDemand> demand, BackendSnapshot backends) {
   {
     std::lock_guard lock(mutex_);
-    lastPass_ = PassSeen{std::move(demand), std::move(backends)};
+    lastDemand_ = DemandSeen{std::move(demand), std::move(backends)};
   }
   leader_.enqueue(kStepKey);
 }
@@ -79,15 +79,15 @@ Result<SyncResult> AutoscaleController::step() {
   for (const auto& node : candidates_.list()) {
     nodes.push_back(*node);
   }
-  std::optional<PassSeen> pass;
+  std::optional<DemandSeen> seen;
   {
     std::lock_guard lock(mutex_);
-    pass = lastPass_;
+    seen = lastDemand_;
   }
-  if (!pass) {
-    return SyncResult{};  // the term's first pass enqueues the first step
+  if (!seen) {
+    return SyncResult{};  // the term's first tell enqueues the first step
   }
-  const auto nextLook = autoscaler_.step(nodes, *pass->backends, pass->demand);
+  const auto nextLook = autoscaler_.step(nodes, *seen->backends, seen->demand);
   if (metrics_ != nullptr) {
     const AutoscaleStatus& status = autoscaler_.status();
     metrics_->autoscaled(static_cast<double>(status.wanted), static_cast<double>(status.autoscaled),
@@ -100,7 +100,7 @@ void AutoscaleController::run(std::stop_token stop) {
   autoscaler_.reset();
   {
     std::lock_guard lock(mutex_);
-    lastPass_.reset();  // this term's first pass tells it again
+    lastDemand_.reset();  // the waiting-pod controller's first tell of this term comes again
   }
   candidates_.start();
   log::info("autoscale controller started", {{"candidates", options_.candidates}});

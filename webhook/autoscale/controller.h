@@ -15,11 +15,12 @@
 #include "webhook/pods/gvirtus_pod_store.h"
 
 // The backend autoscaler (webhook/autoscale/autoscaler.h) as a controller of its own, the
-// leader's, beside the waiting-pod controller: one key, synced after every release pass
-// (which tells it the pods it left waiting for capacity and the backends it saw), when a
-// candidate GPU node changes, and again when the autoscaler wants its next look. A step
-// sees the demand and the backends of the same pass: a backend that appeared after it, and
-// is about to take the pods the pass saw waiting, is never taken for room still missing.
+// leader's, beside the waiting-pod controller: one key, synced when that controller tells it
+// the demand of the units it parked for want of room and the backends they were judged
+// against (once every unit put back has been tried again), when a candidate GPU node
+// changes, and again when the autoscaler wants its next look. A step so never sees a demand
+// older than the backends: a backend that appeared, and is about to take the parked pods, is
+// never taken for room still missing.
 namespace gvirtus::webhook {
 
 class WebhookMetrics;
@@ -32,13 +33,13 @@ class AutoscaleController {
   AutoscaleController(KubeClient& client, const GvirtusPodStore& gvirtusPods, EventRecorder& events,
                       WebhookMetrics* metrics, AutoscaleOptions options);
 
-  // After a release pass: the pods it left waiting for capacity and the backends it saw.
-  // Never blocks.
-  void passDone(std::vector<CapacityDemand> demand, BackendSnapshot backends);
+  // From the waiting-pod controller: the pods parked for want of capacity and the backends
+  // they were judged against. Never blocks.
+  void demandSeen(std::vector<CapacityDemand> demand, BackendSnapshot backends);
 
   // One term as leader: the steps, until `stop`. May run again after it returned, starting
   // from nothing (another leader may have acted meanwhile: the nodes say what it did). The
-  // first step waits for the term's first pass.
+  // first step waits for the term's first tell.
   void run(std::stop_token stop);
 
  private:
@@ -62,13 +63,13 @@ class AutoscaleController {
   // handlers enqueue on leader_, stops first.
   ResourceCache candidates_;
 
-  // What the last pass of this term told; none before its first.
-  struct PassSeen {
+  // What the waiting-pod controller told last in this term; none before its first tell.
+  struct DemandSeen {
     std::vector<CapacityDemand> demand;
     BackendSnapshot backends;
   };
   std::mutex mutex_;
-  std::optional<PassSeen> lastPass_;
+  std::optional<DemandSeen> lastDemand_;
 };
 
 }  // namespace gvirtus::webhook

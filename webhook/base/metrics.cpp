@@ -26,8 +26,9 @@ WebhookMetrics::WebhookMetrics(MetricsRegistry& registry, std::function<double()
                                  "Waiting pods given a backend and released (gate removed)")),
       passes_(registry.counter(
           "gvirtus_webhook_release_passes_total",
-          "Passes of the waiting-pod controller over the waiting pods (on every change of a "
-          "waiting pod or a backend, and at least every 10s); flat on the leader means stuck")),
+          "Looks of the waiting-pod controller: syncs of one release unit (a waiting pod or a "
+          "gang, on its change or when a backend change puts it back) and resyncs of the "
+          "parked units (at least every 10s); flat on the leader means stuck")),
       // 5 ms to ~80 s.
       releaseLatency_(registry.histogram(
           "gvirtus_webhook_release_latency_seconds",
@@ -87,7 +88,7 @@ void WebhookMetrics::backendChosen(const std::string& endpoint) {
   choices_.withLabels({endpoint}).inc();
 }
 
-void WebhookMetrics::passDone() {
+void WebhookMetrics::releaseLooked() {
   passes_.inc();
 }
 

@@ -17,7 +17,7 @@ namespace gvirtus::webhook {
 //   gvirtus_webhook_backends_available                backends the source offers now
 //   gvirtus_webhook_waiting_pods                      pods waiting behind the gate (leader)
 //   gvirtus_webhook_releases_total                    waiting pods released to a backend
-//   gvirtus_webhook_release_passes_total              passes over the waiting pods (leader)
+//   gvirtus_webhook_release_passes_total              looks of the waiting-pod controller (leader)
 //   gvirtus_webhook_release_latency_seconds           backend ready to pod released (histogram)
 //   gvirtus_webhook_oldest_waiting_pod_age_seconds    age of the oldest waiting pod (leader)
 //   gvirtus_webhook_certificate_expiry_timestamp_seconds  notAfter of the serving certificate
@@ -43,8 +43,9 @@ class WebhookMetrics {
   // `oldestAge`: the age of the oldest of them (0 when none waits).
   void waitingPods(double count, std::chrono::seconds oldestAge = std::chrono::seconds(0));
   void released(std::optional<std::chrono::nanoseconds> sinceBackendReady);
-  // A pass over the waiting pods has ended: its releases, Events and autoscaling are done.
-  void passDone();
+  // A look of the waiting-pod controller (one unit's sync, or a resync) has ended: what it
+  // released is released, what it tells is told.
+  void releaseLooked();
   // The backend autoscaler after one step: its gauges, and the nodes it opted in and out.
   void autoscaled(double wanted, double autoscaled, double due, int64_t optedIn, int64_t optedOut);
   // The peer publisher wrote a backend pod's gvirtus.io/peers, or failed to.

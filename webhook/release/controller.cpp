@@ -1,16 +1,12 @@
 #include "webhook/release/controller.h"
 
 #include <algorithm>
-#include <set>
 #include <tuple>
 
 #include "common/base/json_access.h"
-#include "common/cache/resource_cache.h"
 #include "common/contract/backend_requirements.h"
-#include "common/contract/pod_status.h"
 #include "common/kube/resource.h"
 #include "common/telemetry/log.h"
-#include "common/time/time_text.h"
 #include "webhook/base/metrics.h"
 #include "webhook/base/names.h"
 #include "webhook/pods/pod_fields.h"
@@ -20,48 +16,29 @@ namespace {
 
 using nlohmann::json;
 
-// The one key of the controller's queue: every change asks for a pass over all waiting
-// pods, since which pod gets a backend depends on the others (oldest first, capacity).
-constexpr const char* kPassKey = "pass";
-// How often run() looks again while the caches have not synced yet.
+// Keys of the controller's queue besides the units' (which hold a '/', these never do): the
+// resync of the parked units, and the tell of their demand to the autoscaler.
+constexpr const char* kResyncKey = "resync";
+constexpr const char* kDemandKey = "demand";
+// Tells of the demand come at most this often: every parked or released unit changes it.
+constexpr auto kDemandDelay = std::chrono::milliseconds(500);
+// How often a term looks again while the caches have not synced yet.
 constexpr auto kSyncPoll = std::chrono::milliseconds(200);
 
-// KAI-Scheduler's PodGroups: read to learn a gang's minMember.
-const KubeResource kPodGroups{"scheduling.run.ai", "v2alpha2", "podgroups", true};
-
-// Of a PodGroup the cache keeps its name and minMember: a pass reads nothing else.
-json podGroupFields(json group) {
-  json kept = {{"metadata", json::object()}};
-  for (const char* key : {"name", "namespace", "uid", "resourceVersion"}) {
-    if (const json* value = memberAt(group, {"metadata", key})) {
-      kept["metadata"][key] = *value;
+// What a unit is parked under (parked_units.h): a lone pod's requirements less its name, so
+// that pods asking the same are judged once; a gang, or a pod whose requirements do not
+// parse, alone.
+ParkGroup parkGroupOf(const std::string& key, const json& pod) {
+  if (!isGangUnitKey(key)) {
+    if (auto asked = requirementsFromPod(pod)) {
+      asked->pod.clear();
+      return ParkGroup{.asked = std::move(*asked), .unit = ""};
     }
   }
-  if (const json* minMember = memberAt(group, {"spec", "minMember"})) {
-    kept["spec"]["minMember"] = *minMember;
-  }
-  return kept;
+  return ParkGroup{.asked = {}, .unit = key};
 }
 
 }  // namespace
-
-std::vector<ObjectSnapshot> waitingPods(const std::vector<ObjectSnapshot>& pods) {
-  std::vector<std::tuple<SystemTime, std::string, ObjectSnapshot>> ranked;
-  for (const auto& pod : pods) {
-    if (isWaiting(*pod)) {
-      ranked.emplace_back(createdAt(*pod), cacheKey(*pod), pod);
-    }
-  }
-  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
-    return std::tie(std::get<0>(a), std::get<1>(a)) < std::tie(std::get<0>(b), std::get<1>(b));
-  });
-  std::vector<ObjectSnapshot> out;
-  out.reserve(ranked.size());
-  for (auto& entry : ranked) {
-    out.push_back(std::move(std::get<2>(entry)));
-  }
-  return out;
-}
 
 WaitingPodController::WaitingPodController(KubeClient& client, const BackendSource& backends,
                                            BackendChooser& chooser, EventRecorder& events,
@@ -73,11 +50,21 @@ WaitingPodController::WaitingPodController(KubeClient& client, const BackendSour
       events_(events),
       metrics_(metrics),
       options_(std::move(options)),
-      reporter_(events, metrics, [this](const std::string& endpoint) {
-        std::lock_guard lock(mutex_);
-        auto it = offers_.find(endpoint);
-        return it != offers_.end() ? std::optional(it->second.since) : std::nullopt;
-      }) {
+      reporter_(events, metrics,
+                [this](const std::string& endpoint) {
+                  std::lock_guard lock(mutex_);
+                  auto it = offers_.find(endpoint);
+                  return it != offers_.end() ? std::optional(it->second.since) : std::nullopt;
+                }),
+      leader_(ControllerOptions{.name = "waiting-pods",
+                                // One: pods are given backends in their order.
+                                .workers = 1,
+                                .backoffInitial = std::chrono::milliseconds(500),
+                                .backoffMax = std::chrono::seconds(30),
+                                .syncPoll = kSyncPoll},
+              [this](const std::string& key) { return sync(key); }),
+      queue_([this](const std::string& unit) { leader_.enqueue(unit); }),
+      assigner_(chooser, options_.plugins) {
   if (options_.gvirtusPods != nullptr) {
     options_.gvirtusPods->addHandlers(gangMemberHandlers());  // before its owner starts it
   }
@@ -86,7 +73,7 @@ WaitingPodController::WaitingPodController(KubeClient& client, const BackendSour
 void WaitingPodController::backendsChanged() {
   const auto now = std::chrono::system_clock::now();
   const auto backends = backends_.backends();
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   std::map<std::string, Offer> next;
   for (const auto& backend : *backends) {
     Backend seen = backend.withoutPods();
@@ -98,138 +85,130 @@ void WaitingPodController::backendsChanged() {
     next.emplace(seen.endpoint(), Offer{seen, since});
   }
   offers_ = std::move(next);
-  if (controller_) {
-    controller_->enqueue(kPassKey);
-  }
-}
-
-void WaitingPodController::wake() {
-  std::lock_guard lock(mutex_);
-  if (controller_) {
-    controller_->enqueue(kPassKey);
-  }
-}
-
-ResourceEventHandlers WaitingPodController::gangMemberHandlers() {
-  auto changed = [this](const json& pod) {
-    if (!stringAt(pod, {"metadata", "annotations", kPodGroupAnnotation}).empty()) {
-      wake();
-    }
-  };
-  return {.onAdd = changed,
-          .onUpdate = [changed](const json&, const json& now) { changed(now); },
-          .onDelete = changed};
+  lock.unlock();
+  // A backend that appeared or changed may take what waited for room.
+  queue_.roomMayHaveChanged();
+  queue_.putBackOldest(options_.parallelReleases);
 }
 
 void WaitingPodController::run(std::stop_token stop) {
-  // Unscheduled GVirtuS pods outside the webhook's namespace: a released pod leaves the
-  // cache once the scheduler binds it.
-  std::string fieldSelector = "spec.nodeName=";
-  if (!options_.ownNamespace.empty()) {
-    fieldSelector += ",metadata.namespace!=" + options_.ownNamespace;
-  }
-  ResourceCache pods(client_, resources::kPods, "", std::string(kEnabledLabel) + "=true",
-                     fieldSelector, ResourceCacheOptions{.transform = waitingFields});
-  // A PodGroup's minMember may come after its pods: a change asks for a pass. Without
-  // KAI's CRD the cache is empty and every pod goes alone.
-  ResourceCache podGroups(
-      client_, kPodGroups, "", "", "",
-      ResourceCacheOptions{.transform = podGroupFields, .absentMeansEmpty = true});
-  std::unique_ptr<ResourceCache> ownGvirtusCache;
-  std::unique_ptr<GvirtusPodStore> ownGvirtusPods;
-  GvirtusPodStore* gvirtusPods = options_.gvirtusPods;
-  if (gvirtusPods == nullptr) {
-    ownGvirtusCache = std::make_unique<ResourceCache>(client_, resources::kPods, "",
-                                                      std::string(kEnabledLabel) + "=true", "",
-                                                      gvirtusPodOptions());
-    ownGvirtusPods = std::make_unique<GvirtusPodStore>(*ownGvirtusCache);
-    gvirtusPods = ownGvirtusPods.get();
-  }
-  gvirtusPods_ = gvirtusPods;
-  podGroups_ = &podGroups;
-
-  RunState state;
+  TermCaches caches(client_, options_.ownNamespace, options_.gvirtusPods);
+  const ReleaseUnits units(caches);
+  queue_.reset();
   reporter_.reset();
-  auto controller = std::make_shared<Controller>(
-      ControllerOptions{.name = "waiting-pods",
-                        .backoffInitial = std::chrono::milliseconds(500),
-                        .backoffMax = std::chrono::seconds(30),
-                        .syncPoll = kSyncPoll},
-      [&, stop](const std::string&) -> Result<SyncResult> {
-        const bool ok = pass(stop, pods.list(), state);
-        if (metrics_ != nullptr) {
-          metrics_->passDone();
-        }
-        if (!ok) {
-          return fail("a waiting pod could not be released (logged above)");
-        }
-        // Load reports age and own assignments expire without any event: look again.
-        return SyncResult{.requeueAfter = options_.resync};
-      });
-  {
-    std::lock_guard lock(mutex_);
-    controller_ = controller;
+  caches_ = &caches;
+  units_ = &units;
+  stop_ = stop;
+  caches.pods.addHandlers(waitingPodHandlers());
+  caches.podGroups.addHandlers(podGroupHandlers());
+  if (caches.ownGvirtusPods) {
+    caches.ownGvirtusPods->addHandlers(gangMemberHandlers());
   }
-  pods.addHandlers(controller->enqueueOnAnyChange(kPassKey));
-  pods.start();
-  podGroups.addHandlers(controller->enqueueOnAnyChange(kPassKey));
-  podGroups.start();
-  if (ownGvirtusPods) {
-    ownGvirtusPods->addHandlers(gangMemberHandlers());
-    ownGvirtusPods->start();
-  }
+  writes_ = std::make_unique<WritePool>(
+      options_.parallelReleases, writer(),
+      [this](PendingWrite write, Result<void> result) { written(std::move(write), result); });
+  caches.start();
   log::info("waiting-pod controller started", {{"excludedNamespace", options_.ownNamespace}});
-  controller->enqueue(kPassKey);
-  controller->run(stop, [&] {
-    return pods.hasSynced() && podGroups.hasSynced() && gvirtusPods->hasSynced() &&
-           backends_.ready();
-  });
-
-  // The caches stop before the controller goes: their handlers enqueue on it.
-  if (ownGvirtusCache) {
-    ownGvirtusCache->stop();
-  }
-  podGroups.stop();
-  pods.stop();
-  gvirtusPods_ = nullptr;
-  podGroups_ = nullptr;
-  {
-    std::lock_guard lock(mutex_);
-    controller_.reset();
-  }
-  if (metrics_ != nullptr) {
-    metrics_->waitingPods(0);
-  }
+  leader_.run(stop, {.synced = [&] { return caches.synced() && backends_.ready(); },
+                     .enqueueAll = [this] { enqueueAll(); }});
+  writes_.reset();  // the releases chosen are written
+  caches.stop();
+  caches_ = nullptr;
+  units_ = nullptr;
+  queue_.reset();
+  reporter_.reset();
   log::info("waiting-pod controller stopped");
 }
 
-bool WaitingPodController::pass(std::stop_token stop, const std::vector<ObjectSnapshot>& pods,
-                                RunState& state) {
-  // One snapshot for the whole pass: the autoscaler is told the backends its outcomes saw.
-  BackendSnapshot backends = backends_.backends();
-  std::vector<ObjectSnapshot> waiting;
-  std::set<std::string> present;
-  for (auto& pod : waitingPods(pods)) {
-    const std::string uid = podUid(*pod);
-    present.insert(uid);
-    // Released by us, and the cache has not caught up yet: the patch's test would fail.
-    auto released = state.releasedFrom.find(uid);
-    if (released != state.releasedFrom.end() &&
-        released->second == stringAt(*pod, {"metadata", "resourceVersion"})) {
-      continue;
+void WaitingPodController::enqueueAll() {
+  // Oldest first: the queue hands keys out in the order they came.
+  std::vector<std::string> units;
+  std::set<std::string> seen;
+  for (const auto& pod : waitingPods(caches_->pods.list())) {
+    if (std::string unit = units_->unitOf(*pod); seen.insert(unit).second) {
+      units.push_back(std::move(unit));
     }
-    waiting.push_back(std::move(pod));
   }
-  // A pod deleted, or released, is forgotten.
-  std::erase_if(state.releasedFrom,
-                [&](const auto& entry) { return !present.contains(entry.first); });
-  reporter_.waiting(waiting, present);
-  if (waiting.empty()) {
-    tellPassDone({}, std::move(backends));
-    return true;
+  queue_.putBack(units);  // tried before the autoscaler is told
+  leader_.enqueue(kResyncKey, options_.resync);
+  if (units.empty()) {
+    leader_.enqueue(kDemandKey);
   }
+}
 
-  auto write = [this](const json& pod, const JsonPatch& patch) -> Result<void> {
+Result<SyncResult> WaitingPodController::sync(const std::string& key) {
+  if (key == kDemandKey) {
+    tellDemand();
+    return SyncResult{};
+  }
+  if (key == kResyncKey) {
+    // Load reports age and own assignments expire without any event: every group is tried
+    // again, and the autoscaler told at least this often.
+    queue_.demandMayHaveChanged();
+    queue_.putBackOldest(options_.parallelReleases);
+    reporter_.refreshGauges();
+    tellDemand();
+    if (metrics_ != nullptr) {
+      metrics_->releaseLooked();
+    }
+    return SyncResult{.requeueAfter = options_.resync};
+  }
+  auto result = syncUnit(key);
+  if (queue_.end()) {
+    leader_.enqueue(kDemandKey, kDemandDelay);
+  }
+  if (metrics_ != nullptr) {
+    metrics_->releaseLooked();
+  }
+  return result;
+}
+
+Result<SyncResult> WaitingPodController::syncUnit(const std::string& key) {
+  // Its release patch failed (written()): this sync fails, so that the work queue's backoff
+  // decides when it is tried again.
+  if (auto failed = queue_.takeFailure(key)) {
+    return fail(failed->context("releasing " + key));
+  }
+  const std::optional<uint64_t> ticket = queue_.begin(key);
+  if (!ticket) {
+    return SyncResult{};  // its patch is being written
+  }
+  const std::vector<ObjectSnapshot> pods = podsOfUnit(key);
+  if (pods.empty()) {
+    return SyncResult{};
+  }
+  if (isGangUnitKey(key)) {
+    return releaseGang(key, pods, *ticket);
+  }
+  const ObjectSnapshot& pod = pods.front();
+  LoneRelease release = chooseAlone(pod, *backends_.backends(), assigner_);
+  if (!release.patch) {
+    settle(key, {release.outcome}, *ticket);
+    return SyncResult{};
+  }
+  queue_.writing(key);
+  // Where it found room, the next of its group may find some too.
+  queue_.putBackNext(parkGroupOf(key, *pod));
+  writes_->submit({key, pod, std::move(*release.patch), std::move(*release.outcome.choice)});
+  return SyncResult{};
+}
+
+Result<SyncResult> WaitingPodController::releaseGang(const std::string& key,
+                                                     const std::vector<ObjectSnapshot>& pods,
+                                                     uint64_t ticket) {
+  const std::optional<Gang> gang = units_->gangOf(*pods.front());
+  const BackendSnapshot backends = backends_.backends();
+  const auto outcomes = releaseWaitingPods(
+      pods, *backends, chooser_, options_.plugins, writer(), stop_,
+      [&gang](const json&) { return gang; }, options_.parallelReleases);
+  if (!settle(key, outcomes, ticket)) {
+    return fail("a pod of " + key + " could not be released (logged above)");
+  }
+  return SyncResult{};
+}
+
+ReleaseWriter WaitingPodController::writer() {
+  return [this](const json& pod, const JsonPatch& patch) -> Result<void> {
     auto patched =
         client_.patch(resources::kPods, stringAt(pod, {"metadata", "namespace"}),
                       stringAt(pod, {"metadata", "name"}), PatchType::Json, patch.dump());
@@ -238,78 +217,145 @@ bool WaitingPodController::pass(std::stop_token stop, const std::vector<ObjectSn
     }
     return {};
   };
-  std::optional<std::map<std::string, int>> released;
-  auto lookup = [this, &released](const json& pod) { return gangOf(pod, released); };
-  bool ok = true;
-  const auto outcomes = releaseWaitingPods(waiting, *backends, chooser_, options_.plugins, write,
-                                           stop, lookup, options_.parallelReleases);
-  for (const auto& outcome : outcomes) {
-    if (outcome.kind == PodOutcome::Kind::Released) {
-      state.releasedFrom[podUid(*outcome.pod)] =
-          stringAt(*outcome.pod, {"metadata", "resourceVersion"});
-    }
-    if (outcome.kind == PodOutcome::Kind::Failed && !isReleaseConflict(*outcome.error) &&
-        !outcome.error->isNotFound()) {
-      ok = false;
-    }
-    reporter_.report(outcome);
+}
+
+void WaitingPodController::written(PendingWrite write, Result<void> result) {
+  PodOutcome outcome;
+  outcome.pod = write.pod;
+  outcome.choice = write.choice;
+  const std::string uid = podUid(*write.pod);
+  // A pod changed or gone since it was read: its change (or deletion) is what comes next.
+  bool changed = false;
+  if (result) {
+    outcome.kind = PodOutcome::Kind::Released;
+    outcome.at = std::chrono::system_clock::now();
+  } else {
+    outcome.kind = PodOutcome::Kind::Failed;
+    outcome.error = result.error();
+    changed = isReleaseConflict(result.error()) || result.error().isNotFound();
+    chooser_.cancelAssignment(write.choice);
   }
-  tellPassDone(outcomes, std::move(backends));
+  if (result) {
+    queue_.released(uid, stringAt(*write.pod, {"metadata", "resourceVersion"}));
+  } else if (changed) {
+    // Its backend, given back, may take the next of its group.
+    queue_.roomMayHaveChanged();
+    queue_.putBackNext(parkGroupOf(write.unit, *write.pod));
+  }
+  queue_.written(write.unit, result || changed ? std::nullopt : std::optional(result.error()));
+  reporter_.report(outcome);
+  if (result) {
+    reporter_.noLongerWaits(uid);
+  } else {
+    reporter_.waits(*write.pod);
+    leader_.enqueue(write.unit);
+  }
+}
+
+std::vector<ObjectSnapshot> WaitingPodController::podsOfUnit(const std::string& key) {
+  std::vector<ObjectSnapshot> pods;
+  bool moved = false;
+  for (const auto& pod : units_->podsOf(key)) {
+    if (!isWaiting(*pod)) {  // released, by us or another replica
+      queue_.forget(podUid(*pod));
+      reporter_.noLongerWaits(podUid(*pod));
+    } else if (std::string unit = units_->unitOf(*pod); unit != key) {
+      leader_.enqueue(unit);  // its PodGroup came, or went: another unit's now
+      moved = true;
+    } else if (!queue_.releasedAsCached(*pod)) {
+      pods.push_back(pod);
+    }
+  }
+  return moved ? std::vector<ObjectSnapshot>{} : pods;
+}
+
+bool WaitingPodController::settle(const std::string& key, const std::vector<PodOutcome>& outcomes,
+                                  uint64_t ticket) {
+  bool ok = true;
+  std::optional<ParkedUnits::Entry> parked;
+  for (const auto& outcome : outcomes) {
+    reporter_.report(outcome);
+    const json& pod = *outcome.pod;
+    switch (outcome.kind) {
+      case PodOutcome::Kind::Released:
+        queue_.released(podUid(pod), stringAt(pod, {"metadata", "resourceVersion"}));
+        break;
+      case PodOutcome::Kind::Waiting: {
+        reporter_.waits(pod);
+        if (!parked) {
+          parked = {.unit = key,
+                    .group = parkGroupOf(key, pod),
+                    .waitingSince = createdAt(pod),  // outcomes are oldest first
+                    .demand = {}};
+        }
+        auto requirements = requirementsFromPod(pod);
+        if (outcome.forCapacity && requirements) {
+          parked->demand.push_back({referenceTo(pod, "v1", "Pod"), *requirements, createdAt(pod)});
+        }
+        break;
+      }
+      case PodOutcome::Kind::Failed:
+        // A pod changed or gone is synced again on its change; another failure with backoff.
+        reporter_.waits(pod);
+        ok = ok && (isReleaseConflict(*outcome.error) || outcome.error->isNotFound());
+        break;
+      case PodOutcome::Kind::Refused:
+        break;  // waits for a change of its own
+    }
+  }
+  if (parked) {
+    queue_.park(std::move(*parked), ticket);
+  }
   return ok;
 }
 
-void WaitingPodController::tellPassDone(const std::vector<PodOutcome>& outcomes,
-                                        BackendSnapshot backends) const {
-  if (!options_.onPassDone) {
-    return;
+void WaitingPodController::tellDemand() {
+  auto demand = queue_.demandToTell();
+  if (demand && options_.onDemand) {
+    options_.onDemand(std::move(*demand), backends_.backends());
   }
-  std::vector<CapacityDemand> demand;
-  for (const auto& outcome : outcomes) {
-    if (outcome.kind != PodOutcome::Kind::Waiting || !outcome.forCapacity) {
-      continue;
-    }
-    auto requirements = requirementsFromPod(*outcome.pod);
-    const auto created = createdAt(*outcome.pod);
-    if (requirements && created != std::chrono::system_clock::time_point::max()) {
-      demand.push_back({referenceTo(*outcome.pod, "v1", "Pod"), *requirements, created});
-    }
-  }
-  options_.onPassDone(std::move(demand), std::move(backends));
 }
 
-std::optional<Gang> WaitingPodController::gangOf(
-    const json& pod, std::optional<std::map<std::string, int>>& released) const {
-  const std::string group = stringAt(pod, {"metadata", "annotations", kPodGroupAnnotation});
-  if (group.empty()) {
-    return std::nullopt;
-  }
-  const std::string ns = stringAt(pod, {"metadata", "namespace"});
-  const ObjectSnapshot podGroup = podGroups_->get(ns, group);
-  if (!podGroup) {
-    // Without KAI's CRD (or the right to list it) every pod goes alone; with it, a PodGroup
-    // the watch has not brought yet is waited for (its add asks for a pass).
-    return podGroups_->absent() ? std::nullopt
-                                : std::optional(Gang{.name = ns + "/" + group, .unseen = true});
-  }
-  const json* minMember = memberAt(*podGroup, {"spec", "minMember"});
-  if (minMember == nullptr || !minMember->is_number_integer() || minMember->get<int64_t>() <= 1) {
-    return std::nullopt;
-  }
-  if (!released) {
-    // Once per pass, for every gang: the members that no longer wait and still run.
-    released.emplace();
-    for (const auto& other : gvirtusPods_->records()) {
-      const std::string otherGroup = other->annotationOr(kPodGroupAnnotation);
-      // Not waiting (the gate gone) and still running.
-      if (!otherGroup.empty() && !other->gated && !other->deleting() && !other->finished()) {
-        ++(*released)[other->ns + "/" + otherGroup];
-      }
+ResourceEventHandlers WaitingPodController::waitingPodHandlers() {
+  return {
+      .onAdd = [this](const json& pod) { leader_.enqueue(units_->unitOf(pod)); },
+      .onUpdate =
+          [this](const json& before, const json& now) {
+            const std::string unit = units_->unitOf(now);
+            leader_.enqueue(unit);
+            if (std::string was = units_->unitOf(before); was != unit) {
+              leader_.enqueue(was);
+            }
+          },
+      .onDelete =
+          [this](const json& pod) {
+            const std::string uid = podUid(pod);
+            queue_.forget(uid);
+            reporter_.noLongerWaits(uid);
+            leader_.enqueue(units_->unitOf(pod));  // out of the parked units; its gang looks again
+          }};
+}
+
+ResourceEventHandlers WaitingPodController::podGroupHandlers() {
+  auto changed = [this](const json& group) {
+    leader_.enqueue(gangUnitKey(stringAt(group, {"metadata", "namespace"}),
+                                stringAt(group, {"metadata", "name"})));
+  };
+  return {.onAdd = changed,
+          .onUpdate = [changed](const json&, const json& now) { changed(now); },
+          .onDelete = changed};
+}
+
+ResourceEventHandlers WaitingPodController::gangMemberHandlers() {
+  auto changed = [this](const json& pod) {
+    const std::string group = stringAt(pod, {"metadata", "annotations", kPodGroupAnnotation});
+    if (!group.empty()) {
+      leader_.enqueue(gangUnitKey(stringAt(pod, {"metadata", "namespace"}), group));
     }
-  }
-  const std::string key = ns + "/" + group;
-  const auto counted = released->find(key);
-  return Gang{key, static_cast<int>(std::min<int64_t>(minMember->get<int64_t>(), 1 << 20)),
-              counted != released->end() ? counted->second : 0};
+  };
+  return {.onAdd = changed,
+          .onUpdate = [changed](const json&, const json& now) { changed(now); },
+          .onDelete = changed};
 }
 
 }  // namespace gvirtus::webhook

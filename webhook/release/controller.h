@@ -7,48 +7,52 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <stop_token>
 #include <string>
 #include <vector>
 
 #include "common/base/error.h"
-#include "common/base/json_patch.h"
 #include "common/cache/resource_cache.h"
 #include "common/controller/controller.h"
 #include "common/controller/event_recorder.h"
+#include "common/controller/leader_controller.h"
 #include "common/kube/client.h"
 #include "common/time/duration.h"
 #include "webhook/autoscale/autoscaler.h"
+#include "webhook/placement/assigner.h"
 #include "webhook/placement/chooser.h"
 #include "webhook/placement/source.h"
 #include "webhook/pods/gvirtus_pod_store.h"
-#include "webhook/pods/pod_wiring.h"
+#include "webhook/release/parked_units.h"
 #include "webhook/release/pass.h"
+#include "webhook/release/queue.h"
 #include "webhook/release/reporter.h"
+#include "webhook/release/units.h"
+#include "webhook/release/write_pool.h"
 
-// The waiting-pod controller (docs/pod-contract.md): GVirtuS pods admitted
-// while no backend could take them carry the scheduling gate gvirtus.io/backend; when a
-// backend can take one, one patch writes its backend annotations and removes the gate.
-// Which pods a pass releases, and gangs, are in webhook/release/pass.h.
+// The waiting-pod controller (docs/pod-contract.md): GVirtuS pods admitted while no backend
+// could take them carry the scheduling gate gvirtus.io/backend; when a backend can take one,
+// one patch writes its backend annotations and removes the gate. Shaped like kube-scheduler's
+// scheduling queue: one queue entry per release unit, parked while no backend can take it.
+// What one unit's release does, and gangs, are in webhook/release/pass.h.
 namespace gvirtus::webhook {
 
 class WebhookMetrics;
-
-// The waiting pods among `pods`, oldest first: by creationTimestamp, then namespace/name.
-std::vector<ObjectSnapshot> waitingPods(const std::vector<ObjectSnapshot>& pods);
 
 struct WaitingPodControllerOptions {
   // The webhook's own namespace: its pods are never gated, never touched.
   std::string ownNamespace;
   std::vector<std::string> plugins;  // empty: defaultPlugins()
-  // A pass also runs this long after the last one: load reports age and own assignments
-  // expire without any event.
+  // The parked units are put back at least this often: load reports age and own
+  // assignments expire without any event.
   Duration resync = std::chrono::seconds(10);
-  // Told after every pass the pods it left waiting for capacity and the backends it saw
-  // (the autoscale controller's input). Empty: nobody is told.
-  std::function<void(std::vector<CapacityDemand>, BackendSnapshot)> onPassDone;
-  // Release patches in flight at once in a pass: a PATCH waits milliseconds for the API
-  // server, so one at a time caps releases near 150 pods/s (tests/bench/controller_bench).
+  // Told the units parked for want of capacity and the backends they were judged against,
+  // once every unit put back has been tried again (the autoscale controller's input).
+  // Empty: nobody is told.
+  std::function<void(std::vector<CapacityDemand>, BackendSnapshot)> onDemand;
+  // Release patches written at once (write_pool.h), and a gang's members; also how many
+  // units of a group are put back at once when a backend changes.
   size_t parallelReleases = 8;
   // Every GVirtuS pod, as records (the cluster backend source's store, started by its
   // owner): the gang members already released. Null: run() keeps such a store of its own
@@ -58,9 +62,14 @@ struct WaitingPodControllerOptions {
 
 // Watches the waiting GVirtuS pods (label gvirtus.io/enabled=true, unscheduled, in every
 // namespace but the webhook's own), KAI-Scheduler's PodGroups (none without its CRD) and the
-// backends, and releases waiting pods in passes: a pass runs on every change of these, and
-// at least every `resync`. A pass reads only caches: it sends no GET or LIST. What it
-// decided is told by a ReleaseReporter (Events, log, metrics).
+// backends. Each release unit (a pod, or the waiting members of a gang) is one key of a
+// LeaderController: a change of one of its pods, of its PodGroup or of a released member
+// enqueues it, and its sync releases it (pass.h) or parks it (parked_units.h). A change of
+// the backends, a release, and every `resync`, put parked units back, oldest first. As in
+// kube-scheduler, one worker gives pods their backends, one at a time in the queue's order,
+// and a lone pod's patch is written beside it (write_pool.h, the binding cycle). A sync reads
+// only caches: it sends no GET or LIST. What it decided is told by a ReleaseReporter (Events,
+// log, metrics).
 //
 // run() is the leader's work (or everyone's without --leader-elect): it watches only while
 // it runs. backendsChanged() is called by the backend source on every replica, so that a
@@ -75,28 +84,38 @@ class WaitingPodController {
   // From the backend source's change callback: never blocks.
   void backendsChanged();
 
-  // Runs until `stop`: the pod watch and the passes. May run again after it returned.
+  // Runs until `stop`: one term of the pod watch and the syncs. May run again after it
+  // returned.
   void run(std::stop_token stop);
 
  private:
-  // What one run() remembers about the waiting pods, by UID.
-  struct RunState {
-    // The resourceVersion each released pod was patched from: while the cache still holds
-    // that version, the pod is not tried again.
-    std::map<std::string, std::string> releasedFrom;
-  };
-  // One pass; false when a patch failed for another reason than a conflict.
-  bool pass(std::stop_token stop, const std::vector<ObjectSnapshot>& pods, RunState& state);
-  // The pods a pass left waiting for capacity and the backends it saw, to onPassDone.
-  void tellPassDone(const std::vector<PodOutcome>& outcomes, BackendSnapshot backends) const;
-  // A pass when a GVirtuS pod of a gang changes: a member released or gone changes what its
-  // gang waits for.
+  // One sync of the key: a unit, the resync or the tell of the demand.
+  Result<SyncResult> sync(const std::string& key);
+  // A unit's sync: a lone pod is given a backend here and its patch written by writes_; a
+  // gang's members are written here, its first member before the others (pass.h).
+  Result<SyncResult> syncUnit(const std::string& key);
+  Result<SyncResult> releaseGang(const std::string& key, const std::vector<ObjectSnapshot>& pods,
+                                 uint64_t ticket);
+  // Writes one release patch.
+  ReleaseWriter writer();
+  // A lone pod's release patch has been written, or has failed: on a pool thread.
+  void written(PendingWrite write, Result<void> result);
+  // The waiting pods of a unit now, less those released by this term and not yet seen so;
+  // empty when the unit is gone or its pods now belong to other units (enqueued). Its sync
+  // has begun (ReleaseQueue::begin()).
+  std::vector<ObjectSnapshot> podsOfUnit(const std::string& key);
+  // Reports a unit's outcomes, and parks it when a pod of it waits. False when a write
+  // failed for another reason than a change of the pod.
+  bool settle(const std::string& key, const std::vector<PodOutcome>& outcomes, uint64_t ticket);
+  // The parked units' demand to the autoscaler, when the queue says it is time.
+  void tellDemand();
+  // Handlers of the waiting pods, the PodGroups and every GVirtuS pod (a gang member
+  // released or gone changes what its gang waits for).
+  ResourceEventHandlers waitingPodHandlers();
+  ResourceEventHandlers podGroupHandlers();
   ResourceEventHandlers gangMemberHandlers();
-  // The gang of a waiting pod, from its PodGroup and the GVirtuS pods that carry the same
-  // annotation but no longer wait (counted once per pass for all gangs, in `released`).
-  std::optional<Gang> gangOf(const nlohmann::json& pod,
-                             std::optional<std::map<std::string, int>>& released) const;
-  void wake();
+  // A term's first look: every waiting unit, oldest first, then the resync.
+  void enqueueAll();
 
   KubeClient& client_;
   const BackendSource& backends_;
@@ -105,12 +124,17 @@ class WaitingPodController {
   WebhookMetrics* metrics_;
   WaitingPodControllerOptions options_;
   ReleaseReporter reporter_;
-  // While run() runs (set before its controller starts, read by its passes).
-  const GvirtusPodStore* gvirtusPods_ = nullptr;
-  const ResourceCache* podGroups_ = nullptr;
+  LeaderController leader_;
+  ReleaseQueue queue_;
+  // The one worker's: lone pods are given backends one at a time, in the queue's order.
+  BackendAssigner assigner_;
+  std::unique_ptr<WritePool> writes_;  // while run() runs
+  // While run() runs (set before its term starts, read by its syncs).
+  const TermCaches* caches_ = nullptr;
+  const ReleaseUnits* units_ = nullptr;
+  std::stop_token stop_;
 
-  std::mutex mutex_;
-  std::shared_ptr<Controller> controller_;  // while run() runs
+  std::mutex mutex_;  // offers_
   // Per backend (IP:PORT): the backend as last seen, its load's `updated` and its pods left
   // out (a heartbeat or another pod given it changes nothing), and since when it has been so.
   struct Offer {

@@ -87,6 +87,18 @@ PodOutcome refused(ObjectSnapshot pod) {
   return outcome;
 }
 
+// The assigner's answer for a waiting pod. A pod whose annotations do not parse waits with
+// their error, and asks no backend for room (Kind::Error).
+AssignResult assignWaiting(BackendAssigner& assigner, const std::vector<Backend>& backends,
+                           const json& pod) {
+  auto requirements = requirementsFromPod(pod);
+  if (!requirements) {
+    return std::unexpected(
+        NotAssigned{.kind = NotAssigned::Kind::Error, .reason = requirements.error().message});
+  }
+  return assigner.assign(backends, *requirements, {.pinned = std::nullopt, .podExists = true});
+}
+
 // Releases chosen per writer before a batch is written (pass.h).
 constexpr size_t kBatchPerWriter = 8;
 
@@ -164,14 +176,11 @@ class ReleasePass {
     size_t chosen = 0;
     bool foundNoRoom = false;
     for (size_t i = 0; i < unit.pods.size() && reason.empty(); ++i) {
-      auto requirements = requirementsFromPod(*unit.pods[i]);
       // A pod whose properties.json cannot be rendered waits too (logged by the controller
       // with its reason): a gang is not half released for it.
-      AssignResult assigned =
-          requirements ? assign(*requirements)
-                       : std::unexpected(NotAssigned{.reason = requirements.error().message});
-      foundNoRoom = foundNoRoom || (requirements && !assigned &&
-                                    assigned.error().kind == NotAssigned::Kind::Waits);
+      AssignResult assigned = assignWaiting(assigner_, backends_, *unit.pods[i]);
+      const bool noRoom = !assigned && assigned.error().kind == NotAssigned::Kind::Waits;
+      foundNoRoom = foundNoRoom || noRoom;
       if (assigned) {
         choices[i] = std::move(*assigned);
         ++chosen;
@@ -180,11 +189,11 @@ class ReleasePass {
                         "gang " + unit.gang->name + " is being completed (" +
                             std::to_string(unit.gang->others) +
                             " of its pods released before): " + assigned.error().reason,
-                        requirements && assigned.error().kind == NotAssigned::Kind::Waits);
+                        noRoom);
       } else {
         // Only a pod no backend has room for asks the autoscaler for one: not a pod whose
         // annotations are wrong, nor one whose properties.json cannot be rendered.
-        forCapacity = requirements && assigned.error().kind == NotAssigned::Kind::Waits;
+        forCapacity = noRoom;
         reason = !unit.gang
                      ? assigned.error().reason
                      : "gang " + unit.gang->name + " is released whole and only " +
@@ -232,27 +241,8 @@ class ReleasePass {
     return true;
   }
 
-  // The chooser's answer for one pod, or the one a pod asking the same got earlier in this
-  // pass when no backend could take it (noRoom_).
-  AssignResult assign(const BackendRequirements& pod) {
-    BackendRequirements asked = pod;
-    asked.pod.clear();  // who asks does not change whether a backend has room
-    if (auto known = noRoom_.find(asked); known != noRoom_.end()) {
-      return std::unexpected(known->second);
-    }
-    AssignResult assigned =
-        assigner_.assign(backends_, pod, {.pinned = std::nullopt, .podExists = true});
-    if (!assigned && assigned.error().kind == NotAssigned::Kind::Waits) {
-      noRoom_.emplace(std::move(asked), assigned.error());
-    }
-    return assigned;
-  }
-
-  // Gives a chosen backend back to the pass: there may be room again for what found none.
-  void giveBack(const Choice& choice) {
-    chooser_.cancelAssignment(choice);
-    noRoom_.clear();
-  }
+  // Gives a chosen backend back: the pods chosen after it may take it.
+  void giveBack(const Choice& choice) { chooser_.cancelAssignment(choice); }
 
   // Writes the listed pending releases, parallel_ at a time.
   void writeSome(const std::vector<size_t>& which, std::vector<std::optional<Result<void>>>& out) {
@@ -343,13 +333,6 @@ class ReleasePass {
   // Backends of the members of partly released gangs whose writes failed: kept from the
   // rest of the pass, given back when it ends.
   std::vector<Choice> held_;
-  // What pods asked (less their names) that no backend could take in this pass. Room only
-  // shrinks while a pass gives backends out, so a later pod asking the same waits for the
-  // same reason without asking the chooser again: with 10,000 pods waiting for 200 full
-  // backends, each pass asked it 10,000 times over every backend. Room that appears
-  // otherwise during a pass (a reservation expires, an admission gives one back) is seen by
-  // the next pass, at most the controller's resync later.
-  std::map<BackendRequirements, NotAssigned> noRoom_;
 };
 
 }  // namespace
@@ -383,6 +366,23 @@ JsonPatch releasePatch(const json& pod, const Assignment& assignment) {
 bool isReleaseConflict(const Error& error) {
   return error.isConflict() ||
          (error.httpStatus == 422 && error.message.find("test") != std::string::npos);
+}
+
+LoneRelease chooseAlone(const ObjectSnapshot& pod, const std::vector<Backend>& backends,
+                        BackendAssigner& assigner) {
+  if (!gatedByWebhook(*pod)) {
+    return {refused(pod), std::nullopt};
+  }
+  AssignResult assigned = assignWaiting(assigner, backends, *pod);
+  if (!assigned) {
+    const bool noRoom = assigned.error().kind == NotAssigned::Kind::Waits;
+    return {waits(pod, assigned.error().reason, noRoom), std::nullopt};
+  }
+  PodOutcome outcome;
+  outcome.pod = pod;
+  outcome.kind = PodOutcome::Kind::Failed;  // until its write succeeds
+  outcome.choice = assigned->choice;
+  return {std::move(outcome), releasePatch(*pod, assigned->assignment)};
 }
 
 std::vector<PodOutcome> releaseWaitingPods(const std::vector<ObjectSnapshot>& waiting,

@@ -12,13 +12,14 @@
 #include "common/base/error.h"
 #include "common/base/json_patch.h"
 #include "common/cache/object_cache.h"
+#include "webhook/placement/assigner.h"
 #include "webhook/placement/backend.h"
 #include "webhook/placement/chooser.h"
 #include "webhook/pods/pod_wiring.h"
 
-// One release pass of the waiting-pod controller (webhook/release/controller.h): which
-// waiting pods get a backend, in what order, and the patches that release them; gangs
-// (KAI PodGroups) all or none.
+// The release of waiting pods for the waiting-pod controller (webhook/release/controller.h):
+// which get a backend, in what order, and the patches that release them; gangs (KAI
+// PodGroups) all or none.
 namespace gvirtus::webhook {
 
 // When the pod was created; the latest time there is when it does not say (it goes last).
@@ -70,7 +71,19 @@ struct Gang {
 // no such PodGroup, minMember 1).
 using GangLookup = std::function<std::optional<Gang>(const nlohmann::json& pod)>;
 
-// One pass over waiting pods, in the given order (oldest first): the chooser picks a
+// The release of a waiting pod that goes alone, decided and not written yet: refused (the
+// webhook did not wire it), waiting (with the reason; forCapacity when no backend has room),
+// or a backend chosen and recorded by the chooser (`outcome` Failed until the `patch` is
+// written; the caller gives the choice back when the write fails).
+struct LoneRelease {
+  PodOutcome outcome;
+  std::optional<JsonPatch> patch;
+};
+LoneRelease chooseAlone(const ObjectSnapshot& pod, const std::vector<Backend>& backends,
+                        BackendAssigner& assigner);
+
+// One pass over waiting pods (the controller's: the waiting members of one gang), in the
+// given order (oldest first): the chooser picks a
 // backend for each and records it (confirmed: the pod exists), so that the next pod sees
 // it taken (never more pods than a backend's capacity), and `write` releases the pod; a
 // failed write gives the backend back. A pod the webhook did not wire and gate at

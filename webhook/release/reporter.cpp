@@ -22,31 +22,69 @@ ReleaseReporter::ReleaseReporter(EventRecorder& events, WebhookMetrics* metrics,
                                  OfferedSince offeredSince)
     : events_(events), metrics_(metrics), offeredSince_(std::move(offeredSince)) {}
 
-void ReleaseReporter::waiting(const std::vector<ObjectSnapshot>& pods,
-                              const std::set<std::string>& uids) {
-  std::erase_if(told_, [&](const auto& entry) { return !uids.contains(entry.first); });
+void ReleaseReporter::waits(const json& pod) {
+  if (!gatedByWebhook(pod)) {
+    return;  // it waits for nothing the webhook can give: not counted
+  }
+  const std::string uid = podUid(pod);
+  std::lock_guard lock(mutex_);
+  if (waitingSince_.contains(uid)) {
+    return;
+  }
+  const auto since = createdAt(pod);
+  waitingSince_.emplace(uid, since);
+  waiting_.emplace(since, uid);
+  setGaugesLocked();
+}
+
+void ReleaseReporter::noLongerWaits(const std::string& uid) {
+  std::lock_guard lock(mutex_);
+  told_.erase(uid);
+  auto it = waitingSince_.find(uid);
+  if (it == waitingSince_.end()) {
+    return;
+  }
+  waiting_.erase({it->second, uid});
+  waitingSince_.erase(it);
+  setGaugesLocked();
+}
+
+bool ReleaseReporter::tellOnce(const std::string& uid, const std::string& reason) {
+  std::lock_guard lock(mutex_);
+  std::string& told = told_[uid];
+  if (told == reason) {
+    return false;
+  }
+  told = reason;
+  return true;
+}
+
+void ReleaseReporter::refreshGauges() {
+  std::lock_guard lock(mutex_);
+  setGaugesLocked();
+}
+
+void ReleaseReporter::reset() {
+  std::lock_guard lock(mutex_);
+  told_.clear();
+  waitingSince_.clear();
+  waiting_.clear();
+  setGaugesLocked();
+}
+
+void ReleaseReporter::setGaugesLocked() {
   if (metrics_ == nullptr) {
     return;
   }
-  // Oldest first: the front's age, when its creation time is known. Pods the webhook did
-  // not gate wait for nothing it can give: not counted.
+  // The oldest's age, when its creation time is known.
   std::chrono::seconds oldest{0};
-  const json* front = nullptr;
-  double count = 0;
-  for (const auto& pod : pods) {
-    if (gatedByWebhook(*pod)) {
-      front = front != nullptr ? front : pod.get();
-      ++count;
-    }
+  if (!waiting_.empty() &&
+      waiting_.begin()->first != std::chrono::system_clock::time_point::max()) {
+    oldest = std::max(std::chrono::seconds(0),
+                      std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::system_clock::now() - waiting_.begin()->first));
   }
-  if (front != nullptr) {
-    if (const auto created = createdAt(*front);
-        created != std::chrono::system_clock::time_point::max()) {
-      oldest = std::max(std::chrono::seconds(0), std::chrono::duration_cast<std::chrono::seconds>(
-                                                     std::chrono::system_clock::now() - created));
-    }
-  }
-  metrics_->waitingPods(count, oldest);
+  metrics_->waitingPods(static_cast<double>(waiting_.size()), oldest);
 }
 
 void ReleaseReporter::report(const PodOutcome& outcome) {
@@ -55,11 +93,9 @@ void ReleaseReporter::report(const PodOutcome& outcome) {
   const std::string key = cacheKey(pod);
   switch (outcome.kind) {
     case PodOutcome::Kind::Waiting: {
-      std::string& told = told_[podUid(pod)];
-      if (told == outcome.reason) {
+      if (!tellOnce(podUid(pod), outcome.reason)) {
         return;
       }
-      told = outcome.reason;
       log::info("pod waits for a backend", {{"pod", key}, {"reason", outcome.reason}});
       events_.record(ref, EventType::Normal, kWaitingForBackendReason,
                      "Waiting for a GVirtuS backend: " + outcome.reason);
@@ -93,11 +129,9 @@ void ReleaseReporter::report(const PodOutcome& outcome) {
       return;
     }
     case PodOutcome::Kind::Refused: {
-      std::string& told = told_[podUid(pod)];
-      if (told == outcome.reason) {
+      if (!tellOnce(podUid(pod), outcome.reason)) {
         return;
       }
-      told = outcome.reason;
       log::warn("gated pod not wired by the webhook; not released", {{"pod", key}});
       events_.record(ref, EventType::Warning, kNotWiredReason,
                      "Not given a GVirtuS backend: " + outcome.reason);

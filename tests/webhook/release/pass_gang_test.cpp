@@ -242,32 +242,3 @@ TEST_CASE("a gang that does not fit gives its backend back to the pods after it"
   CHECK_THAT(waitingReasons(outcomes).at("gang-1"),
              Catch::StartsWith("gang team-a/trainers is released whole and only 1 of its 2"));
 }
-
-TEST_CASE("pods asking what found no room wait for the same reason, the chooser asked once",
-          "[waiting]") {
-  std::vector<json> pods;
-  for (int i = 1; i <= 5; ++i) {
-    pods.push_back(waitingPod("pod-" + std::to_string(i),
-                              "2026-11-22T10:00:0" + std::to_string(i) + "Z",
-                              {{"gvirtus.io/gpu-memory", i == 5 ? "8Gi" : "1Ti"}}));
-  }
-  // The chooser reads its clock once per choice.
-  int asked = 0;
-  ChooserOptions options;
-  options.now = [&asked] {
-    ++asked;
-    return std::chrono::system_clock::now();
-  };
-  BackendChooser chooser(options);
-  FakeApi api(pods);
-  auto outcomes = releaseWaitingPods(snapshotsOf(pods), {backend("10.0.0.1", 0, 16)}, chooser, {},
-                                     api.writer());
-  CHECK(asked == 2);  // pod-1 (no room), pod-5 (room); not pod-2 to pod-4
-  // A pod asking for less than the others is still asked for: it goes.
-  CHECK(released(outcomes) == Names{"pod-5"});
-  const auto reasons = waitingReasons(outcomes);
-  REQUIRE(reasons.size() == 4);
-  for (const auto& [name, reason] : reasons) {
-    CHECK(reason == "none of 1 backend can take the pod: 1 without a GPU with 1048576 MiB free");
-  }
-}
