@@ -520,8 +520,8 @@ TEST_CASE("webhook at cluster scale: 50,000 cached pods, 10,000 released", "[ben
   const double passes = seriesTotal(release1.leader, "gvirtus_webhook_release_passes_total") -
                         seriesTotal(release0.leader, "gvirtus_webhook_release_passes_total");
   text += format(
-      "| release passes of the leader during the release; pods released per pass | "
-      "%.0f; %.0f |\n",
+      "| looks of the leader's waiting-pod controller during the release (unit syncs and "
+      "resyncs); pods released per look | %.0f; %.2f |\n",
       passes, passes > 0 ? n / passes : 0);
   text += profileRows(format("admitting %d", admitted), create0, create1, names);
   text += profileRows(format("%d cached", pods), cached0, cached1, names);

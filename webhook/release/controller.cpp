@@ -288,8 +288,9 @@ bool WaitingPodController::settle(const std::string& key, const std::vector<PodO
                     .waitingSince = createdAt(pod),  // outcomes are oldest first
                     .demand = {}};
         }
+        // Kept only for an autoscaler: at 10,000 parked pods it is 10,000 references.
         auto requirements = requirementsFromPod(pod);
-        if (outcome.forCapacity && requirements) {
+        if (outcome.forCapacity && options_.onDemand && requirements) {
           parked->demand.push_back({referenceTo(pod, "v1", "Pod"), *requirements, createdAt(pod)});
         }
         break;
