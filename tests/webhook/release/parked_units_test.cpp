@@ -55,7 +55,7 @@ TEST_CASE("a group gives back its oldest units first, a few at a time", "[waitin
   CHECK(parked.takeOldest(8).empty());
 }
 
-TEST_CASE("a unit parked again replaces its entry; one removed is no longer given back",
+TEST_CASE("a unit parked again replaces its entry, and one removed is no longer given back",
           "[waiting][parked]") {
   ParkedUnits parked;
   parked.park(entry("team-a/a", asking(1024), 1));

@@ -89,7 +89,7 @@ TEST_CASE("a unit judged before the backends changed is put back, not parked", "
   CHECK(enqueued == Names{"team-a/a"});
 }
 
-TEST_CASE("a unit being written is not chosen for again; a failed write fails its next sync",
+TEST_CASE("a unit being written is not chosen for again, and a failed write fails its next sync",
           "[waiting][queue]") {
   ReleaseQueue queue([](const std::string&) {});
   queue.writing("team-a/a");
