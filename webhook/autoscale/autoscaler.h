@@ -138,8 +138,8 @@ struct AutoscaleStatus {
   bool operator==(const AutoscaleStatus&) const = default;
 };
 
-// The leader's autoscaler: one step() after each pass of the waiting-pod controller
-// (webhook/autoscale/controller.h), and on a candidate node's change. Its memory
+// The leader's autoscaler: one step() after each tell of the waiting-pod controller's
+// parked demand (webhook/autoscale/controller.h), and on a candidate node's change. Its memory
 // (since when a backend is idle, which nodes left and when) is a cache of what the nodes
 // say; a new leader rebuilds it from them.
 class BackendAutoscaler {

@@ -44,7 +44,7 @@ struct AssignRequest {
 };
 
 // The one decision of which backend a GVirtuS pod gets. Admission (MutateHandler) and the
-// waiting-pod controller's release pass both ask it, so that a pinned backend, the
+// waiting-pod controller's release of a waiting pod both ask it, so that a pinned backend, the
 // chooser's policy and reservation, and properties.json take one path.
 //
 // A backend named by the pod's author is not trusted: it would bypass the policy,

@@ -309,8 +309,8 @@ void ClusterBackendSource::start() {
          }
        },
        nodeSetChanged});
-  // A share that ends is room for a waiting pod: a pass. A new or changed one, and an
-  // assignment, only change the list.
+  // A share that ends is room for a waiting pod: the parked ones are put back. A new or
+  // changed one, and an assignment, only change the list.
   auto frontendNow = [this](const json& pod, bool gone) {
     auto share = gone ? std::nullopt : heldShare(pod);
     const bool ends = !share;

@@ -20,7 +20,7 @@ nlohmann::json frontendFields(nlohmann::json pod);
 // GvirtusPodStore (webhook/pods/gvirtus_pod_store.h) holds as records and the cache does not.
 ResourceCacheOptions gvirtusPodOptions();
 
-// What the waiting-pod controller's cache keeps of a waiting pod: what a release pass reads
+// What the waiting-pod controller's cache keeps of a waiting pod: what its release reads
 // (requirementsFromPod(), gatedByWebhook(), the gang, the reporter) and what its patch
 // writes (releasePatch()): the metadata but managedFields, and of the spec the node
 // selector, the affinity, the scheduling gates and the webhook's own volume. A patch made

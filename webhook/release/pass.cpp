@@ -22,14 +22,15 @@
 //   (unless the pod changed meanwhile: its change starts the next pass, which reads it
 //   again), and keeps its backend from the rest of the pass (the chooser counts it until
 //   the pass ends), so that the next pass finds the room it needs;
-// and every pass, a new leader's first included, completes a gang left partly released
-// before it looks at any other pod, releasing each member as soon as a backend can take
-// it. The usual rule (the whole gang fits, or none of it goes) would leave such a gang half
-// released while other pods take the backends it waits for, one by one; its released
-// members already hold their sessions, so releasing the rest as room appears is the only
-// way the gang gets whole. Writes a pass began are finished even when it is asked to stop
-// (leadership lost): a gang is not cut between its first member and the others, and a
-// pod is never written twice (the patches' `test` operations refuse a pod changed since).
+// and a gang left partly released (by an earlier sync, or a leader that went away) is
+// completed: each member is released as soon as a backend can take it (in a pass over
+// several units, before the others). The usual rule (the whole gang fits, or none of it
+// goes) would leave such a gang half released while other pods take the backends it waits
+// for, one by one; its released members already hold their sessions, so releasing the rest
+// as room appears is the only way the gang gets whole. Writes a pass began are finished
+// even when it is asked to stop (leadership lost): a gang is not cut between its first
+// member and the others, and a pod is never written twice (the patches' `test` operations
+// refuse a pod changed since).
 namespace gvirtus::webhook {
 namespace {
 
