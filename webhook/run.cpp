@@ -4,52 +4,28 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
-#include <thread>
 
-#include "common/cache/resource_cache.h"
-#include "common/controller/event_recorder.h"
-#include "common/controller/leader_election.h"
 #include "common/http/health_server.h"
 #include "common/http/server.h"
-#include "common/kube/client.h"
-#include "common/kube/connect.h"
 #include "common/net/ipv4_resolver.h"
 #include "common/process/flags.h"
 #include "common/process/signals.h"
 #include "common/telemetry/log.h"
 #include "common/telemetry/metrics.h"
 #include "webhook/admission/mutate_handler.h"
-#include "webhook/autoscale/controller.h"
 #include "webhook/base/metrics.h"
 #include "webhook/base/names.h"
-#include "webhook/dra/device_taint_rule.h"
 #include "webhook/dra/slice.h"
-#include "webhook/dra/slice_publisher.h"
-#include "webhook/follower/follower.h"
+#include "webhook/leader.h"
 #include "webhook/options.h"
-#include "webhook/peers/claim_peers.h"
-#include "webhook/peers/publisher.h"
 #include "webhook/placement/chooser.h"
 #include "webhook/placement/cluster_source.h"
 #include "webhook/placement/static_source.h"
-#include "webhook/release/controller.h"
 #include "webhook/tls/bootstrap.h"
 
 namespace gvirtus::webhook {
 namespace {
-
-// The Lease of --leader-elect, in the webhook's namespace (manifests/webhook/rbac.yaml).
-constexpr const char* kLeaseName = "gvirtus-webhook";
-
-KubeClientOptions clientOptions(Duration requestTimeout, int maxRetries = 5) {
-  KubeClientOptions out;
-  out.requestTimeout = requestTimeout;
-  out.maxRetries = maxRetries;
-  out.cancel = ShutdownSignal::install().deadline(kShutdownClientGrace);
-  return out;
-}
 
 // This replica in the Lease and in its Events: $POD_NAME, else host name and process id.
 std::string identity() {
@@ -60,39 +36,177 @@ std::string identity() {
   return envOr("POD_NAME", std::string(host) + "_" + std::to_string(getpid()));
 }
 
-// The leader's controllers (everyone's without --leader-elect). The waiting-pod controller
-// always; the others where they were made (null: not).
-struct LeaderWork {
-  WaitingPodController* waiting = nullptr;
-  AutoscaleController* autoscaler = nullptr;
-  PeerPublisher* peers = nullptr;
-  BackendFollower* follower = nullptr;
-  SlicePublisher* slices = nullptr;
+// The client of admission and of the controllers' reads and writes; null with static
+// backends and TLS files, which need no API server.
+Result<std::unique_ptr<KubeClient>> mainClient(const Options& options) {
+  if (!options.needsApiServer()) {
+    log::info("static backends and TLS files: running without the API server");
+    return std::unique_ptr<KubeClient>();
+  }
+  KubeClientOptions clientOptions = webhookClientOptions(std::chrono::seconds(10));
+  options.kubeApi.applyTo(clientOptions);
+  return connectWebhookClient(options, std::move(clientOptions));
+}
+
+// Where backends come from: the hosts of --static-backends, or the backend pods of the
+// cluster (then `cluster` is the same source).
+struct Backends {
+  std::unique_ptr<Ipv4Resolver> resolver;
+  std::unique_ptr<BackendSource> source;
+  ClusterBackendSource* cluster = nullptr;
 };
 
-// Runs the leader's controllers until `stop`, each on its own thread but the waiting-pod
-// controller.
-void runControllers(std::stop_token stop, const LeaderWork& work) {
-  std::vector<std::jthread> others;
-  if (work.autoscaler != nullptr) {
-    others.emplace_back([&work](std::stop_token own) { work.autoscaler->run(own); });
+Result<Backends> makeBackends(const Options& options, KubeClient* client) {
+  Backends out;
+  if (options.staticBackends.empty()) {
+    auto cluster = std::make_unique<ClusterBackendSource>(
+        *client, options.backendNamespace, options.backendSelector, options.backendPort,
+        ChooserOptions{}.assignmentWindow);
+    out.cluster = cluster.get();
+    out.source = std::move(cluster);
+    return out;
   }
-  if (work.peers != nullptr) {
-    others.emplace_back([&work](std::stop_token own) { work.peers->run(own); });
+  auto resolver = Ipv4Resolver::create();
+  if (!resolver) {
+    return fail(resolver.error().context("cannot set up the DNS resolver"));
   }
-  if (work.follower != nullptr) {
-    others.emplace_back([&work](std::stop_token own) { work.follower->run(own); });
-  }
-  if (work.slices != nullptr) {
-    others.emplace_back([&work](std::stop_token own) { work.slices->run(own); });
-  }
-  std::stop_callback endOthers(stop, [&others] {
-    for (auto& thread : others) {
-      thread.request_stop();
-    }
-  });
-  work.waiting->run(stop);
+  out.resolver = std::move(*resolver);
+  Ipv4Resolver* resolve = out.resolver.get();
+  out.source = std::make_unique<StaticBackendSource>(
+      options.staticBackends,
+      [resolve](const std::string& host) { return resolve->resolve(host); });
+  return out;
 }
+
+void addCacheGauges(MetricsRegistry& registry, const ClusterBackendSource& cluster) {
+  registry.gaugeFunction("gvirtus_webhook_cached_nodes", "Nodes in the webhook's cache",
+                         [&cluster] { return static_cast<double>(cluster.cacheSizes().nodes); });
+  registry.gaugeFunction(
+      "gvirtus_webhook_cached_backend_pods", "Backend pods in the webhook's cache",
+      [&cluster] { return static_cast<double>(cluster.cacheSizes().backendPods); });
+  registry.gaugeFunction(
+      "gvirtus_webhook_cached_gvirtus_pods",
+      "GVirtuS pods (every namespace) in the webhook's cache, as the fields it reads",
+      [&cluster] { return static_cast<double>(cluster.cacheSizes().gvirtusPods); });
+}
+
+ChooserOptions chooserOptions(const Options& options) {
+  ChooserOptions out;
+  out.policy = options.policy;
+  if (!options.staticBackends.empty()) {
+    // No one watches the pods of static backends: nothing would confirm an assignment. They
+    // have no load report, so no maxSessions that assignments could fill either.
+    out.unconfirmedLifetime = Duration::zero();
+  }
+  return out;
+}
+
+MutateConfig mutateConfig(const Options& options) {
+  MutateConfig config;
+  config.wiring = {options.addGpuLimit, options.schedulerName, options.kaiQueue};
+  config.claimTemplate = options.draClaimTemplate;
+  config.extendedResource = options.draExtendedResource;
+  config.plugins = options.plugins;
+  config.maxRequestBytes = options.maxRequestBytes;
+  return config;
+}
+
+// The admission listener. Bodies up to twice the limit are read and answered 400 by the
+// handler with a message; beyond that the server refuses them unread (413).
+Result<std::unique_ptr<HttpServer>> makeAdmissionServer(const Options& options,
+                                                        MutateHandler& handler) {
+  HttpServerOptions httpOptions;
+  httpOptions.name = "webhook";
+  httpOptions.address = options.listen;
+  httpOptions.tls = true;
+  httpOptions.certFile = options.tlsCertFile;
+  httpOptions.keyFile = options.tlsKeyFile;
+  httpOptions.maxBodyBytes = 2 * options.maxRequestBytes;
+  httpOptions.readTimeout = std::chrono::seconds(10);
+  auto server = HttpServer::create(httpOptions);
+  if (!server) {
+    return fail(server.error().context(options.tlsFromFiles() ? "--tls-cert-file" : "--listen"));
+  }
+  (*server)->handle("POST", "/mutate",
+                    [&handler](const HttpRequest& request) { return handler.handle(request); });
+  return server;
+}
+
+// Our own CA and serving certificate, for clusters without cert-manager (null with files).
+std::unique_ptr<TlsBootstrap> makeTlsBootstrap(const Options& options, KubeClient* client,
+                                               HttpServer& https) {
+  if (options.tlsFromFiles()) {
+    return nullptr;
+  }
+  TlsBootstrapOptions tlsOptions;
+  tlsOptions.ns = options.ns;
+  tlsOptions.secretName = options.tlsSecretName;
+  tlsOptions.serviceName = options.serviceName;
+  tlsOptions.extraSans = options.tlsExtraSans;
+  tlsOptions.webhookConfigName = options.webhookConfigName;
+  return std::make_unique<TlsBootstrap>(
+      *client, tlsOptions, [&https](const PemKeyPair& pair) { return https.setCertificate(pair); });
+}
+
+// /healthz, /readyz (the backends synced, the certificate ours) and /metrics, started.
+Result<std::unique_ptr<HealthServer>> startHealth(const Options& options, MetricsRegistry& registry,
+                                                  BackendSource& source, const TlsBootstrap* tls) {
+  auto health = HealthServer::create(options.common.healthAddr, registry);
+  if (!health) {
+    return fail(health.error());
+  }
+  (*health)->setReadinessCheck([&source, tls]() -> Result<void> {
+    if (!source.ready()) {
+      return fail("the backend source has not synced yet");
+    }
+    if (tls != nullptr && !tls->ready()) {
+      return fail("TLS: " + tls->notReadyReason());
+    }
+    return {};
+  });
+  if (auto started = (*health)->start(); !started) {
+    return fail(started.error());
+  }
+  return health;
+}
+
+void logStarted(const Options& options, const Leader* leader) {
+  const std::string mode = leader != nullptr ? leader->mode() : "off (no API server)";
+  log::info(
+      "gvirtus-webhook started",
+      {{"listen", options.listen},
+       {"policy", policyName(options.policy)},
+       {"backends", options.staticBackends.empty() ? "pods in " + options.backendNamespace + " (" +
+                                                         options.backendSelector + ")"
+                                                   : "static"},
+       {"tls", options.tlsFromFiles() ? "files" : "own CA in Secret " + options.tlsSecretName},
+       {"waitingPodController", mode},
+       {"peerPublisher",
+        leader != nullptr && leader->publishesPeers() ? mode : "off (static backends)"},
+       {"draSlices",
+        leader != nullptr && leader->publishesSlices() ? mode + ", driver " + kDraDriver : "off"},
+       {"backendFollower", leader != nullptr && leader->followsBackends()
+                               ? mode + ", grace " + formatDuration(options.backendLostGrace)
+                               : "off"},
+       {"autoscale", options.autoscale.enabled()
+                         ? options.autoscale.candidates + " (" +
+                               std::to_string(options.autoscale.min) + ".." +
+                               std::to_string(options.autoscale.max) + ")"
+                         : "off"}});
+}
+
+// On every way out of run(), the backend source and the leader's caches stop before the
+// controllers they call back go away.
+struct FeedsStopper {
+  BackendSource& source;
+  Leader* leader;
+  ~FeedsStopper() {
+    source.stop();
+    if (leader != nullptr) {
+      leader->stopFeeds();
+    }
+  }
+};
 
 }  // namespace
 
@@ -104,286 +218,58 @@ int run(const Options& options) {
   // First, before any thread starts: every thread inherits the blocked signals.
   ShutdownSignal& shutdown = ShutdownSignal::install();
 
-  std::unique_ptr<KubeClient> client;
-  if (options.needsApiServer()) {
-    KubeClientOptions mainOptions = clientOptions(std::chrono::seconds(10));
-    options.kubeApi.applyTo(mainOptions);
-    auto made = connectKubeClient(kProgram, options.common.kubeconfig, mainOptions);
-    if (!made) {
-      return configurationError(kProgram, made.error().message);
-    }
-    client = std::move(*made);
-  } else {
-    log::info("static backends and TLS files: running without the API server");
+  auto client = mainClient(options);
+  if (!client) {
+    return configurationError(kProgram, client.error().message);
   }
-
-  // Where backends come from.
-  std::unique_ptr<Ipv4Resolver> resolver;
-  std::unique_ptr<BackendSource> source;
-  ClusterBackendSource* clusterSource = nullptr;  // the same, for cluster backends
-  if (!options.staticBackends.empty()) {
-    auto made = Ipv4Resolver::create();
-    if (!made) {
-      log::error("cannot set up the DNS resolver", {{"error", made.error().message}});
-      return kExitFatal;
-    }
-    resolver = std::move(*made);
-    source = std::make_unique<StaticBackendSource>(
-        options.staticBackends,
-        [&resolver](const std::string& host) { return resolver->resolve(host); });
-  } else {
-    auto cluster = std::make_unique<ClusterBackendSource>(
-        *client, options.backendNamespace, options.backendSelector, options.backendPort,
-        ChooserOptions{}.assignmentWindow);
-    clusterSource = cluster.get();
-    source = std::move(cluster);
+  auto backends = makeBackends(options, client->get());
+  if (!backends) {
+    log::error("cannot start", {{"error", backends.error().message}});
+    return kExitFatal;
   }
+  BackendSource& source = *backends->source;
 
   MetricsRegistry registry;
   registry.registerProcessMetrics();
   // The HTTPS server is made below; the gauge reads it only at a scrape, once it exists.
   HttpServer* https = nullptr;
   WebhookMetrics metrics(
-      registry, [&source] { return static_cast<double>(source->backends()->size()); },
+      registry, [&source] { return static_cast<double>(source.backends()->size()); },
       [&https] {
         const auto end = https != nullptr ? https->certificateNotAfter() : std::nullopt;
         return end ? std::chrono::duration<double>(end->time_since_epoch()).count() : 0.0;
       });
-  if (clusterSource != nullptr) {
-    registry.gaugeFunction(
-        "gvirtus_webhook_cached_nodes", "Nodes in the webhook's cache",
-        [clusterSource] { return static_cast<double>(clusterSource->cacheSizes().nodes); });
-    registry.gaugeFunction(
-        "gvirtus_webhook_cached_backend_pods", "Backend pods in the webhook's cache",
-        [clusterSource] { return static_cast<double>(clusterSource->cacheSizes().backendPods); });
-    registry.gaugeFunction(
-        "gvirtus_webhook_cached_gvirtus_pods",
-        "GVirtuS pods (every namespace) in the webhook's cache, as the fields it reads",
-        [clusterSource] { return static_cast<double>(clusterSource->cacheSizes().gvirtusPods); });
+  if (backends->cluster != nullptr) {
+    addCacheGauges(registry, *backends->cluster);
   }
-  ChooserOptions chooserOptions;
-  chooserOptions.policy = options.policy;
-  if (!options.staticBackends.empty()) {
-    // No one watches the pods of static backends: nothing would confirm an assignment. They
-    // have no load report, so no maxSessions that assignments could fill either.
-    chooserOptions.unconfirmedLifetime = Duration::zero();
-  }
-  BackendChooser chooser(chooserOptions);
-  MutateConfig config;
-  config.wiring = {options.addGpuLimit, options.schedulerName, options.kaiQueue};
-  config.claimTemplate = options.draClaimTemplate;
-  config.extendedResource = options.draExtendedResource;
-  config.plugins = options.plugins;
-  config.maxRequestBytes = options.maxRequestBytes;
-  MutateHandler handler(config, *source, chooser, &metrics);
+  BackendChooser chooser(chooserOptions(options));
+  MutateHandler handler(mutateConfig(options), source, chooser, &metrics);
 
-  // The waiting-pod controller, wherever there is an API server; with --leader-elect only
-  // on the replica holding the Lease. Events get their own client, so that a burst of them
-  // never holds up a release behind the client's rate limit.
-  const std::string self = identity();
-  std::unique_ptr<KubeClient> eventsClient;
-  std::unique_ptr<EventRecorder> events;
-  std::unique_ptr<WaitingPodController> controller;
-  // Candidate GPU nodes opted in and out as pods wait (with --autoscale-candidates).
-  std::unique_ptr<AutoscaleController> autoscaler;
-  // gvirtus.io/peers of backend pods (static backends are none), where the controller runs.
-  std::unique_ptr<PeerPublisher> peers;
-  // Pods whose backend pod went away are recreated or marked (static backends: none).
-  std::unique_ptr<KubeClient> followerClient;
-  std::unique_ptr<BackendFollower> follower;
-  // With --dra: the ResourceSlices of the backends' GPUs, and the claims allocated from them
-  // with the pods that use claims (their addresses are the backends' peers).
-  std::unique_ptr<ResourceCache> sliceCache;
-  std::unique_ptr<ResourceCache> claimCache;
-  std::unique_ptr<ResourceCache> claimantCache;
-  std::unique_ptr<SlicePublisher> slices;
-  std::unique_ptr<KubeClient> electionClient;
-  std::unique_ptr<LeaderElector> elector;
-  LeaderWork leaderWork;
-  if (client) {
-    auto made = connectKubeClient(kProgram, options.common.kubeconfig,
-                                  clientOptions(std::chrono::seconds(10)));
-    if (!made) {
-      return configurationError(kProgram, made.error().message);
+  // The controllers, wherever there is an API server.
+  std::unique_ptr<Leader> leader;
+  if (*client) {
+    auto built =
+        Leader::build({options, **client, source, backends->cluster, chooser, metrics, identity()});
+    if (!built) {
+      return configurationError(kProgram, built.error().message);
     }
-    eventsClient = std::move(*made);
-    EventRecorderOptions eventOptions;
-    eventOptions.component = kProgram;
-    eventOptions.host = envOr("NODE_NAME", "");
-    eventOptions.instance = self;
-    events = std::make_unique<EventRecorder>(*eventsClient, eventOptions);
-    WaitingPodControllerOptions controllerOptions;
-    controllerOptions.ownNamespace = options.ns;
-    controllerOptions.plugins = options.plugins;
-    if (clusterSource != nullptr) {
-      controllerOptions.gvirtusPods = &clusterSource->frontendPods();
-      if (options.autoscale.enabled()) {  // never with static backends (options.cpp)
-        autoscaler = std::make_unique<AutoscaleController>(*client, clusterSource->frontendPods(),
-                                                           *events, &metrics, options.autoscale);
-        controllerOptions.onDemand = [&autoscaler](std::vector<CapacityDemand> demand,
-                                                   BackendSnapshot backends) {
-          autoscaler->demandSeen(std::move(demand), std::move(backends));
-        };
-      }
-    }
-    controller = std::make_unique<WaitingPodController>(*client, *source, chooser, *events,
-                                                        &metrics, controllerOptions);
-    if (clusterSource != nullptr && options.dra) {
-      sliceCache =
-          std::make_unique<ResourceCache>(*client, kResourceSlices, "", "", sliceFieldSelector());
-      slices = std::make_unique<SlicePublisher>(*source, *sliceCache, sliceApi(*client));
-      // Every claim is watched, and only this driver's, compacted, are kept; of the pods
-      // only those labelled gvirtus.io/dra=true, that use claims.
-      ResourceCacheOptions claimOptions;
-      claimOptions.keep = isGvirtusClaim;
-      claimOptions.transform = compactClaim;
-      // Without the claims (a ClusterRole older than --dra, an API server without
-      // resource.k8s.io/v1) no claimant is a peer, and the GVirtuS pods' lists go on.
-      claimOptions.absentMeansEmpty = true;
-      claimCache =
-          std::make_unique<ResourceCache>(*client, dra::kResourceClaims, "", "", "", claimOptions);
-      ResourceCacheOptions claimantOptions;
-      claimantOptions.keep = usesClaims;
-      claimantOptions.transform = compactClaimant;
-      claimantCache = std::make_unique<ResourceCache>(
-          *client, resources::kPods, "", std::string(kDraLabel) + "=true", "", claimantOptions);
-    }
-    source->setOnChange([&controller, &slices] {
-      controller->backendsChanged();
-      if (slices) {
-        slices->backendsChanged();
-      }
-    });
-    if (clusterSource != nullptr) {
-      peers = std::make_unique<PeerPublisher>(
-          clusterSource->backendPods(), clusterSource->frontendPods(), peerWriter(*client),
-          &metrics, PeerPublisherOptions{.port = clusterSource->port()},
-          ClaimantCaches{claimCache.get(), claimantCache.get()});
-      if (options.backendLostGrace > Duration::zero()) {
-        // Its own client: a burst of deletes never holds up releases (of the pods their
-        // owners create again, too) behind the client's rate limit.
-        made = connectKubeClient(kProgram, options.common.kubeconfig,
-                                 clientOptions(std::chrono::seconds(10)));
-        if (!made) {
-          return configurationError(kProgram, made.error().message);
-        }
-        followerClient = std::move(*made);
-        BackendFollowerOptions followerOptions;
-        followerOptions.backendNamespace = options.backendNamespace;
-        followerOptions.grace = options.backendLostGrace;
-        if (options.dra) {
-          std::string whyNot;
-          followerOptions.taintLostDevices = taintRulesUsable(*followerClient, whyNot);
-          if (!whyNot.empty()) {
-            log::info(
-                "claimants of a lost backend are deleted or marked by the follower, "
-                "not evicted for a device taint",
-                {{"why", whyNot}});
-          }
-        }
-        follower = std::make_unique<BackendFollower>(
-            clusterSource->backendPods(), clusterSource->frontendPods(),
-            followerApi(*followerClient), events.get(), &metrics, followerOptions,
-            ClaimantCaches{claimCache.get(), claimantCache.get()});
-      }
-    }
-    leaderWork = {controller.get(), autoscaler.get(), peers.get(), follower.get(), slices.get()};
-    if (options.leaderElect) {
-      // A renewal must end well within the renew deadline (see LeaderElector).
-      made = connectKubeClient(kProgram, options.common.kubeconfig,
-                               clientOptions(options.leaderElectRenewDeadline / 3, 0));
-      if (!made) {
-        return configurationError(kProgram, made.error().message);
-      }
-      electionClient = std::move(*made);
-      LeaderElectionConfig election;
-      election.ns = options.ns;
-      election.name = kLeaseName;
-      election.identity = self;
-      election.leaseDuration = options.leaderElectLeaseDuration;
-      election.renewDeadline = options.leaderElectRenewDeadline;
-      election.retryPeriod = options.leaderElectRetryPeriod;
-      // The two replicas break the chooser's ties in opposite orders (TieOrder).
-      chooser.setTieOrder(TieOrder::Descending);
-      election.onStartedLeading = [&leaderWork, &chooser](std::stop_token stop) {
-        chooser.setTieOrder(TieOrder::Ascending);
-        runControllers(stop, leaderWork);
-        chooser.setTieOrder(TieOrder::Descending);
-      };
-      elector = std::make_unique<LeaderElector>(*electionClient, election);
-    }
+    leader = std::move(*built);
   }
-
-  // The admission listener. Bodies up to twice the limit are read and answered 400 by the
-  // handler with a message; beyond that the server refuses them unread (413).
-  HttpServerOptions httpOptions;
-  httpOptions.name = "webhook";
-  httpOptions.address = options.listen;
-  httpOptions.tls = true;
-  httpOptions.certFile = options.tlsCertFile;
-  httpOptions.keyFile = options.tlsKeyFile;
-  httpOptions.maxBodyBytes = 2 * options.maxRequestBytes;
-  httpOptions.readTimeout = std::chrono::seconds(10);
-  auto server = HttpServer::create(httpOptions);
+  auto server = makeAdmissionServer(options, handler);
   if (!server) {
-    return configurationError(
-        kProgram,
-        (options.tlsFromFiles() ? "--tls-cert-file: " : "--listen: ") + server.error().message);
+    return configurationError(kProgram, server.error().message);
   }
   https = server->get();
-  (*server)->handle("POST", "/mutate",
-                    [&handler](const HttpRequest& request) { return handler.handle(request); });
-
-  std::unique_ptr<TlsBootstrap> tls;
-  if (!options.tlsFromFiles()) {
-    TlsBootstrapOptions tlsOptions;
-    tlsOptions.ns = options.ns;
-    tlsOptions.secretName = options.tlsSecretName;
-    tlsOptions.serviceName = options.serviceName;
-    tlsOptions.extraSans = options.tlsExtraSans;
-    tlsOptions.webhookConfigName = options.webhookConfigName;
-    tls = std::make_unique<TlsBootstrap>(*client, tlsOptions, [https](const PemKeyPair& pair) {
-      return https->setCertificate(pair);
-    });
-  }
-
-  auto health = HealthServer::create(options.common.healthAddr, registry);
+  std::unique_ptr<TlsBootstrap> tls = makeTlsBootstrap(options, client->get(), *https);
+  auto health = startHealth(options, registry, source, tls.get());
   if (!health) {
     return configurationError(kProgram, "--health-addr: " + health.error().message);
   }
-  (*health)->setReadinessCheck([&source, &tls]() -> Result<void> {
-    if (!source->ready()) {
-      return fail("the backend source has not synced yet");
-    }
-    if (tls && !tls->ready()) {
-      return fail("TLS: " + tls->notReadyReason());
-    }
-    return {};
-  });
-  if (auto started = (*health)->start(); !started) {
-    return configurationError(kProgram, "--health-addr: " + started.error().message);
-  }
 
-  source->start();
-  // On every way out, the source stops before the controller it calls back goes away.
-  const std::vector<ResourceCache*> draCaches = {sliceCache.get(), claimCache.get(),
-                                                 claimantCache.get()};
-  struct SourceStopper {
-    BackendSource& source;
-    const std::vector<ResourceCache*>& caches;
-    ~SourceStopper() {
-      source.stop();
-      for (ResourceCache* cache : caches) {
-        if (cache != nullptr) {
-          cache->stop();
-        }
-      }
-    }
-  } stopSource{*source, draCaches};
-  for (ResourceCache* cache : draCaches) {
-    if (cache != nullptr) {
-      cache->start();
-    }
+  source.start();
+  FeedsStopper feedsStopper{source, leader.get()};
+  if (leader) {
+    leader->startFeeds();
   }
   if (tls) {
     tls->start();
@@ -391,65 +277,24 @@ int run(const Options& options) {
   if (auto started = (*server)->start(); !started) {
     return configurationError(kProgram, "--listen: " + started.error().message);
   }
-  std::jthread controllerThread;
-  if (events) {
-    events->start();
-  }
-  if (elector) {
-    if (auto started = elector->start(); !started) {
+  if (leader) {
+    if (auto started = leader->start(); !started) {
       return configurationError(kProgram, "--leader-elect: " + started.error().message);
     }
-  } else if (controller) {
-    controllerThread =
-        std::jthread([&leaderWork](std::stop_token stop) { runControllers(stop, leaderWork); });
   }
-  std::string controllerMode = "off (no API server)";
-  if (controller) {
-    controllerMode = options.leaderElect ? "when leading (Lease " + options.ns + "/" + kLeaseName +
-                                               ", identity " + self + ")"
-                                         : "on";
-  }
-  log::info(
-      "gvirtus-webhook started",
-      {{"listen", options.listen},
-       {"policy", policyName(options.policy)},
-       {"backends", options.staticBackends.empty() ? "pods in " + options.backendNamespace + " (" +
-                                                         options.backendSelector + ")"
-                                                   : "static"},
-       {"tls", options.tlsFromFiles() ? "files" : "own CA in Secret " + options.tlsSecretName},
-       {"waitingPodController", controllerMode},
-       {"peerPublisher", peers ? controllerMode : "off (static backends)"},
-       {"draSlices", slices ? controllerMode + ", driver " + kDraDriver : "off"},
-       {"backendFollower",
-        follower ? controllerMode + ", grace " + formatDuration(options.backendLostGrace) : "off"},
-       {"autoscale", options.autoscale.enabled()
-                         ? options.autoscale.candidates + " (" +
-                               std::to_string(options.autoscale.min) + ".." +
-                               std::to_string(options.autoscale.max) + ")"
-                         : "off"}});
+  logStarted(options, leader.get());
 
   shutdown.wait();
   (*server)->stop();
-  // Leadership is given up (the Lease released, so that another replica takes over at
-  // once) only after the controller's work has ended.
-  if (elector) {
-    elector->stop();
-  }
-  if (controllerThread.joinable()) {
-    controllerThread.request_stop();
-    controllerThread.join();
-  }
-  if (events) {
-    events->stop();
+  if (leader) {
+    leader->stop();
   }
   if (tls) {
     tls->stop();
   }
-  source->stop();
-  for (ResourceCache* cache : draCaches) {
-    if (cache != nullptr) {
-      cache->stop();
-    }
+  source.stop();
+  if (leader) {
+    leader->stopFeeds();
   }
   (*health)->stop();
   return kExitOk;
