@@ -20,19 +20,8 @@ Result<void> checkReadable(const std::string& path) {
   return {};
 }
 
-}  // namespace
-
-std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
-  Options options;
-  options.ns = envOr("POD_NAMESPACE", "gvirtus-system");
-  options.plugins = defaultPlugins();
-
-  FlagSet flags(
-      kProgram,
-      "Mutating admission webhook: gives every GVirtuS pod (label gvirtus.io/enabled=true)\n"
-      "one backend and its GVirtuS configuration, and pins pods of a\n"
-      "gpu-scheduling-map to their nodes and GPUs.");
-  addCommonFlags(flags, options.common);
+// The admission listener, its certificate (files, or an own CA kept in a Secret).
+void addServingFlags(FlagSet& flags, Options& options) {
   flags.addString("listen", &options.listen, "HOST:PORT of the HTTPS admission listener");
   flags.addString("tls-cert-file", &options.tlsCertFile,
                   "serving certificate chain (PEM), re-read when it changes; empty: run an "
@@ -51,6 +40,10 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
   flags.addString(
       "namespace", &options.ns,
       "the webhook's own namespace, of its Secret and Service ($POD_NAMESPACE when set)");
+}
+
+// Where backends come from, how one is chosen, and what a wired pod is given.
+void addWiringFlags(FlagSet& flags, Options& options) {
   flags.addString("backend-namespace", &options.backendNamespace,
                   "namespace of the GVirtuS backend pods");
   flags.addString("backend-selector", &options.backendSelector,
@@ -71,6 +64,13 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
                   "spec.schedulerName for GVirtuS pods without one (e.g. kai-scheduler)");
   flags.addString("kai-queue", &options.kaiQueue,
                   "label kai.scheduler/queue for GVirtuS pods without one");
+  flags.addList("plugins", &options.plugins, "GVirtuS frontend plugins listed in properties.json");
+  flags.addInt("max-request-bytes", &options.maxRequestBytes,
+               "larger AdmissionReview bodies are refused with 400", 4096, 64 * 1024 * 1024);
+}
+
+// The leader's controllers: the election, the follower of lost backends.
+void addControllerFlags(FlagSet& flags, Options& options) {
   flags.addBool("leader-elect", &options.leaderElect,
                 "elect one replica (Lease gvirtus-webhook in --namespace) to run the "
                 "waiting-pod controller; without it every replica runs it");
@@ -85,10 +85,11 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
                     "how long a backend pod may be not ready (or terminating past its grace "
                     "period) before the pods given it are recreated (owned) or marked (bare); a "
                     "backend pod gone or at a new address counts at once; 0: off");
-  flags.addList("plugins", &options.plugins, "GVirtuS frontend plugins listed in properties.json");
-  flags.addInt("max-request-bytes", &options.maxRequestBytes,
-               "larger AdmissionReview bodies are refused with 400", 4096, 64 * 1024 * 1024);
   addKubeApiFlags(flags, options.kubeApi, "releases of waiting pods");
+}
+
+// The DRA driver gpu.gvirtus.io and the two ways pods ask it.
+void addDraFlags(FlagSet& flags, Options& options) {
   flags.addBool("dra", &options.dra,
                 "publish each backend's GPUs as ResourceSlices of the DRA driver gpu.gvirtus.io, "
                 "for pods that ask with a ResourceClaim (Kubernetes 1.34 and later; the leader "
@@ -101,6 +102,10 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
                   "with --dra: the extended resource that the DeviceClass gpu.gvirtus.io names "
                   "(e.g. gvirtus.io/gpu); pods asking for it get a remote GPU from kube-scheduler "
                   "with nothing else GVirtuS-specific in their manifest; empty: off");
+}
+
+// Opting GPU nodes in and out as backends by demand.
+void addAutoscaleFlags(FlagSet& flags, Options& options) {
   flags.addString("autoscale-candidates", &options.autoscale.candidates,
                   "label selector of GPU nodes the leader may opt in as backends when pods "
                   "wait (e.g. gvirtus.io/backend.candidate=true); empty: no autoscaling");
@@ -112,114 +117,164 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
   flags.addDuration("scale-down-after", &options.autoscale.scaleDownAfter,
                     "how long an autoscaled backend must be idle (no connection, no pod) "
                     "before it is drained and its node opted out");
+}
 
-  if (auto exit = parseCommandLine(flags, options.common, argc, argv)) {
-    return std::unexpected(*exit);
-  }
-  auto bad = [&](const std::string& reason) { return std::unexpected(usageError(flags, reason)); };
+// The listener and its certificate: files both readable, or what the own CA needs.
+Result<void> checkServing(const Options& options) {
   if (auto address = parseListenAddress(options.listen); !address) {
-    return bad("--listen: " + address.error().message);
+    return fail("--listen: " + address.error().message);
   }
   if (!options.common.healthAddr.empty()) {
     if (auto address = parseListenAddress(options.common.healthAddr); !address) {
-      return bad("--health-addr: " + address.error().message);
+      return fail("--health-addr: " + address.error().message);
     }
   }
   if (options.tlsCertFile.empty() != options.tlsKeyFile.empty()) {
-    return bad(options.tlsCertFile.empty() ? "--tls-cert-file: needed with --tls-key-file"
-                                           : "--tls-key-file: needed with --tls-cert-file");
+    return fail(options.tlsCertFile.empty() ? "--tls-cert-file: needed with --tls-key-file"
+                                            : "--tls-key-file: needed with --tls-cert-file");
   }
   if (options.tlsFromFiles()) {
     if (auto ok = checkReadable(options.tlsCertFile); !ok) {
-      return bad("--tls-cert-file: " + ok.error().message);
+      return fail("--tls-cert-file: " + ok.error().message);
     }
     if (auto ok = checkReadable(options.tlsKeyFile); !ok) {
-      return bad("--tls-key-file: " + ok.error().message);
+      return fail("--tls-key-file: " + ok.error().message);
     }
   } else {
     if (options.ns.empty()) {
-      return bad("--namespace: must not be empty without --tls-cert-file");
+      return fail("--namespace: must not be empty without --tls-cert-file");
     }
     if (options.serviceName.empty()) {
-      return bad("--service-name: must not be empty without --tls-cert-file");
+      return fail("--service-name: must not be empty without --tls-cert-file");
     }
     if (options.tlsSecretName.empty()) {
-      return bad("--tls-secret-name: must not be empty");
+      return fail("--tls-secret-name: must not be empty");
     }
   }
+  return {};
+}
+
+// Backend pods named by a namespace and a selector (or static ones), and something to load.
+Result<void> checkWiring(const Options& options) {
   if (options.staticBackends.empty()) {
     if (options.backendNamespace.empty()) {
-      return bad("--backend-namespace: must not be empty");
+      return fail("--backend-namespace: must not be empty");
     }
     if (options.backendSelector.empty()) {
-      return bad("--backend-selector: must not be empty (it would select every pod)");
+      return fail("--backend-selector: must not be empty (it would select every pod)");
     }
   }
   if (options.plugins.empty()) {
-    return bad("--plugins: must name at least one plugin");
+    return fail("--plugins: must name at least one plugin");
   }
+  return {};
+}
+
+// The claim and extended-resource paths, each only with --dra and names Kubernetes takes.
+Result<void> checkDra(const Options& options) {
   if (options.dra && !options.staticBackends.empty()) {
-    return bad("--dra: not with --static-backends (no pod says what GPUs they have)");
+    return fail("--dra: not with --static-backends (no pod says what GPUs they have)");
   }
   if (!options.draClaimTemplate.empty()) {
     if (!options.dra) {
-      return bad("--dra-claim-template: needs --dra (the devices the claims are allocated from)");
+      return fail("--dra-claim-template: needs --dra (the devices the claims are allocated from)");
     }
     if (!isDnsSubdomain(options.draClaimTemplate)) {
-      return bad("--dra-claim-template: \"" + options.draClaimTemplate +
-                 "\" is not an object name (lower-case letters, digits, '-' and '.', at most "
-                 "253)");
+      return fail("--dra-claim-template: \"" + options.draClaimTemplate +
+                  "\" is not an object name (lower-case letters, digits, '-' and '.', at most "
+                  "253)");
     }
     if (!options.schedulerName.empty()) {
-      return bad(
+      return fail(
           "--dra-claim-template: not with --scheduler-name (KAI-Scheduler does not share a "
           "device among claims: docs/dra.md)");
     }
   }
   if (!options.draExtendedResource.empty()) {
     if (!options.dra) {
-      return bad(
+      return fail(
           "--dra-extended-resource: needs --dra (the devices the claims are allocated "
           "from)");
     }
     if (auto valid = validateExtendedResourceName(options.draExtendedResource); !valid) {
-      return bad("--dra-extended-resource: " + valid.error().message);
+      return fail("--dra-extended-resource: " + valid.error().message);
     }
   }
+  return {};
+}
+
+// Autoscaling only of nodes, within its bounds, after positive delays.
+Result<void> checkAutoscale(const Options& options) {
   if (options.autoscale.enabled()) {
     if (!options.staticBackends.empty()) {
-      return bad("--autoscale-candidates: not with --static-backends (they are not nodes)");
+      return fail("--autoscale-candidates: not with --static-backends (they are not nodes)");
     }
     if (options.autoscale.min > options.autoscale.max) {
-      return bad("--autoscale-min: must not exceed --autoscale-max");
+      return fail("--autoscale-min: must not exceed --autoscale-max");
     }
     if (options.autoscale.scaleUpAfter <= Duration::zero()) {
-      return bad("--scale-up-after: must be positive");
+      return fail("--scale-up-after: must be positive");
     }
     if (options.autoscale.scaleDownAfter <= Duration::zero()) {
-      return bad("--scale-down-after: must be positive");
+      return fail("--scale-down-after: must be positive");
     }
   }
+  return {};
+}
+
+// The election's durations in the order client-go asks (lease > renew > retry * 1.2).
+Result<void> checkControllers(const Options& options) {
   if (options.leaderElectLeaseDuration < std::chrono::seconds(1)) {
-    return bad(
+    return fail(
         "--leader-elect-lease-duration: must be at least 1s (the Lease holds whole "
         "seconds)");
   }
   if (options.leaderElectRenewDeadline <= Duration::zero() ||
       options.leaderElectRenewDeadline >=
           std::chrono::duration_cast<std::chrono::seconds>(options.leaderElectLeaseDuration)) {
-    return bad(
+    return fail(
         "--leader-elect-renew-deadline: must be positive and shorter than "
         "--leader-elect-lease-duration");
   }
   if (options.backendLostGrace < Duration::zero()) {
-    return bad("--backend-lost-grace: must not be negative");
+    return fail("--backend-lost-grace: must not be negative");
   }
   if (options.leaderElectRetryPeriod <= Duration::zero() ||
       options.leaderElectRetryPeriod * 12 / 10 >= options.leaderElectRenewDeadline) {
-    return bad(
+    return fail(
         "--leader-elect-retry-period: must be positive and shorter than "
         "--leader-elect-renew-deadline / 1.2");
+  }
+  return {};
+}
+
+}  // namespace
+
+std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
+  Options options;
+  options.ns = envOr("POD_NAMESPACE", "gvirtus-system");
+  options.plugins = defaultPlugins();
+
+  FlagSet flags(
+      kProgram,
+      "Mutating admission webhook: gives every GVirtuS pod (label gvirtus.io/enabled=true)\n"
+      "one backend and its GVirtuS configuration, and pins pods of a\n"
+      "gpu-scheduling-map to their nodes and GPUs.");
+  addCommonFlags(flags, options.common);
+  addServingFlags(flags, options);
+  addWiringFlags(flags, options);
+  addControllerFlags(flags, options);
+  addDraFlags(flags, options);
+  addAutoscaleFlags(flags, options);
+
+  if (auto exit = parseCommandLine(flags, options.common, argc, argv)) {
+    return std::unexpected(*exit);
+  }
+  auto bad = [&](const std::string& reason) { return std::unexpected(usageError(flags, reason)); };
+  for (auto check : {checkServing, checkWiring, checkDra, checkAutoscale, checkControllers}) {
+    if (auto valid = check(options); !valid) {
+      return bad(valid.error().message);
+    }
   }
   return options;
 }
