@@ -152,149 +152,179 @@ bool Supervisor::portFree(SupervisorStatus& status) {
   return false;
 }
 
-void Supervisor::loop(std::stop_token stop) {
-  Backoff backoff(options_.backoffInitial, options_.backoffMax, 2.0, options_.backoffJitter,
-                  options_.random);
+struct Supervisor::Run {
+  explicit Run(const SupervisorOptions& options)
+      : backoff(options.backoffInitial, options.backoffMax, 2.0, options.backoffJitter,
+                options.random) {}
+  Backoff backoff;
   std::optional<ProcessGroup> group;
   SupervisorStatus status;
   Clock::time_point startedAt{};
   Clock::time_point nextStart = Clock::now();
   bool seenListening = false;
   bool probeFailedLogged = false;
+};
 
-  // Stops the current group and schedules the next start after a backoff delay.
-  auto restartLater = [&](const std::string& why) {
-    const Duration uptime = since(startedAt);
-    // Not ready from now on: stopping the group can take stopTimeout, and the backend
-    // must not be handed new pods meanwhile.
-    status.running = false;
-    status.listening = false;
-    status.pid = 0;
-    setStatus(status);
-    if (group) {
-      group->stop(options_.stopTimeout);
-      group.reset();
-    }
-    if (uptime >= options_.stableAfter) {
-      backoff.reset();
-    }
-    const Duration delay = backoff.next();
-    nextStart = Clock::now() + delay;
-    status.running = false;
-    status.pid = 0;
-    log::warn("the backend will be restarted",
-              {{"reason", why}, {"uptime", formatDuration(uptime)}, {"in", formatDuration(delay)}});
-    if (options_.onRestartScheduled) {
-      options_.onRestartScheduled(delay, why);
-    }
-  };
-
+void Supervisor::loop(std::stop_token stop) {
+  Run run(options_);
   while (!stop.stop_requested()) {
-    if (!group && holdRestarts_) {
-      status.heldDown = true;  // draining: a backend that ended stays down
-      status.portWaiting = false;
-    } else if (!group && Clock::now() >= nextStart && portFree(status)) {
-      // The startup timeout counts from here: the wait for the port is not part of it.
-      auto started =
-          ProcessGroup::start(options_.argv, options_.env, options_.reapScope, options_.output);
-      startedAt = Clock::now();
-      seenListening = false;
-      if (status.starts > 0) {
-        ++status.restarts;
-      }
-      ++status.starts;
-      if (started) {
-        group.emplace(std::move(*started));
-        status.running = true;
-        status.pid = group->pid();
-        log::info("started the backend",
-                  {{"pid", group->pid()}, {"command", joinCommand(options_.argv)}});
-      } else {
-        restartLater(started.error().message);
-      }
-    }
-
-    if (group) {
-      if (auto exited = group->reap()) {
-        const std::string why = "the backend exited: " + exited->describe();
-        if (holdRestarts_) {
-          log::info("the backend exited while draining", {{"status", exited->describe()}});
-          group->stop(options_.stopTimeout);
-          group.reset();
-          status.running = false;
-          status.pid = 0;
-        } else {
-          restartLater(why);
-        }
-      }
-    } else if (options_.reapScope == ReapScope::AnyChild) {
-      reapAnyChildren();
-    }
-
-    auto state = probe_.probe(options_.port);
-    if (state) {
-      probeFailedLogged = false;
-      // Only the backend this supervisor runs counts: a port held by anything else (an
-      // orphan of a stopped run) is not a ready backend.
-      status.listening = group.has_value() && state->listening;
-      status.connections = state->established;
-      status.leakedSockets = state->closeWait;
-      if (status.portWaiting) {
-        status.portHeldBy = describeSockets(*state);
-      }
-    } else if (!probeFailedLogged) {
-      log::error("cannot read the port's state", {{"error", state.error().message}});
-      probeFailedLogged = true;
-    }
-
-    // A leak restart is due when more sockets leaked than allowed and no client is connected;
-    // the permit is asked on every pass, due or not, and may hold it.
-    const bool listening = group && state && state->listening;
-    const bool overLimit =
-        listening && options_.maxLeakedSockets > 0 && state->closeWait > options_.maxLeakedSockets;
-    const bool idle = listening && state->established == 0 && !holdRestarts_;
-    const bool permitted =
-        !options_.leakRestartPermit || options_.leakRestartPermit(overLimit, idle);
-    if (group && state) {
-      if (state->listening) {
-        if (!seenListening) {
-          log::info("the backend is listening",
-                    {{"port", options_.port}, {"after", formatDuration(since(startedAt))}});
-        }
-        seenListening = true;
-        if (overLimit && idle && permitted) {
-          ++status.leakRestarts;
-          restartLater(std::to_string(state->closeWait) +
-                       " sockets of finished clients left open (CLOSE_WAIT), more than " +
-                       std::to_string(options_.maxLeakedSockets) + ", and no client connected");
-        }
-      } else if (!holdRestarts_) {
-        if (seenListening) {
-          restartLater("its port " + std::to_string(options_.port) +
-                       " stopped listening while the process lives on");
-        } else if (since(startedAt) >= options_.startupTimeout) {
-          restartLater("its port " + std::to_string(options_.port) + " did not listen within " +
-                       formatDuration(options_.startupTimeout));
-        }
-      }
-    }
-    setStatus(status);
-    sleepUnlessStopped(stop, pauseBeforeNextLook(status, group.has_value(), nextStart, options_));
+    startIfDue(run);
+    reapExited(run);
+    judgePort(run, readPort(run));
+    setStatus(run.status);
+    sleepUnlessStopped(
+        stop, pauseBeforeNextLook(run.status, run.group.has_value(), run.nextStart, options_));
   }
 
-  if (group) {
-    log::info("stopping the backend", {{"pid", group->pid()}});
-    auto exited = group->stop(options_.stopTimeout);
+  if (run.group) {
+    log::info("stopping the backend", {{"pid", run.group->pid()}});
+    auto exited = run.group->stop(options_.stopTimeout);
     log::info("the backend stopped",
               {{"status", exited ? exited->describe() : std::string("unknown")}});
   }
   if (options_.reapScope == ReapScope::AnyChild) {
     reapAnyChildren();
   }
+  run.status.running = false;
+  run.status.listening = false;
+  run.status.pid = 0;
+  setStatus(run.status);
+}
+
+void Supervisor::restartLater(Run& run, const std::string& why) {
+  SupervisorStatus& status = run.status;
+  const Duration uptime = since(run.startedAt);
+  // Not ready from now on: stopping the group can take stopTimeout, and the backend
+  // must not be handed new pods meanwhile.
   status.running = false;
   status.listening = false;
   status.pid = 0;
   setStatus(status);
+  if (run.group) {
+    run.group->stop(options_.stopTimeout);
+    run.group.reset();
+  }
+  if (uptime >= options_.stableAfter) {
+    run.backoff.reset();
+  }
+  const Duration delay = run.backoff.next();
+  run.nextStart = Clock::now() + delay;
+  status.running = false;
+  status.pid = 0;
+  log::warn("the backend will be restarted",
+            {{"reason", why}, {"uptime", formatDuration(uptime)}, {"in", formatDuration(delay)}});
+  if (options_.onRestartScheduled) {
+    options_.onRestartScheduled(delay, why);
+  }
+}
+
+void Supervisor::startIfDue(Run& run) {
+  SupervisorStatus& status = run.status;
+  if (!run.group && holdRestarts_) {
+    status.heldDown = true;  // draining: a backend that ended stays down
+    status.portWaiting = false;
+    return;
+  }
+  if (run.group || Clock::now() < run.nextStart || !portFree(status)) {
+    return;
+  }
+  // The startup timeout counts from here: the wait for the port is not part of it.
+  auto started =
+      ProcessGroup::start(options_.argv, options_.env, options_.reapScope, options_.output);
+  run.startedAt = Clock::now();
+  run.seenListening = false;
+  if (status.starts > 0) {
+    ++status.restarts;
+  }
+  ++status.starts;
+  if (!started) {
+    restartLater(run, started.error().message);
+    return;
+  }
+  run.group.emplace(std::move(*started));
+  status.running = true;
+  status.pid = run.group->pid();
+  log::info("started the backend",
+            {{"pid", run.group->pid()}, {"command", joinCommand(options_.argv)}});
+}
+
+void Supervisor::reapExited(Run& run) {
+  if (!run.group) {
+    if (options_.reapScope == ReapScope::AnyChild) {
+      reapAnyChildren();
+    }
+    return;
+  }
+  auto exited = run.group->reap();
+  if (!exited) {
+    return;
+  }
+  if (!holdRestarts_) {
+    restartLater(run, "the backend exited: " + exited->describe());
+    return;
+  }
+  log::info("the backend exited while draining", {{"status", exited->describe()}});
+  run.group->stop(options_.stopTimeout);
+  run.group.reset();
+  run.status.running = false;
+  run.status.pid = 0;
+}
+
+std::optional<PortState> Supervisor::readPort(Run& run) {
+  auto state = probe_.probe(options_.port);
+  if (!state) {
+    if (!run.probeFailedLogged) {
+      log::error("cannot read the port's state", {{"error", state.error().message}});
+      run.probeFailedLogged = true;
+    }
+    return std::nullopt;
+  }
+  run.probeFailedLogged = false;
+  // Only the backend this supervisor runs counts: a port held by anything else (an
+  // orphan of a stopped run) is not a ready backend.
+  SupervisorStatus& status = run.status;
+  status.listening = run.group.has_value() && state->listening;
+  status.connections = state->established;
+  status.leakedSockets = state->closeWait;
+  if (status.portWaiting) {
+    status.portHeldBy = describeSockets(*state);
+  }
+  return std::move(*state);
+}
+
+void Supervisor::judgePort(Run& run, const std::optional<PortState>& state) {
+  // A leak restart is due when more sockets leaked than allowed and no client is connected;
+  // the permit is asked on every pass, due or not, and may hold it.
+  const bool listening = run.group && state && state->listening;
+  const bool overLimit =
+      listening && options_.maxLeakedSockets > 0 && state->closeWait > options_.maxLeakedSockets;
+  const bool idle = listening && state->established == 0 && !holdRestarts_;
+  const bool permitted = !options_.leakRestartPermit || options_.leakRestartPermit(overLimit, idle);
+  if (!run.group || !state) {
+    return;
+  }
+  if (state->listening) {
+    if (!run.seenListening) {
+      log::info("the backend is listening",
+                {{"port", options_.port}, {"after", formatDuration(since(run.startedAt))}});
+    }
+    run.seenListening = true;
+    if (overLimit && idle && permitted) {
+      ++run.status.leakRestarts;
+      restartLater(run, std::to_string(state->closeWait) +
+                            " sockets of finished clients left open (CLOSE_WAIT), more than " +
+                            std::to_string(options_.maxLeakedSockets) +
+                            ", and no client connected");
+    }
+  } else if (!holdRestarts_) {
+    if (run.seenListening) {
+      restartLater(run, "its port " + std::to_string(options_.port) +
+                            " stopped listening while the process lives on");
+    } else if (since(run.startedAt) >= options_.startupTimeout) {
+      restartLater(run, "its port " + std::to_string(options_.port) + " did not listen within " +
+                            formatDuration(options_.startupTimeout));
+    }
+  }
 }
 
 }  // namespace gvirtus::backend_shim

@@ -106,7 +106,19 @@ class Supervisor {
   void stop();
 
  private:
+  // What one run of loop() keeps from one look to the next (supervisor.cpp).
+  struct Run;
+  // Every look, until `stop`: start the backend when due, reap it, read its port, judge it.
   void loop(std::stop_token stop);
+  void startIfDue(Run& run);
+  void reapExited(Run& run);
+  // The port's sockets into the status; nullopt (logged once) when they cannot be read.
+  std::optional<PortState> readPort(Run& run);
+  // Listening: counted ready, restarted for leaked sockets when idle and permitted. Not
+  // listening: restarted when it stopped, or never started within the startup timeout.
+  void judgePort(Run& run, const std::optional<PortState>& port);
+  // Not ready from now on; the group stopped, the next start after a backoff delay.
+  void restartLater(Run& run, const std::string& why);
   // Whether the port can be bound now; keeps the wait's numbers in `status` and logs the
   // first look of each wait. A check that fails lets the start go ahead, as before it existed.
   bool portFree(SupervisorStatus& status);
