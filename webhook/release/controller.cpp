@@ -28,14 +28,19 @@ constexpr auto kSyncPoll = std::chrono::milliseconds(200);
 // What a unit is parked under (parked_units.h): a lone pod's requirements less its name, so
 // that pods asking the same are judged once; a gang, or a pod whose requirements do not
 // parse, alone.
-ParkGroup parkGroupOf(const std::string& key, const json& pod) {
-  if (!isGangUnitKey(key)) {
-    if (auto asked = requirementsFromPod(pod)) {
-      asked->pod.clear();
-      return ParkGroup{.asked = std::move(*asked), .unit = ""};
-    }
+ParkGroup parkGroupOf(const std::string& key, const std::optional<BackendRequirements>& asked) {
+  if (!isGangUnitKey(key) && asked) {
+    ParkGroup group{.asked = *asked, .unit = ""};
+    group.asked.pod.clear();
+    return group;
   }
   return ParkGroup{.asked = {}, .unit = key};
+}
+
+// The same for a pod whose requirements were not parsed by its choice (a failed write).
+ParkGroup parkGroupOf(const std::string& key, const json& pod) {
+  auto asked = requirementsFromPod(pod);
+  return parkGroupOf(key, asked ? std::optional(std::move(*asked)) : std::nullopt);
 }
 
 }  // namespace
@@ -47,7 +52,6 @@ WaitingPodController::WaitingPodController(KubeClient& client, const BackendSour
     : client_(client),
       backends_(backends),
       chooser_(chooser),
-      events_(events),
       metrics_(metrics),
       options_(std::move(options)),
       reporter_(events, metrics,
@@ -188,7 +192,7 @@ Result<SyncResult> WaitingPodController::syncUnit(const std::string& key) {
   }
   queue_.writing(key);
   // Where it found room, the next of its group may find some too.
-  queue_.putBackNext(parkGroupOf(key, *pod));
+  queue_.putBackNext(parkGroupOf(key, release.outcome.asked));
   writes_->submit({key, pod, std::move(*release.patch), std::move(*release.outcome.choice)});
   return SyncResult{};
 }
@@ -282,16 +286,23 @@ bool WaitingPodController::settle(const std::string& key, const std::vector<PodO
         break;
       case PodOutcome::Kind::Waiting: {
         reporter_.waits(pod);
+        // A lone pod's choice parsed what it asks; a gang member's is parsed here.
+        std::optional<BackendRequirements> asked = outcome.asked;
+        if (!asked) {
+          if (auto parsed = requirementsFromPod(pod)) {
+            asked = std::move(*parsed);
+          }
+        }
         if (!parked) {
           parked = {.unit = key,
-                    .group = parkGroupOf(key, pod),
+                    .group = parkGroupOf(key, asked),
                     .waitingSince = createdAt(pod),  // outcomes are oldest first
                     .demand = {}};
         }
         // Kept only for an autoscaler: at 10,000 parked pods it is 10,000 references.
-        auto requirements = requirementsFromPod(pod);
-        if (outcome.forCapacity && options_.onDemand && requirements) {
-          parked->demand.push_back({referenceTo(pod, "v1", "Pod"), *requirements, createdAt(pod)});
+        if (outcome.forCapacity && options_.onDemand && asked) {
+          parked->demand.push_back(
+              {referenceTo(pod, "v1", "Pod"), std::move(*asked), createdAt(pod)});
         }
         break;
       }

@@ -120,7 +120,6 @@ class WaitingPodController {
   KubeClient& client_;
   const BackendSource& backends_;
   BackendChooser& chooser_;
-  EventRecorder& events_;
   WebhookMetrics* metrics_;
   WaitingPodControllerOptions options_;
   ReleaseReporter reporter_;

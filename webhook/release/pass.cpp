@@ -89,15 +89,21 @@ PodOutcome refused(ObjectSnapshot pod) {
 }
 
 // The assigner's answer for a waiting pod. A pod whose annotations do not parse waits with
-// their error, and asks no backend for room (Kind::Error).
+// their error, and asks no backend for room (Kind::Error). What it asks goes to `asked`
+// where one is given.
 AssignResult assignWaiting(BackendAssigner& assigner, const std::vector<Backend>& backends,
-                           const json& pod) {
+                           const json& pod, std::optional<BackendRequirements>* asked = nullptr) {
   auto requirements = requirementsFromPod(pod);
   if (!requirements) {
     return std::unexpected(
         NotAssigned{.kind = NotAssigned::Kind::Error, .reason = requirements.error().message});
   }
-  return assigner.assign(backends, *requirements, {.pinned = std::nullopt, .podExists = true});
+  AssignResult assigned =
+      assigner.assign(backends, *requirements, {.pinned = std::nullopt, .podExists = true});
+  if (asked != nullptr) {
+    *asked = std::move(*requirements);
+  }
+  return assigned;
 }
 
 // Releases chosen per writer before a batch is written (pass.h).
@@ -374,15 +380,19 @@ LoneRelease chooseAlone(const ObjectSnapshot& pod, const std::vector<Backend>& b
   if (!gatedByWebhook(*pod)) {
     return {refused(pod), std::nullopt};
   }
-  AssignResult assigned = assignWaiting(assigner, backends, *pod);
+  std::optional<BackendRequirements> asked;
+  AssignResult assigned = assignWaiting(assigner, backends, *pod, &asked);
   if (!assigned) {
     const bool noRoom = assigned.error().kind == NotAssigned::Kind::Waits;
-    return {waits(pod, assigned.error().reason, noRoom), std::nullopt};
+    PodOutcome outcome = waits(pod, assigned.error().reason, noRoom);
+    outcome.asked = std::move(asked);
+    return {std::move(outcome), std::nullopt};
   }
   PodOutcome outcome;
   outcome.pod = pod;
   outcome.kind = PodOutcome::Kind::Failed;  // until its write succeeds
   outcome.choice = assigned->choice;
+  outcome.asked = std::move(asked);
   return {std::move(outcome), releasePatch(*pod, assigned->assignment)};
 }
 

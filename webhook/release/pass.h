@@ -49,6 +49,9 @@ struct PodOutcome {
   bool forCapacity = false;                  // Waiting: because no backend has room for it
   std::optional<Error> error;                // Failed: the patch's error
   std::chrono::system_clock::time_point at;  // Released: when the patch succeeded
+  // A lone pod's: what it asks, as its choice parsed it (absent where it did not parse),
+  // so that parking it, its group's next and its demand parse it no more.
+  std::optional<BackendRequirements> asked;
 };
 
 // Writes one release patch to one pod.
