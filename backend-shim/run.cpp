@@ -168,6 +168,15 @@ void drain(const Options& options, ServedBackend& backend, PeerCheck* peerCheck)
   backend.stop();
 }
 
+void logStarting(const Options& options, int healthPort) {
+  log::info("starting", {{"version", GVIRTUS_VERSION},
+                         {"port", options.port},
+                         {"sessions", options.sessions},
+                         {"config", options.configOut},
+                         {"backend", options.backendCommand[0]},
+                         {"healthPort", healthPort}});
+}
+
 }  // namespace
 
 int run(const Options& options) {
@@ -228,12 +237,7 @@ int run(const Options& options) {
   if (auto started = (*health)->start(); !started) {
     return configurationError(kProgram, "--health-addr: " + started.error().message);
   }
-  log::info("starting", {{"version", GVIRTUS_VERSION},
-                         {"port", options.port},
-                         {"sessions", options.sessions},
-                         {"config", options.configOut},
-                         {"backend", options.backendCommand[0]},
-                         {"healthPort", (*health)->port()}});
+  logStarting(options, (*health)->port());
   const auto nvml = NvmlGpus::open(options.nvmlLibrary);
   (*backend)->start();
   LoadPublisher* publisher = report->publisher.get();

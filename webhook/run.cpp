@@ -208,6 +208,24 @@ struct FeedsStopper {
   }
 };
 
+// After SIGTERM: no new review, then the controllers' work ends (and the Lease is given up,
+// so that another replica takes over at once), then what feeds them.
+void stopInOrder(HttpServer& server, Leader* leader, TlsBootstrap* tls, BackendSource& source,
+                 HealthServer& health) {
+  server.stop();
+  if (leader != nullptr) {
+    leader->stop();
+  }
+  if (tls != nullptr) {
+    tls->stop();
+  }
+  source.stop();
+  if (leader != nullptr) {
+    leader->stopFeeds();
+  }
+  health.stop();
+}
+
 }  // namespace
 
 int run(const Options& options) {
@@ -285,18 +303,7 @@ int run(const Options& options) {
   logStarted(options, leader.get());
 
   shutdown.wait();
-  (*server)->stop();
-  if (leader) {
-    leader->stop();
-  }
-  if (tls) {
-    tls->stop();
-  }
-  source.stop();
-  if (leader) {
-    leader->stopFeeds();
-  }
-  (*health)->stop();
+  stopInOrder(**server, leader.get(), tls.get(), source, **health);
   return kExitOk;
 }
 
