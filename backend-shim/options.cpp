@@ -138,24 +138,29 @@ Result<void> validateOptions(Options& options) {
   return validatePeerCheck(options);
 }
 
-std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
-  Options options;
-  options.plugins = kDefaultPlugins;
-  options.gvirtusHome = envOr("GVIRTUS_HOME");
-  options.podName = envOr("POD_NAME");
-  options.podNamespace = envOr("POD_NAMESPACE");
+namespace {
 
-  FlagSet flags(kProgram,
-                "Runs the GVirtuS backend in its own process group, restarts it when it exits or "
-                "stops listening,\nmeasures its connections and GPUs, and publishes "
-                "gvirtus.io/load on its own pod.\n\nThe backend command follows -- "
-                "(default $GVIRTUS_HOME/bin/gvirtus-backend); the rendered config path\nis "
-                "appended as its last argument.");
-  addCommonFlags(flags, options.common);
+// The backend process: its port and plugins, where its configuration goes, its binary, how
+// long it may take to start, to stop, to drain.
+void addBackendFlags(FlagSet& flags, Options& options) {
   flags.addInt("port", &options.port, "TCP port the backend listens on", 1, 65535);
   flags.addList("plugins", &options.plugins, "GVirtuS plugins the backend loads, comma list");
   flags.addString("config-out", &options.configOut,
                   "where to write the backend's properties.json (must end in .json)");
+  flags.addString("gvirtus-home", &options.gvirtusHome,
+                  "GVirtuS install folder, from $GVIRTUS_HOME when unset: bin/gvirtus-backend "
+                  "is the default backend, lib/ its LD_LIBRARY_PATH");
+  flags.addDuration("startup-timeout", &options.startupTimeout,
+                    "a backend whose port is not listening this long after it starts is "
+                    "restarted");
+  flags.addDuration("stop-timeout", &options.stopTimeout,
+                    "time between SIGTERM and SIGKILL to the backend's process group");
+  flags.addDuration("drain-timeout", &options.drainTimeout,
+                    "on SIGTERM, how long to wait for the backend's connections to close");
+}
+
+// How frontend pods share the backend (--sessions) and how many it takes.
+void addSessionFlags(FlagSet& flags, Options& options) {
   flags.addString("sessions", &options.sessions,
                   "per-pod: each frontend pod is served by a backend process of its own (its "
                   "own CUDA context; a crash ends only its pod's connections), started from a "
@@ -172,6 +177,10 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
                "per-pod: open connections one pod may hold (GVirtuS opens one per application "
                "thread); one more is refused at accept",
                1, 100000);
+}
+
+// The restart that frees the sockets GVirtuS leaks, and the other backends it waits for.
+void addLeakRestartFlags(FlagSet& flags, Options& options) {
   flags.addInt("max-leaked-sockets", &options.maxLeakedSockets,
                "GVirtuS never closes a finished client's socket: past this many (CLOSE_WAIT), "
                "the backend is restarted as soon as no client is connected; 0: never",
@@ -184,28 +193,25 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
   flags.addString("backend-selector", &options.backendSelector,
                   "label selector of the backend pods in this pod's namespace, as the webhook's "
                   "--backend-selector: a leak restart waits for another of them to be Ready");
-  flags.addDuration("publish-interval", &options.publishInterval,
-                    "least time between two writes of the gvirtus.io/load annotation");
-  flags.addDuration("drain-timeout", &options.drainTimeout,
-                    "on SIGTERM, how long to wait for the backend's connections to close");
-  flags.addDuration("stop-timeout", &options.stopTimeout,
-                    "time between SIGTERM and SIGKILL to the backend's process group");
-  flags.addDuration("startup-timeout", &options.startupTimeout,
-                    "a backend whose port is not listening this long after it starts is "
-                    "restarted");
-  flags.addString("gvirtus-home", &options.gvirtusHome,
-                  "GVirtuS install folder, from $GVIRTUS_HOME when unset: bin/gvirtus-backend "
-                  "is the default backend, lib/ its LD_LIBRARY_PATH");
+}
+
+// This pod, on which the load is published, and the GPUs' numbers it publishes.
+void addPodFlags(FlagSet& flags, Options& options) {
   flags.addString("pod-name", &options.podName,
                   "this pod's name, from $POD_NAME when unset: the load is published on it and, "
                   "with --peer-check, its gvirtus.io/peers read; without it the load is not "
                   "published");
   flags.addString("pod-namespace", &options.podNamespace,
                   "this pod's namespace, from $POD_NAMESPACE when unset");
-
+  flags.addDuration("publish-interval", &options.publishInterval,
+                    "least time between two writes of the gvirtus.io/load annotation");
   flags.addString("nvml-library", &options.nvmlLibrary,
                   "NVML library to load for the GPUs' numbers; when it cannot be loaded the "
                   "node reports no GPUs");
+}
+
+// Who may open a session, and what the guard preloaded into the backend fences off.
+void addGuardFlags(FlagSet& flags, Options& options) {
   flags.addBool("peer-check", &options.peerCheck,
                 "accept sessions only from the pods the webhook lists in this pod's "
                 "gvirtus.io/peers annotation (a guard preloaded into the backend closes other "
@@ -223,6 +229,29 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
                   "Landlock (Linux 5.13 or later): this pod's ServiceAccount token, which may "
                   "write the load report, is kept from the process that parses tenants' bytes; "
                   "empty: nothing is hidden");
+}
+
+}  // namespace
+
+std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
+  Options options;
+  options.plugins = kDefaultPlugins;
+  options.gvirtusHome = envOr("GVIRTUS_HOME");
+  options.podName = envOr("POD_NAME");
+  options.podNamespace = envOr("POD_NAMESPACE");
+
+  FlagSet flags(kProgram,
+                "Runs the GVirtuS backend in its own process group, restarts it when it exits or "
+                "stops listening,\nmeasures its connections and GPUs, and publishes "
+                "gvirtus.io/load on its own pod.\n\nThe backend command follows -- "
+                "(default $GVIRTUS_HOME/bin/gvirtus-backend); the rendered config path\nis "
+                "appended as its last argument.");
+  addCommonFlags(flags, options.common);
+  addBackendFlags(flags, options);
+  addSessionFlags(flags, options);
+  addLeakRestartFlags(flags, options);
+  addPodFlags(flags, options);
+  addGuardFlags(flags, options);
 
   if (auto stop = parseCommandLine(flags, options.common, argc, argv)) {
     return std::unexpected(*stop);

@@ -42,6 +42,71 @@ const char* commandName(Command command) {
   return "status";
 }
 
+namespace {
+
+// The command line as FlagSet reads it (kubectl's -o and -n spelled as ours), and the
+// positional arguments taken out of it: the command and its pod.
+struct SplitArguments {
+  std::vector<std::string> arguments;
+  std::vector<std::string> positional;
+};
+
+SplitArguments splitArguments(int argc, const char* const* argv) {
+  SplitArguments out;
+  out.arguments.emplace_back(argc > 0 ? argv[0] : kProgram);
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "-o" || arg == "-n") {
+      arg = arg == "-o" ? "--output" : "--namespace";
+    } else if (arg.rfind("-o", 0) == 0 && arg.size() > 2 && arg[2] != '-') {
+      arg = "--output=" + arg.substr(arg[2] == '=' ? 3 : 2);
+    } else if (arg.rfind("-n", 0) == 0 && arg.size() > 2 && arg[2] != '-') {
+      arg = "--namespace=" + arg.substr(arg[2] == '=' ? 3 : 2);
+    } else if (arg.empty() || arg[0] != '-') {
+      out.positional.push_back(arg);
+      continue;
+    }
+    out.arguments.push_back(arg);
+    if (arg.find('=') == std::string::npos && !isBoolFlag(arg) && i + 1 < argc) {
+      out.arguments.emplace_back(argv[++i]);
+    }
+  }
+  return out;
+}
+
+// The command (status when none) and, for why, its pod (NAME or pod/NAME, as kubectl
+// writes it); nothing more.
+Result<void> parseCommand(const std::vector<std::string>& positional, Options& options) {
+  const std::string command = positional.empty() ? "status" : positional.front();
+  if (command == "status") {
+    options.command = Command::Status;
+  } else if (command == "backends") {
+    options.command = Command::Backends;
+  } else if (command == "why") {
+    options.command = Command::Why;
+    if (positional.size() < 2) {
+      return fail("why: needs a pod name (kubectl gvirtus why POD)");
+    }
+    options.pod = positional[1];
+    if (auto slash = options.pod.find('/'); slash != std::string::npos) {
+      if (options.pod.substr(0, slash) != "pod" && options.pod.substr(0, slash) != "pods") {
+        return fail("why: expected a pod, got \"" + options.pod + "\"");
+      }
+      options.pod = options.pod.substr(slash + 1);
+    }
+  } else {
+    return fail("unknown command \"" + command + "\" (status, why POD, backends; see --help)");
+  }
+  const size_t expected = options.command == Command::Why ? 2 : 1;
+  if (positional.size() > expected) {
+    return fail(std::string(commandName(options.command)) + ": unexpected argument \"" +
+                positional[expected] + "\"");
+  }
+  return {};
+}
+
+}  // namespace
+
 std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
   Options options;
   options.kubeconfig = defaultKubeconfig();
@@ -72,26 +137,7 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
   flags.addString("log-level", &common.logLevel, "debug, info, warn or error");
   flags.addString("log-format", &common.logFormat, "text or json");
 
-  // kubectl's short flags become ours; positional arguments are taken out.
-  std::vector<std::string> args{argc > 0 ? argv[0] : kProgram};
-  std::vector<std::string> positional;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "-o" || arg == "-n") {
-      arg = arg == "-o" ? "--output" : "--namespace";
-    } else if (arg.rfind("-o", 0) == 0 && arg.size() > 2 && arg[2] != '-') {
-      arg = "--output=" + arg.substr(arg[2] == '=' ? 3 : 2);
-    } else if (arg.rfind("-n", 0) == 0 && arg.size() > 2 && arg[2] != '-') {
-      arg = "--namespace=" + arg.substr(arg[2] == '=' ? 3 : 2);
-    } else if (arg.empty() || arg[0] != '-') {
-      positional.push_back(arg);
-      continue;
-    }
-    args.push_back(arg);
-    if (arg.find('=') == std::string::npos && !isBoolFlag(arg) && i + 1 < argc) {
-      args.emplace_back(argv[++i]);
-    }
-  }
+  auto [args, positional] = splitArguments(argc, argv);
   std::vector<const char*> cargs;
   for (const auto& a : args) {
     cargs.push_back(a.c_str());
@@ -106,34 +152,8 @@ std::expected<Options, int> parseOptions(int argc, const char* const* argv) {
     return std::unexpected(
         usageError(flags, "--output: must be text or json, got \"" + output + "\""));
   }
-  const std::string command = positional.empty() ? "status" : positional.front();
-  if (command == "status") {
-    options.command = Command::Status;
-  } else if (command == "backends") {
-    options.command = Command::Backends;
-  } else if (command == "why") {
-    options.command = Command::Why;
-    if (positional.size() < 2) {
-      return std::unexpected(usageError(flags, "why: needs a pod name (kubectl gvirtus why POD)"));
-    }
-    options.pod = positional[1];
-    if (auto slash = options.pod.find('/'); slash != std::string::npos) {
-      // pod/NAME, as kubectl writes it.
-      if (options.pod.substr(0, slash) != "pod" && options.pod.substr(0, slash) != "pods") {
-        return std::unexpected(
-            usageError(flags, "why: expected a pod, got \"" + options.pod + "\""));
-      }
-      options.pod = options.pod.substr(slash + 1);
-    }
-  } else {
-    return std::unexpected(usageError(
-        flags, "unknown command \"" + command + "\" (status, why POD, backends; see --help)"));
-  }
-  const size_t expected = options.command == Command::Why ? 2 : 1;
-  if (positional.size() > expected) {
-    return std::unexpected(usageError(flags, std::string(commandName(options.command)) +
-                                                 ": unexpected argument \"" + positional[expected] +
-                                                 "\""));
+  if (auto command = parseCommand(positional, options); !command) {
+    return std::unexpected(usageError(flags, command.error().message));
   }
   return options;
 }
