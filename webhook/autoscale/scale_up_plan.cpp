@@ -65,6 +65,152 @@ struct Bin {
   }
 };
 
+// planScaleUp's steps over what they share: the bins (backends on their way, nodes opted in
+// by this plan, pods nowhere), the nodes taken, the sessions a new backend is assumed to take.
+class ScaleUpPlanner {
+ public:
+  ScaleUpPlanner(const std::vector<CandidateNode>& candidates,
+                 const std::map<std::string, SystemTime>& coolingDown, SystemTime now,
+                 const AutoscaleOptions& options)
+      : candidates_(candidates), coolingDown_(coolingDown), now_(now), options_(options) {}
+
+  // The backends serving now (counted wanted unless draining), the sessions each takes, and
+  // the backends on their way: autoscaled nodes without a backend yet, and draining ones.
+  void countBackends(const std::vector<Backend>& backends) {
+    std::map<std::string, const Backend*> backendOn;
+    for (const auto& backend : backends) {
+      if (!backend.draining) {
+        ++plan_.wanted;
+      }
+      if (backend.load) {
+        assumed_ = std::max(assumed_, backend.load->maxSessions);
+      }
+      backendOn.emplace(backend.node, &backend);
+    }
+    if (assumed_ == 0) {
+      assumed_ = options_.assumedSessions;
+    }
+    for (const auto& node : candidates_) {
+      if (!node.ours()) {
+        continue;
+      }
+      ++autoscaled_;
+      auto backend = backendOn.find(node.name);
+      if (node.draining) {
+        int64_t room = assumed_;
+        if (backend != backendOn.end() && backend->second->load) {
+          const auto& load = *backend->second->load;
+          room = (load.maxSessions > 0 ? load.maxSessions : assumed_) - load.connections;
+        }
+        bins_.emplace_back(Bin::Kind::Draining, &node, room);
+      } else if (backend == backendOn.end()) {
+        bins_.emplace_back(Bin::Kind::Coming, &node, assumed_);
+      }
+    }
+  }
+
+  // Pod `index` of the demand: into a bin on its way, else onto a candidate opted in for it,
+  // else unserved (into a bin of pods nowhere, so that they count as backends wanted).
+  void place(const CapacityDemand& demand, size_t index) {
+    const auto& pod = demand.requirements;
+    Bin* placed = takenBy(pod, false);
+    if (placed == nullptr &&
+        autoscaled_ + static_cast<int64_t>(plan_.optIn.size()) < options_.max) {
+      if (const CandidateNode* pick = pickCandidate(pod, demand.waitingSince)) {
+        placed = openNew(*pick);
+        placed->take(pod);
+      }
+    }
+    if (placed == nullptr) {
+      ++plan_.unserved;
+      if (takenBy(pod, true) == nullptr) {
+        bins_.emplace_back(Bin::Kind::Unavailable, nullptr, assumed_);
+        bins_.back().take(pod);
+      }
+      return;
+    }
+    plan_.podsOf[placed->node].push_back(index);
+    if (placed->kind == Bin::Kind::Draining && std::find(plan_.undrain.begin(), plan_.undrain.end(),
+                                                         placed->node) == plan_.undrain.end()) {
+      plan_.undrain.push_back(placed->node);
+    }
+  }
+
+  // The floor, without demand.
+  void keepFloor() {
+    for (const auto& node : candidates_) {
+      if (autoscaled_ + static_cast<int64_t>(plan_.optIn.size()) >= options_.min) {
+        break;
+      }
+      if (eligible(node, std::nullopt)) {
+        openNew(node);
+      }
+    }
+  }
+
+  ScaleUpPlan finish() {
+    for (const auto& bin : bins_) {
+      if (bin.kind == Bin::Kind::Coming || bin.kind == Bin::Kind::New ||
+          (bin.used && (bin.kind == Bin::Kind::Draining || bin.kind == Bin::Kind::Unavailable))) {
+        ++plan_.wanted;
+      }
+    }
+    return std::move(plan_);
+  }
+
+ private:
+  // The first bin that takes the pod: among the pods nowhere (`unavailable`), or the others.
+  Bin* takenBy(const BackendRequirements& pod, bool unavailable) {
+    for (auto& bin : bins_) {
+      if ((bin.kind == Bin::Kind::Unavailable) == unavailable && bin.take(pod)) {
+        return &bin;
+      }
+    }
+    return nullptr;
+  }
+
+  // A candidate in the pod's zone first, then by name (the caller's order).
+  const CandidateNode* pickCandidate(const BackendRequirements& pod,
+                                     std::optional<SystemTime> waitingSince) {
+    const CandidateNode* pick = nullptr;
+    for (const auto& node : candidates_) {
+      if (eligible(node, waitingSince) && Bin(Bin::Kind::New, &node, assumed_).place(pod) &&
+          (pick == nullptr ||
+           (!pod.zone.empty() && node.zone == pod.zone && pick->zone != pod.zone))) {
+        pick = &node;
+      }
+    }
+    return pick;
+  }
+
+  bool eligible(const CandidateNode& node, std::optional<SystemTime> waitingSince) const {
+    // An operator's opt-out stands, whatever waits (docs/operations.md).
+    if (node.optedIn || node.heldByOperator() || taken_.contains(node.name)) {
+      return false;
+    }
+    auto left = coolingDown_.find(node.name);
+    return left == coolingDown_.end() || now_ - left->second >= options_.cooldownOrDefault() ||
+           (waitingSince && *waitingSince > left->second);
+  }
+
+  Bin* openNew(const CandidateNode& node) {
+    taken_.insert(node.name);
+    plan_.optIn.push_back(node.name);
+    bins_.emplace_back(Bin::Kind::New, &node, assumed_);
+    return &bins_.back();
+  }
+
+  const std::vector<CandidateNode>& candidates_;
+  const std::map<std::string, SystemTime>& coolingDown_;
+  const SystemTime now_;
+  const AutoscaleOptions& options_;
+  ScaleUpPlan plan_;
+  int64_t assumed_ = 0;
+  int64_t autoscaled_ = 0;
+  std::vector<Bin> bins_;
+  std::set<std::string> taken_;
+};
+
 }  // namespace
 
 ScaleUpPlan planScaleUp(const std::vector<CapacityDemand>& due,
@@ -72,122 +218,13 @@ ScaleUpPlan planScaleUp(const std::vector<CapacityDemand>& due,
                         const std::vector<Backend>& backends,
                         const std::map<std::string, SystemTime>& coolingDown, SystemTime now,
                         const AutoscaleOptions& options) {
-  ScaleUpPlan plan;
-  int64_t assumed = 0;
-  std::map<std::string, const Backend*> backendOn;
-  for (const auto& backend : backends) {
-    if (!backend.draining) {
-      ++plan.wanted;
-    }
-    if (backend.load) {
-      assumed = std::max(assumed, backend.load->maxSessions);
-    }
-    backendOn.emplace(backend.node, &backend);
-  }
-  if (assumed == 0) {
-    assumed = options.assumedSessions;
-  }
-
-  // Backends on their way: autoscaled nodes without a backend yet, and draining ones.
-  std::vector<Bin> bins;
-  int64_t autoscaled = 0;
-  for (const auto& node : candidates) {
-    if (!node.ours()) {
-      continue;
-    }
-    ++autoscaled;
-    auto backend = backendOn.find(node.name);
-    if (node.draining) {
-      int64_t room = assumed;
-      if (backend != backendOn.end() && backend->second->load) {
-        const auto& load = *backend->second->load;
-        room = (load.maxSessions > 0 ? load.maxSessions : assumed) - load.connections;
-      }
-      bins.emplace_back(Bin::Kind::Draining, &node, room);
-    } else if (backend == backendOn.end()) {
-      bins.emplace_back(Bin::Kind::Coming, &node, assumed);
-    }
-  }
-
-  std::set<std::string> taken;
-  auto eligible = [&](const CandidateNode& node, std::optional<SystemTime> waitingSince) {
-    // An operator's opt-out stands, whatever waits (docs/operations.md).
-    if (node.optedIn || node.heldByOperator() || taken.contains(node.name)) {
-      return false;
-    }
-    auto left = coolingDown.find(node.name);
-    return left == coolingDown.end() || now - left->second >= options.cooldownOrDefault() ||
-           (waitingSince && *waitingSince > left->second);
-  };
-  auto openNew = [&](const CandidateNode& node) {
-    taken.insert(node.name);
-    plan.optIn.push_back(node.name);
-    bins.emplace_back(Bin::Kind::New, &node, assumed);
-    return &bins.back();
-  };
-
+  ScaleUpPlanner planner(candidates, coolingDown, now, options);
+  planner.countBackends(backends);
   for (size_t i = 0; i < due.size(); ++i) {
-    const auto& pod = due[i].requirements;
-    Bin* placed = nullptr;
-    for (auto& bin : bins) {
-      if (bin.kind != Bin::Kind::Unavailable && bin.take(pod)) {
-        placed = &bin;
-        break;
-      }
-    }
-    if (placed == nullptr && autoscaled + static_cast<int64_t>(plan.optIn.size()) < options.max) {
-      // A candidate in the pod's zone first, then by name (the caller's order).
-      const CandidateNode* pick = nullptr;
-      for (const auto& node : candidates) {
-        if (eligible(node, due[i].waitingSince) && Bin(Bin::Kind::New, &node, assumed).place(pod) &&
-            (pick == nullptr ||
-             (!pod.zone.empty() && node.zone == pod.zone && pick->zone != pod.zone))) {
-          pick = &node;
-        }
-      }
-      if (pick != nullptr) {
-        placed = openNew(*pick);
-        placed->take(pod);
-      }
-    }
-    if (placed == nullptr) {
-      ++plan.unserved;
-      for (auto& bin : bins) {
-        if (bin.kind == Bin::Kind::Unavailable && bin.take(pod)) {
-          placed = &bin;
-          break;
-        }
-      }
-      if (placed == nullptr) {
-        bins.emplace_back(Bin::Kind::Unavailable, nullptr, assumed);
-        bins.back().take(pod);
-      }
-      continue;
-    }
-    plan.podsOf[placed->node].push_back(i);
-    if (placed->kind == Bin::Kind::Draining &&
-        std::find(plan.undrain.begin(), plan.undrain.end(), placed->node) == plan.undrain.end()) {
-      plan.undrain.push_back(placed->node);
-    }
+    planner.place(due[i], i);
   }
-
-  // The floor, without demand.
-  for (const auto& node : candidates) {
-    if (autoscaled + static_cast<int64_t>(plan.optIn.size()) >= options.min) {
-      break;
-    }
-    if (eligible(node, std::nullopt)) {
-      openNew(node);
-    }
-  }
-
-  for (const auto& bin : bins) {
-    if (bin.kind == Bin::Kind::Coming || bin.kind == Bin::Kind::New ||
-        (bin.used && (bin.kind == Bin::Kind::Draining || bin.kind == Bin::Kind::Unavailable))) {
-      ++plan.wanted;
-    }
-  }
-  return plan;
+  planner.keepFloor();
+  return planner.finish();
 }
 
 }  // namespace gvirtus::webhook
