@@ -22,6 +22,12 @@ std::optional<SystemTime> timeAnnotation(const json& node, std::string_view key)
   return parsed ? std::optional(*parsed) : std::nullopt;
 }
 
+// `next` becomes `d` when sooner (never below 100 ms): when the autoscaler looks again.
+void keepSoonest(std::optional<Duration>& next, Duration d) {
+  d = std::max<Duration>(d, std::chrono::milliseconds(100));
+  next = next ? std::min(*next, d) : d;
+}
+
 std::string seconds(Duration d) {
   return formatDuration(std::chrono::duration_cast<Duration>(d));
 }
@@ -136,13 +142,29 @@ std::optional<Duration> BackendAutoscaler::step(const std::vector<json>& candida
   const SystemTime now = actions_.now();
   status_.optedIn = status_.optedOut = 0;
   std::optional<Duration> next;
-  auto soonest = [&next](Duration d) {
-    d = std::max<Duration>(d, std::chrono::milliseconds(100));
-    next = next ? std::min(*next, d) : d;
-  };
+  std::vector<CandidateNode> nodes = currentCandidates(candidateNodes, now);
+  std::vector<CapacityDemand> due;
+  for (const auto& pod : demand) {
+    const auto waited = now - pod.waitingSince;
+    if (waited >= options_.scaleUpAfter) {
+      due.push_back(pod);
+    } else {
+      keepSoonest(next, std::chrono::duration_cast<Duration>(options_.scaleUpAfter - waited));
+    }
+  }
+  status_.waiting = static_cast<int64_t>(demand.size());
+  status_.due = static_cast<int64_t>(due.size());
+  status_.backends = static_cast<int64_t>(backends.size());
 
-  // The cache may not show our last write yet: ours stands in while it shows the version
-  // we wrote over.
+  const ScaleUpPlan plan = planScaleUp(due, nodes, backends, optedOut_, now, options_);
+  scaleUp(nodes, plan, due, now);
+  scaleDown(nodes, backends, plan, now, next);
+  recordStatus(nodes, plan);
+  return next;
+}
+
+std::vector<CandidateNode> BackendAutoscaler::currentCandidates(
+    const std::vector<json>& candidateNodes, SystemTime now) {
   std::vector<CandidateNode> nodes;
   std::set<std::string> seen;
   for (const auto& object : candidateNodes) {
@@ -166,21 +188,11 @@ std::optional<Duration> BackendAutoscaler::step(const std::vector<json>& candida
   });
   std::sort(nodes.begin(), nodes.end(),
             [](const CandidateNode& a, const CandidateNode& b) { return a.name < b.name; });
+  return nodes;
+}
 
-  std::vector<CapacityDemand> due;
-  for (const auto& pod : demand) {
-    const auto waited = now - pod.waitingSince;
-    if (waited >= options_.scaleUpAfter) {
-      due.push_back(pod);
-    } else {
-      soonest(std::chrono::duration_cast<Duration>(options_.scaleUpAfter - waited));
-    }
-  }
-  status_.waiting = static_cast<int64_t>(demand.size());
-  status_.due = static_cast<int64_t>(due.size());
-  status_.backends = static_cast<int64_t>(backends.size());
-
-  const ScaleUpPlan plan = planScaleUp(due, nodes, backends, optedOut_, now, options_);
+void BackendAutoscaler::scaleUp(std::vector<CandidateNode>& nodes, const ScaleUpPlan& plan,
+                                const std::vector<CapacityDemand>& due, SystemTime now) {
   auto byName = [&nodes](const std::string& name) -> CandidateNode& {
     return *std::find_if(nodes.begin(), nodes.end(),
                          [&](const CandidateNode& node) { return node.name == name; });
@@ -216,9 +228,10 @@ std::optional<Duration> BackendAutoscaler::step(const std::vector<json>& candida
       }
     }
   }
+}
 
-  scaleDown(nodes, backends, plan, now, next);
-
+void BackendAutoscaler::recordStatus(const std::vector<CandidateNode>& nodes,
+                                     const ScaleUpPlan& plan) {
   status_.wanted = plan.wanted;
   status_.autoscaled = std::count_if(nodes.begin(), nodes.end(),
                                      [](const CandidateNode& node) { return node.ours(); });
@@ -237,16 +250,11 @@ std::optional<Duration> BackendAutoscaler::step(const std::vector<json>& candida
                                      {"held", status_.held}});
     logged_ = status_;
   }
-  return next;
 }
 
 void BackendAutoscaler::scaleDown(std::vector<CandidateNode>& nodes,
                                   const std::vector<Backend>& backends, const ScaleUpPlan& plan,
                                   SystemTime now, std::optional<Duration>& next) {
-  auto soonest = [&next](Duration d) {
-    d = std::max<Duration>(d, std::chrono::milliseconds(100));
-    next = next ? std::min(*next, d) : d;
-  };
   int64_t staying = 0;
   for (const auto& node : nodes) {
     staying += node.ours() && !node.draining ? 1 : 0;
@@ -267,66 +275,78 @@ void BackendAutoscaler::scaleDown(std::vector<CandidateNode>& nodes,
       continue;
     }
     // Idle as far as connections tell; the pods given it are asked only when it matters.
-    auto assigned = [&]() -> std::optional<int64_t> {
-      if (backend == nullptr || !actions_.assignedPods) {
-        return 0;
-      }
-      auto count = actions_.assignedPods(*backend);
-      if (!count) {
-        log::warn("autoscaler cannot count the pods given a backend; it stays",
-                  {{"node", node.name}, {"error", count.error().message}});
-        return std::nullopt;
-      }
-      return *count;
-    };
-    const SystemTime idleSince = idleSince_.emplace(node.name, now).first->second;
+    idleSince_.emplace(node.name, now);
     if (!node.draining) {
-      const auto idle = now - idleSince;
-      if (idle < options_.scaleDownAfter) {
-        soonest(std::chrono::duration_cast<Duration>(options_.scaleDownAfter - idle));
-        continue;
-      }
-      if (staying <= options_.min) {
-        continue;
-      }
-      auto pods = assigned();
-      if (!pods || *pods > 0) {
-        if (pods) {
-          log::debug("autoscaler: a backend without connections still has pods; it stays",
-                     {{"node", node.name}, {"pods", *pods}});
-        }
-        idleSince_[node.name] = now;
-        continue;
-      }
-      if (write(node, drainPatch(node, now), "drain")) {
-        --staying;
-        nodeEvent(node, "BackendDraining",
-                  "GVirtuS autoscaler: the backend had no connection and no pod for " +
-                      seconds(options_.scaleDownAfter) +
-                      "; it takes no new pods and the node is opted out next");
-        soonest(options_.drainGrace());
-      }
-      continue;
+      drainIfIdle(node, backend, now, staying, next);
+    } else {
+      optOutIfDrained(node, backend, now, next);
     }
-    const auto drained = now - *node.draining;
-    if (drained < options_.drainGrace()) {
-      soonest(std::chrono::duration_cast<Duration>(options_.drainGrace() - drained));
-      continue;
+  }
+}
+
+std::optional<int64_t> BackendAutoscaler::podsGiven(const CandidateNode& node,
+                                                    const Backend* backend) {
+  if (backend == nullptr || !actions_.assignedPods) {
+    return 0;
+  }
+  auto count = actions_.assignedPods(*backend);
+  if (!count) {
+    log::warn("autoscaler cannot count the pods given a backend; it stays",
+              {{"node", node.name}, {"error", count.error().message}});
+    return std::nullopt;
+  }
+  return *count;
+}
+
+void BackendAutoscaler::drainIfIdle(CandidateNode& node, const Backend* backend, SystemTime now,
+                                    int64_t& staying, std::optional<Duration>& next) {
+  const auto idle = now - idleSince_.at(node.name);
+  if (idle < options_.scaleDownAfter) {
+    keepSoonest(next, std::chrono::duration_cast<Duration>(options_.scaleDownAfter - idle));
+    return;
+  }
+  if (staying <= options_.min) {
+    return;
+  }
+  auto pods = podsGiven(node, backend);
+  if (!pods || *pods > 0) {
+    if (pods) {
+      log::debug("autoscaler: a backend without connections still has pods; it stays",
+                 {{"node", node.name}, {"pods", *pods}});
     }
-    auto pods = assigned();
-    if (!pods || *pods > 0) {
-      continue;  // stays draining until its last pod is gone
-    }
-    const std::string name = node.name;
-    if (write(node, optOutPatch(node), "opt out")) {
-      ++status_.optedOut;
-      optedOut_[name] = now;
-      idleSince_.erase(name);
-      nodeEvent(node, "BackendOptedOut",
-                "GVirtuS autoscaler opted the node out (gvirtus.io/backend.allowed=false): its "
-                "backend was idle");
-      log::info("autoscaler opted a backend node out", {{"node", name}});
-    }
+    idleSince_[node.name] = now;
+    return;
+  }
+  if (write(node, drainPatch(node, now), "drain")) {
+    --staying;
+    nodeEvent(node, "BackendDraining",
+              "GVirtuS autoscaler: the backend had no connection and no pod for " +
+                  seconds(options_.scaleDownAfter) +
+                  "; it takes no new pods and the node is opted out next");
+    keepSoonest(next, options_.drainGrace());
+  }
+}
+
+void BackendAutoscaler::optOutIfDrained(CandidateNode& node, const Backend* backend, SystemTime now,
+                                        std::optional<Duration>& next) {
+  const auto drained = now - *node.draining;
+  if (drained < options_.drainGrace()) {
+    keepSoonest(next, std::chrono::duration_cast<Duration>(options_.drainGrace() - drained));
+    return;
+  }
+  auto pods = podsGiven(node, backend);
+  if (!pods || *pods > 0) {
+    return;  // stays draining until its last pod is gone
+  }
+  const std::string name = node.name;
+  if (write(node, optOutPatch(node), "opt out")) {
+    ++status_.optedOut;
+    optedOut_[name] = now;
+    idleSince_.erase(name);
+    nodeEvent(node, "BackendOptedOut",
+              "GVirtuS autoscaler opted the node out (gvirtus.io/backend.allowed=false): its "
+              "backend was idle");
+    log::info("autoscaler opted a backend node out", {{"node", name}});
   }
 }
 

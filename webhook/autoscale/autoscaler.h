@@ -160,8 +160,24 @@ class BackendAutoscaler {
   void reset();
 
  private:
+  // The candidates as the cache shows them, or as we last wrote them while the cache still
+  // shows the version we wrote over; by name. Forgets what is gone or cooled down.
+  std::vector<CandidateNode> currentCandidates(const std::vector<nlohmann::json>& candidateNodes,
+                                               SystemTime now);
+  // The plan's undrains and opt-ins written, each with its Events.
+  void scaleUp(std::vector<CandidateNode>& nodes, const ScaleUpPlan& plan,
+               const std::vector<CapacityDemand>& due, SystemTime now);
   void scaleDown(std::vector<CandidateNode>& nodes, const std::vector<Backend>& backends,
                  const ScaleUpPlan& plan, SystemTime now, std::optional<Duration>& next);
+  // An autoscaled node idle for --scale-down-after, and above the floor, starts draining.
+  void drainIfIdle(CandidateNode& node, const Backend* backend, SystemTime now, int64_t& staying,
+                   std::optional<Duration>& next);
+  // A draining node past its grace, with no pod given its backend, is opted out.
+  void optOutIfDrained(CandidateNode& node, const Backend* backend, SystemTime now,
+                       std::optional<Duration>& next);
+  // The pods given the node's backend (0 without one); nullopt, logged, when not known.
+  std::optional<int64_t> podsGiven(const CandidateNode& node, const Backend* backend);
+  void recordStatus(const std::vector<CandidateNode>& nodes, const ScaleUpPlan& plan);
   bool write(CandidateNode& node, const JsonPatch& patch, const char* what);
   void nodeEvent(const CandidateNode& node, const std::string& reason, const std::string& message);
 
