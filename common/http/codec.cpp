@@ -136,6 +136,56 @@ std::expected<void, HeadError> parseRequestLine(std::string_view line, RequestHe
   return {};
 }
 
+// The header fields that frame the body and the connection, as parseRequestHead meets them.
+struct FramingHeaders {
+  std::optional<uint64_t> length;
+  bool chunked = false;
+  bool close = false;
+  bool keepAlive = false;
+
+  // One field; refused when it contradicts one before it or names a coding we do not take.
+  std::expected<void, HeadError> take(std::string_view name, std::string_view value,
+                                      RequestHead& head) {
+    if (equalsIgnoreCase(name, "Content-Length")) {
+      uint64_t n = 0;
+      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (value.empty() || value.size() > 19 || ec != std::errc() ||
+          end != value.data() + value.size() || (length && *length != n)) {
+        return refuse(400, "malformed Content-Length");
+      }
+      length = n;
+    } else if (equalsIgnoreCase(name, "Transfer-Encoding")) {
+      if (chunked || !equalsIgnoreCase(value, "chunked")) {
+        return refuse(501, "only the chunked transfer coding is accepted");
+      }
+      chunked = true;
+    } else if (equalsIgnoreCase(name, "Connection")) {
+      for (const auto& option : splitList(value)) {
+        close = close || equalsIgnoreCase(option, "close");
+        keepAlive = keepAlive || equalsIgnoreCase(option, "keep-alive");
+      }
+    } else if (equalsIgnoreCase(name, "Expect")) {
+      head.expectContinue = equalsIgnoreCase(value, "100-continue");
+    }
+    return {};
+  }
+
+  // After the last field: the body's framing and whether the connection stays open.
+  std::expected<void, HeadError> applyTo(RequestHead& head) const {
+    if (chunked && length) {
+      return refuse(400, "both Content-Length and Transfer-Encoding");
+    }
+    if (chunked) {
+      head.framing = BodyFraming::Chunked;
+    } else if (length && *length > 0) {
+      head.framing = BodyFraming::ContentLength;
+      head.contentLength = *length;
+    }
+    head.keepAlive = head.minorVersion == 1 ? !close : keepAlive && !close;
+    return {};
+  }
+};
+
 }  // namespace
 
 std::optional<std::string> percentDecode(std::string_view text, bool plusIsSpace) {
@@ -189,10 +239,7 @@ std::expected<RequestHead, HeadError> parseRequestHead(std::string_view text) {
     return std::unexpected(r.error());
   }
 
-  std::optional<uint64_t> length;
-  bool transferEncoding = false;
-  bool connectionClose = false;
-  bool connectionKeepAlive = false;
+  FramingHeaders framing;
   for (;;) {
     auto line = nextLine();
     if (!line) {
@@ -213,44 +260,17 @@ std::expected<RequestHead, HeadError> parseRequestHead(std::string_view text) {
     if (!isFieldValue(value)) {
       return refuse(400, "control character in a header field");
     }
-
-    if (equalsIgnoreCase(name, "Content-Length")) {
-      uint64_t n = 0;
-      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-      if (value.empty() || value.size() > 19 || ec != std::errc() ||
-          end != value.data() + value.size() || (length && *length != n)) {
-        return refuse(400, "malformed Content-Length");
-      }
-      length = n;
-    } else if (equalsIgnoreCase(name, "Transfer-Encoding")) {
-      if (transferEncoding || !equalsIgnoreCase(value, "chunked")) {
-        return refuse(501, "only the chunked transfer coding is accepted");
-      }
-      transferEncoding = true;
-    } else if (equalsIgnoreCase(name, "Connection")) {
-      for (const auto& option : splitList(value)) {
-        connectionClose = connectionClose || equalsIgnoreCase(option, "close");
-        connectionKeepAlive = connectionKeepAlive || equalsIgnoreCase(option, "keep-alive");
-      }
-    } else if (equalsIgnoreCase(name, "Expect")) {
-      head.expectContinue = equalsIgnoreCase(value, "100-continue");
+    if (auto taken = framing.take(name, value, head); !taken) {
+      return std::unexpected(taken.error());
     }
     head.headers.emplace_back(std::string(name), std::string(value));
   }
   if (!text.empty()) {
     return refuse(400, "bytes after the request head");
   }
-  if (transferEncoding && length) {
-    return refuse(400, "both Content-Length and Transfer-Encoding");
+  if (auto framed = framing.applyTo(head); !framed) {
+    return std::unexpected(framed.error());
   }
-  if (transferEncoding) {
-    head.framing = BodyFraming::Chunked;
-  } else if (length && *length > 0) {
-    head.framing = BodyFraming::ContentLength;
-    head.contentLength = *length;
-  }
-  head.keepAlive =
-      head.minorVersion == 1 ? !connectionClose : connectionKeepAlive && !connectionClose;
   return head;
 }
 
@@ -275,96 +295,125 @@ std::optional<uint64_t> parseChunkSize(std::string_view line) {
 }
 
 RequestScanner::State RequestScanner::scan(std::string_view buffered) {
-  bool refused = false;
-  auto waitOrRefuse = [&] { return refused ? (state_ = State::Refused) : state_; };
   while (state_ == State::NeedMore) {
+    bool goOn = false;
     switch (phase_) {
-      case Phase::Head: {
-        auto end = buffered.find("\r\n\r\n", pos_);
-        if (end == std::string_view::npos || end + 4 > limits_.headBytes) {
-          if (buffered.size() >= limits_.headBytes) {
-            return state_ = State::Refused;
-          }
-          pos_ = buffered.size() >= 3 ? buffered.size() - 3 : 0;
-          return state_;
-        }
-        auto head = parseRequestHead(buffered.substr(0, end + 4));
-        if (!head) {
-          return state_ = State::Refused;
-        }
-        pos_ = end + 4;
-        expectContinue_ = head->expectContinue;
-        if (head->framing == BodyFraming::None) {
-          phase_ = Phase::Done;
-          state_ = State::Complete;
-        } else if (head->framing == BodyFraming::Chunked) {
-          phase_ = Phase::ChunkSize;
-        } else if (head->contentLength > limits_.maxBodyBytes) {
-          return state_ = State::Refused;
-        } else {
-          bodyEnd_ = pos_ + head->contentLength;
-          phase_ = Phase::Body;
-        }
+      case Phase::Head:
+        goOn = scanHead(buffered);
         break;
-      }
       case Phase::Body:
         if (buffered.size() < bodyEnd_) {
           return state_;
         }
         phase_ = Phase::Done;
         state_ = State::Complete;
+        goOn = true;
         break;
-      case Phase::ChunkSize: {
-        auto text = line(buffered, limits_.chunkLineBytes, refused);
-        if (!text) {
-          return waitOrRefuse();
-        }
-        framing_ += text->size() + 4;
-        auto size = parseChunkSize(*text);
-        if (framing_ > limits_.maxChunkFraming() || !size ||
-            *size > limits_.maxBodyBytes - bodyBytes_) {
-          return state_ = State::Refused;
-        }
-        if (*size == 0) {
-          phase_ = Phase::Trailer;
-        } else {
-          bodyBytes_ += *size;
-          bodyEnd_ = pos_ + *size;
-          phase_ = Phase::ChunkEnd;
-        }
+      case Phase::ChunkSize:
+        goOn = scanChunkSize(buffered);
         break;
-      }
       case Phase::ChunkEnd:
-        if (buffered.size() < bodyEnd_ + 2) {
-          return state_;
-        }
-        if (buffered.substr(bodyEnd_, 2) != "\r\n") {
-          return state_ = State::Refused;
-        }
-        pos_ = bodyEnd_ + 2;
-        phase_ = Phase::ChunkSize;
+        goOn = scanChunkEnd(buffered);
         break;
-      case Phase::Trailer: {
-        auto text = line(buffered, limits_.chunkLineBytes, refused);
-        if (!text) {
-          return waitOrRefuse();
-        }
-        if (text->empty()) {
-          phase_ = Phase::Done;
-          state_ = State::Complete;
-          break;
-        }
-        trailers_ += text->size() + 2;
-        if (trailers_ > limits_.headBytes) {
-          return state_ = State::Refused;
-        }
+      case Phase::Trailer:
+        goOn = scanTrailer(buffered);
         break;
-      }
       case Phase::Done:
         return state_;
     }
+    if (!goOn) {
+      return state_;
+    }
   }
   return state_;
+}
+
+bool RequestScanner::scanHead(std::string_view buffered) {
+  auto end = buffered.find("\r\n\r\n", pos_);
+  if (end == std::string_view::npos || end + 4 > limits_.headBytes) {
+    if (buffered.size() >= limits_.headBytes) {
+      state_ = State::Refused;
+      return false;
+    }
+    pos_ = buffered.size() >= 3 ? buffered.size() - 3 : 0;
+    return false;
+  }
+  auto head = parseRequestHead(buffered.substr(0, end + 4));
+  if (!head) {
+    state_ = State::Refused;
+    return false;
+  }
+  pos_ = end + 4;
+  expectContinue_ = head->expectContinue;
+  if (head->framing == BodyFraming::None) {
+    phase_ = Phase::Done;
+    state_ = State::Complete;
+  } else if (head->framing == BodyFraming::Chunked) {
+    phase_ = Phase::ChunkSize;
+  } else if (head->contentLength > limits_.maxBodyBytes) {
+    state_ = State::Refused;
+    return false;
+  } else {
+    bodyEnd_ = pos_ + head->contentLength;
+    phase_ = Phase::Body;
+  }
+  return true;
+}
+
+bool RequestScanner::scanChunkSize(std::string_view buffered) {
+  bool refused = false;
+  auto text = line(buffered, limits_.chunkLineBytes, refused);
+  if (!text) {
+    state_ = refused ? State::Refused : state_;
+    return false;
+  }
+  framing_ += text->size() + 4;
+  auto size = parseChunkSize(*text);
+  if (framing_ > limits_.maxChunkFraming() || !size || *size > limits_.maxBodyBytes - bodyBytes_) {
+    state_ = State::Refused;
+    return false;
+  }
+  if (*size == 0) {
+    phase_ = Phase::Trailer;
+  } else {
+    bodyBytes_ += *size;
+    bodyEnd_ = pos_ + *size;
+    phase_ = Phase::ChunkEnd;
+  }
+  return true;
+}
+
+bool RequestScanner::scanChunkEnd(std::string_view buffered) {
+  if (buffered.size() < bodyEnd_ + 2) {
+    return false;
+  }
+  if (buffered.substr(bodyEnd_, 2) != "\r\n") {
+    state_ = State::Refused;
+    return false;
+  }
+  pos_ = bodyEnd_ + 2;
+  phase_ = Phase::ChunkSize;
+  return true;
+}
+
+bool RequestScanner::scanTrailer(std::string_view buffered) {
+  bool refused = false;
+  auto text = line(buffered, limits_.chunkLineBytes, refused);
+  if (!text) {
+    state_ = refused ? State::Refused : state_;
+    return false;
+  }
+  if (text->empty()) {
+    phase_ = Phase::Done;
+    state_ = State::Complete;
+    return true;
+  }
+  trailers_ += text->size() + 2;
+  if (trailers_ > limits_.headBytes) {
+    state_ = State::Refused;
+    return false;
+  }
+  return true;
 }
 
 bool RequestScanner::wantsContinue() const {

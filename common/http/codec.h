@@ -89,6 +89,12 @@ class RequestScanner {
   // One CRLF-ended line from pos_ within `limit` bytes; nullopt: not there yet, and
   // `refused` when it cannot end within the limit.
   std::optional<std::string_view> line(std::string_view buffered, size_t limit, bool& refused);
+  // One phase's look at the bytes buffered so far: true to go on to the next phase now;
+  // false when more bytes are needed or the request is refused (state_ says which).
+  bool scanHead(std::string_view buffered);
+  bool scanChunkSize(std::string_view buffered);
+  bool scanChunkEnd(std::string_view buffered);
+  bool scanTrailer(std::string_view buffered);
 
   RequestLimits limits_;
   Phase phase_ = Phase::Head;

@@ -92,6 +92,38 @@ bool KubeClient::Impl::waitUnlessCancelled(Duration duration) {
   return sleepUnlessStopped(options_.cancel, duration);
 }
 
+namespace {
+
+httplib::Request requestFor(const Call& call, const std::string& basePath,
+                            httplib::Headers headers) {
+  httplib::Request request;
+  request.method = call.method;
+  request.path = basePath + call.path + queryString(call.query);
+  request.headers = std::move(headers);
+  if (!call.contentType.empty()) {
+    request.body = call.body;
+    request.set_header("Content-Type", call.contentType);
+  }
+  return request;
+}
+
+// Retry only what cannot have been processed, or cannot hurt:
+// - no connection was made (refused, connect timeout, TLS reset; not a refused
+//   certificate), or a kept-alive connection turned out closed when writing: any verb;
+// - a connection lost while reading, for idempotent verbs, unless the read timed out
+//   (a server that takes the whole timeout will take it again).
+bool transportRetryable(httplib::Error error, const Connection& connection, bool reused,
+                        bool idempotent, bool timedOut) {
+  const bool notSent = error == httplib::Error::Connection ||
+                       error == httplib::Error::ConnectionTimeout ||
+                       (error == httplib::Error::SSLConnection && connection.verifyError.empty()) ||
+                       (error == httplib::Error::Write && reused);
+  const bool lostRead = error == httplib::Error::Read && idempotent && !timedOut;
+  return notSent || lostRead;
+}
+
+}  // namespace
+
 bool KubeClient::Impl::takeToken() {
   const auto wait = limiter_.reserve();
   return wait <= RateLimiter::Clock::duration::zero() ||
@@ -125,14 +157,7 @@ Result<httplib::Response> KubeClient::Impl::send(const Call& call) {
       }
       connection = std::move(*fresh);
     }
-    httplib::Request request;
-    request.method = call.method;
-    request.path = url_.basePath + call.path + queryString(call.query);
-    request.headers = headers();
-    if (!call.contentType.empty()) {
-      request.body = call.body;
-      request.set_header("Content-Type", call.contentType);
-    }
+    const httplib::Request request = requestFor(call, url_.basePath, headers());
     connection->verifyError.clear();
     const bool reused = connection->http->is_socket_open() != 0;
     const auto sentAt = std::chrono::steady_clock::now();
@@ -146,19 +171,10 @@ Result<httplib::Response> KubeClient::Impl::send(const Call& call) {
     if (!result) {
       const httplib::Error error = result.error();
       const std::string detail = transportError(error, *connection, config_.server);
-      // Retry only what cannot have been processed, or cannot hurt:
-      // - no connection was made (refused, connect timeout, TLS reset; not a refused
-      //   certificate), or a kept-alive connection turned out closed when writing: any verb;
-      // - a connection lost while reading, for idempotent verbs, unless the read timed out
-      //   (a server that takes the whole timeout will take it again).
-      const bool notSent =
-          error == httplib::Error::Connection || error == httplib::Error::ConnectionTimeout ||
-          (error == httplib::Error::SSLConnection && connection->verifyError.empty()) ||
-          (error == httplib::Error::Write && reused);
       const bool timedOut =
           std::chrono::steady_clock::now() - sentAt >= options_.requestTimeout * 9 / 10;
-      const bool lostRead = error == httplib::Error::Read && idempotent && !timedOut;
-      if (attempt < options_.maxRetries && (notSent || lostRead)) {
+      if (attempt < options_.maxRetries &&
+          transportRetryable(error, *connection, reused, idempotent, timedOut)) {
         // A kept-alive connection that failed says the idle ones may be dead too (the
         // server restarted, or dropped them): retry on a fresh one, not on the next of them.
         if (reused) {
