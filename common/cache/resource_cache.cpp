@@ -194,43 +194,16 @@ void ResourceCache::run(std::stop_token stop) {
   bool justListed = false;
   while (!stop.stop_requested()) {
     if (needList) {
-      auto listed = listAndReplace(stop);
+      const std::optional<Duration> wait = relist(stop, backoff);
       if (stop.stop_requested()) {
         break;
       }
-      if (!listed && options_.absentMeansEmpty &&
-          (listed.error().isNotFound() || listed.error().httpStatus == 403)) {
-        absent_.store(true);  // before the store syncs: a reader never sees it served and empty
-        if (!hasSynced() || size() > 0) {
-          const json fields = {
-              {"resource", name},
-              {"error", listed.error().message},
-              {"retryIn", formatDuration(std::min<Duration>(options_.backoffMax, kAbsentRelist))}};
-          if (listed.error().isNotFound()) {
-            log::info("cache: the API server does not serve this kind; empty until it does",
-                      fields);
-          } else {
-            log::warn("cache: not allowed to list this kind (RBAC); empty until it is", fields);
-          }
-          replaceStore({}, {});
-        }
-        if (!options_.clock->sleepUnlessStopped(
-                stop, std::min<Duration>(options_.backoffMax, kAbsentRelist))) {
+      if (wait) {
+        if (!options_.clock->sleepUnlessStopped(stop, *wait)) {
           break;
         }
         continue;
       }
-      if (!listed) {
-        const Duration wait = backoff.next();
-        log::warn("cache list failed", {{"resource", name},
-                                        {"error", listed.error().message},
-                                        {"retryIn", formatDuration(wait)}});
-        if (!options_.clock->sleepUnlessStopped(stop, wait)) {
-          break;
-        }
-        continue;
-      }
-      absent_.store(false);
       needList = false;
       justListed = true;
     }
@@ -276,6 +249,39 @@ void ResourceCache::run(std::stop_token stop) {
       break;
     }
   }
+}
+
+std::optional<Duration> ResourceCache::relist(std::stop_token stop, Backoff& backoff) {
+  const std::string name = resourceName(resource_);
+  auto listed = listAndReplace(stop);
+  if (stop.stop_requested()) {
+    return Duration::zero();
+  }
+  if (!listed && options_.absentMeansEmpty &&
+      (listed.error().isNotFound() || listed.error().httpStatus == 403)) {
+    const Duration wait = std::min<Duration>(options_.backoffMax, kAbsentRelist);
+    absent_.store(true);  // before the store syncs: a reader never sees it served and empty
+    if (!hasSynced() || size() > 0) {
+      const json fields = {
+          {"resource", name}, {"error", listed.error().message}, {"retryIn", formatDuration(wait)}};
+      if (listed.error().isNotFound()) {
+        log::info("cache: the API server does not serve this kind; empty until it does", fields);
+      } else {
+        log::warn("cache: not allowed to list this kind (RBAC); empty until it is", fields);
+      }
+      replaceStore({}, {});
+    }
+    return wait;
+  }
+  if (!listed) {
+    const Duration wait = backoff.next();
+    log::warn(
+        "cache list failed",
+        {{"resource", name}, {"error", listed.error().message}, {"retryIn", formatDuration(wait)}});
+    return wait;
+  }
+  absent_.store(false);
+  return std::nullopt;
 }
 
 Result<void> ResourceCache::listAndReplace(std::stop_token stop) {

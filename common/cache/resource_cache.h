@@ -23,6 +23,8 @@
 
 namespace gvirtus {
 
+class Backoff;
+
 // One change found between two contents of the store.
 struct StoreDelta {
   enum class Type { Added, Updated, Deleted };
@@ -126,6 +128,9 @@ class ResourceCache final : public ObjectCache {
  private:
   void run(std::stop_token stop);
   Result<void> listAndReplace(std::stop_token stop);
+  // One list for run(): nullopt once listed; else how long to wait before the next try (a
+  // kind not served or not allowed, with absentMeansEmpty: empty and looked at again later).
+  std::optional<Duration> relist(std::stop_token stop, Backoff& backoff);
   // The store becomes `fresh` at `resourceVersion`; handlers are told what changed.
   void replaceStore(std::map<std::string, ObjectSnapshot> fresh, std::string resourceVersion);
   // What the store holds of `object`: itself, or without holdObjects its resourceVersion.
