@@ -288,21 +288,7 @@ Result<bool> PeerPublisher::sync(const std::string& backendPod) {
   if (podIpv4(*pod).empty()) {
     return false;
   }
-  std::vector<PeerClaim> claims;
-  {
-    std::lock_guard lock(mutex_);
-    lastSync_[backendPod] = std::chrono::steady_clock::now();
-    if (auto it = claims_.find(backendPod); it != claims_.end()) {
-      claims.reserve(it->second.size());
-      const std::string endpoint = backendEndpoint(*pod, options_.port);
-      for (const auto& key : it->second) {
-        claims.push_back(claimOf_.at(key));
-        if (key.starts_with("claim:")) {
-          claims.back().endpoint = endpoint;  // the pool names this pod (claimOf_)
-        }
-      }
-    }
-  }
+  const std::vector<PeerClaim> claims = claimsOn(backendPod, *pod);
   const std::vector<std::string> peers =
       backendPeers(backendPod, backendEndpoint(*pod, options_.port), claims);
   if (peers.size() > options_.maxPeers && !warnedCap_.exchange(true)) {
@@ -315,19 +301,7 @@ Result<bool> PeerPublisher::sync(const std::string& backendPod) {
       backendPod, backendEndpoint(*pod, options_.port), claims, reportedGpus(*pod));
   const PeerAnnotations value{peersValue(peers, options_.maxPeers),
                               peerMemoryValue(shares, std::min(options_.maxPeers, kMaxShares))};
-  const std::string resourceVersion = stringAt(*pod, {"metadata", "resourceVersion"});
-  PeerAnnotations carried = carriedPeers(*pod);
-  {
-    std::lock_guard lock(mutex_);
-    if (auto it = written_.find(backendPod); it != written_.end()) {
-      if (!resourceVersion.empty() && it->second.fromResourceVersion == resourceVersion) {
-        carried = it->second.value;
-      } else {
-        written_.erase(it);
-      }
-    }
-  }
-  if (carried == value) {
+  if (carriedBy(backendPod, *pod) == value) {
     return false;
   }
   // A merge patch of these two keys, in one write so that the shim never sees a peer without
@@ -357,8 +331,37 @@ Result<bool> PeerPublisher::sync(const std::string& backendPod) {
               {"peers", std::min(peers.size(), options_.maxPeers)},
               {"gpuMemoryShares", std::min({shares.size(), options_.maxPeers, kMaxShares})}});
   std::lock_guard lock(mutex_);
-  written_[backendPod] = Written{resourceVersion, value};
+  written_[backendPod] = Written{stringAt(*pod, {"metadata", "resourceVersion"}), value};
   return true;
+}
+
+std::vector<PeerClaim> PeerPublisher::claimsOn(const std::string& backendPod, const json& pod) {
+  std::vector<PeerClaim> claims;
+  std::lock_guard lock(mutex_);
+  lastSync_[backendPod] = std::chrono::steady_clock::now();
+  if (auto it = claims_.find(backendPod); it != claims_.end()) {
+    claims.reserve(it->second.size());
+    const std::string endpoint = backendEndpoint(pod, options_.port);
+    for (const auto& key : it->second) {
+      claims.push_back(claimOf_.at(key));
+      if (key.starts_with("claim:")) {
+        claims.back().endpoint = endpoint;  // the pool names this pod (claimOf_)
+      }
+    }
+  }
+  return claims;
+}
+
+PeerAnnotations PeerPublisher::carriedBy(const std::string& backendPod, const json& pod) {
+  const std::string resourceVersion = stringAt(pod, {"metadata", "resourceVersion"});
+  std::lock_guard lock(mutex_);
+  if (auto it = written_.find(backendPod); it != written_.end()) {
+    if (!resourceVersion.empty() && it->second.fromResourceVersion == resourceVersion) {
+      return it->second.value;
+    }
+    written_.erase(it);
+  }
+  return carriedPeers(pod);
 }
 
 void PeerPublisher::run(std::stop_token stop) {

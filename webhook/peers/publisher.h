@@ -91,6 +91,12 @@ class PeerPublisher {
 
  private:
   using Due = std::vector<std::pair<std::string, Duration>>;
+  // The claims granting peers of this backend pod (its address where a pool names it), and
+  // the time of this sync, kept for coalescing.
+  std::vector<PeerClaim> claimsOn(const std::string& backendPod, const nlohmann::json& pod);
+  // What the pod carries as far as this publisher knows: what it wrote over the version the
+  // cache still shows, else the pod's own annotations.
+  PeerAnnotations carriedBy(const std::string& backendPod, const nlohmann::json& pod);
   // A GVirtuS pod added or changed, or gone.
   void frontendChanged(const nlohmann::json& pod, bool gone);
   // A claim of ours added, changed or gone; a pod that uses claims added, changed or gone.
