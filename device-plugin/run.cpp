@@ -99,6 +99,28 @@ Result<std::unique_ptr<DraDriver>> draDriver(const Options& options, ShutdownSig
   return driver;
 }
 
+SupervisorConfig supervisorConfig(const Options& options, const std::filesystem::path& kubeletDir) {
+  SupervisorConfig config;
+  config.kubeletDir = kubeletDir;
+  config.socketName = options.socketName;
+  config.resource = options.resource;
+  config.cdi = options.cdi;
+  return config;
+}
+
+void logStarting(const Options& options, const std::filesystem::path& kubeletDir,
+                 const std::string& cdiSpec, const DraDriver* dra) {
+  log::info("starting",
+            {{"version", GVIRTUS_VERSION},
+             {"resource", options.resource},
+             {"devices", options.devices},
+             {"socket", (kubeletDir / options.socketName).string()},
+             {"cdiSpec", cdiSpec.empty() ? "off" : cdiSpec},
+             {"cdiKind", kCdiKind},
+             {"dra", dra != nullptr ? dra->config.pluginSocket.string() : "off"},
+             {"preparedClaims", dra != nullptr ? dra->files->preparedClaims().size() : 0}});
+}
+
 }  // namespace
 
 int run(const Options& options) {
@@ -152,21 +174,9 @@ int run(const Options& options) {
     return configurationError(kProgram, "--health-addr: " + started.error().message);
   }
   // Every configuration error has been reported above, in one line and nothing before it.
-  log::info("starting", {{"version", GVIRTUS_VERSION},
-                         {"resource", options.resource},
-                         {"devices", options.devices},
-                         {"socket", (kubeletDir / options.socketName).string()},
-                         {"cdiSpec", cdiSpec.empty() ? "off" : cdiSpec},
-                         {"cdiKind", kCdiKind},
-                         {"dra", dra ? dra->config.pluginSocket.string() : "off"},
-                         {"preparedClaims", dra ? dra->files->preparedClaims().size() : 0}});
+  logStarting(options, kubeletDir, cdiSpec, dra.get());
 
-  SupervisorConfig config;
-  config.kubeletDir = kubeletDir;
-  config.socketName = options.socketName;
-  config.resource = options.resource;
-  config.cdi = options.cdi;
-  PluginSupervisor supervisor(std::move(config), devices, counters);
+  PluginSupervisor supervisor(supervisorConfig(options, kubeletDir), devices, counters);
   std::jthread draThread;
   if (dra) {
     // Its own stop token: stopped below once the device plugin stops, for whatever reason.
