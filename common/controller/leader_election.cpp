@@ -212,81 +212,85 @@ LeaderElector::Attempt LeaderElector::tryAcquireOrRenew() {
   std::string newLeader;
   Attempt outcome = Attempt::Failed;
   auto got = client_.get(resources::kLeases, config_.ns, config_.name);
-  if (!got) {
-    if (!got.error().isNotFound()) {
-      log::warn("leader election: cannot read the lease",
-                {{"lease", config_.ns + "/" + config_.name}, {"error", got.error().message}});
-      return Attempt::Failed;
-    }
-    const LeaseRecord record =
-        nextLeaseRecord(std::nullopt, config_.identity, config_.leaseDuration, wallNow);
-    json lease = {{"apiVersion", "coordination.k8s.io/v1"},
-                  {"kind", "Lease"},
-                  {"metadata", {{"name", config_.name}, {"namespace", config_.ns}}}};
-    record.applyTo(lease);
-    auto created = client_.create(resources::kLeases, config_.ns, lease);
-    if (!created) {
-      // 409 AlreadyExists: another candidate created it first.
-      log::write(created.error().isConflict() ? log::Level::Debug : log::Level::Warn,
-                 "leader election: cannot create the lease",
-                 {{"lease", config_.ns + "/" + config_.name}, {"error", created.error().message}});
-      return Attempt::Failed;
-    }
-    {
-      std::lock_guard lock(mutex_);
-      lease_ = *created;
-      observation_.observe(record, now);
-      if (leader_ != config_.identity) {
-        leader_ = newLeader = config_.identity;
-      }
-    }
-    outcome = Attempt::Acquired;
+  if (got) {
+    outcome = renewLease(*got, now, wallNow, newLeader);
+  } else if (got.error().isNotFound()) {
+    outcome = createLease(now, wallNow, newLeader);
   } else {
-    const LeaseRecord old = LeaseRecord::fromLease(*got);
-    bool heldByOther = false;
-    {
-      std::lock_guard lock(mutex_);
-      lease_ = *got;
-      observation_.observe(old, now);
-      heldByOther = observation_.heldByOther(config_.identity, now);
-      if (!old.holderIdentity.empty() && leader_ != old.holderIdentity) {
-        leader_ = newLeader = old.holderIdentity;
-      }
-    }
-    if (heldByOther) {
-      outcome = Attempt::HeldByOther;
-    } else {
-      const LeaseRecord next =
-          nextLeaseRecord(old, config_.identity, config_.leaseDuration, wallNow);
-      json lease = *got;  // keeps metadata.resourceVersion: a compare-and-swap
-      next.applyTo(lease);
-      auto updated = client_.update(resources::kLeases, config_.ns, config_.name, lease);
-      if (!updated) {
-        // 409 Conflict: someone else wrote between our read and our write.
-        log::write(
-            updated.error().isConflict() ? log::Level::Debug : log::Level::Warn,
-            "leader election: cannot update the lease",
-            {{"lease", config_.ns + "/" + config_.name}, {"error", updated.error().message}});
-        outcome = Attempt::Failed;
-      } else {
-        std::lock_guard lock(mutex_);
-        lease_ = *updated;
-        observation_.observe(next, now);
-        if (leader_ != config_.identity) {
-          leader_ = newLeader = config_.identity;
-        }
-        outcome = old.holderIdentity == config_.identity ? Attempt::Renewed : Attempt::Acquired;
-        if (outcome == Attempt::Acquired && !old.holderIdentity.empty()) {
-          log::info("leader election: took over an expired lease",
-                    {{"lease", config_.ns + "/" + config_.name},
-                     {"previousHolder", old.holderIdentity},
-                     {"transitions", next.leaseTransitions}});
-        }
-      }
-    }
+    log::warn("leader election: cannot read the lease",
+              {{"lease", config_.ns + "/" + config_.name}, {"error", got.error().message}});
   }
   if (!newLeader.empty() && config_.onNewLeader) {
     config_.onNewLeader(newLeader);
+  }
+  return outcome;
+}
+
+LeaderElector::Attempt LeaderElector::createLease(Clock::TimePoint now,
+                                                  std::chrono::system_clock::time_point wallNow,
+                                                  std::string& newLeader) {
+  const LeaseRecord record =
+      nextLeaseRecord(std::nullopt, config_.identity, config_.leaseDuration, wallNow);
+  json lease = {{"apiVersion", "coordination.k8s.io/v1"},
+                {"kind", "Lease"},
+                {"metadata", {{"name", config_.name}, {"namespace", config_.ns}}}};
+  record.applyTo(lease);
+  auto created = client_.create(resources::kLeases, config_.ns, lease);
+  if (!created) {
+    // 409 AlreadyExists: another candidate created it first.
+    log::write(created.error().isConflict() ? log::Level::Debug : log::Level::Warn,
+               "leader election: cannot create the lease",
+               {{"lease", config_.ns + "/" + config_.name}, {"error", created.error().message}});
+    return Attempt::Failed;
+  }
+  std::lock_guard lock(mutex_);
+  lease_ = *created;
+  observation_.observe(record, now);
+  if (leader_ != config_.identity) {
+    leader_ = newLeader = config_.identity;
+  }
+  return Attempt::Acquired;
+}
+
+LeaderElector::Attempt LeaderElector::renewLease(const json& got, Clock::TimePoint now,
+                                                 std::chrono::system_clock::time_point wallNow,
+                                                 std::string& newLeader) {
+  const LeaseRecord old = LeaseRecord::fromLease(got);
+  {
+    std::lock_guard lock(mutex_);
+    lease_ = got;
+    observation_.observe(old, now);
+    if (!old.holderIdentity.empty() && leader_ != old.holderIdentity) {
+      leader_ = newLeader = old.holderIdentity;
+    }
+    if (observation_.heldByOther(config_.identity, now)) {
+      return Attempt::HeldByOther;
+    }
+  }
+  const LeaseRecord next = nextLeaseRecord(old, config_.identity, config_.leaseDuration, wallNow);
+  json lease = got;  // keeps metadata.resourceVersion: a compare-and-swap
+  next.applyTo(lease);
+  auto updated = client_.update(resources::kLeases, config_.ns, config_.name, lease);
+  if (!updated) {
+    // 409 Conflict: someone else wrote between our read and our write.
+    log::write(updated.error().isConflict() ? log::Level::Debug : log::Level::Warn,
+               "leader election: cannot update the lease",
+               {{"lease", config_.ns + "/" + config_.name}, {"error", updated.error().message}});
+    return Attempt::Failed;
+  }
+  std::lock_guard lock(mutex_);
+  lease_ = *updated;
+  observation_.observe(next, now);
+  if (leader_ != config_.identity) {
+    leader_ = newLeader = config_.identity;
+  }
+  const Attempt outcome =
+      old.holderIdentity == config_.identity ? Attempt::Renewed : Attempt::Acquired;
+  if (outcome == Attempt::Acquired && !old.holderIdentity.empty()) {
+    log::info("leader election: took over an expired lease",
+              {{"lease", config_.ns + "/" + config_.name},
+               {"previousHolder", old.holderIdentity},
+               {"transitions", next.leaseTransitions}});
   }
   return outcome;
 }

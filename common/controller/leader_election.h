@@ -112,6 +112,12 @@ class LeaderElector {
   void run(std::stop_token stop);
   // One try: get (or create) the Lease and write our record when allowed.
   Attempt tryAcquireOrRenew();
+  // The two halves of a try: no Lease yet, create it with our record; a Lease read, write
+  // our record over it unless another holds it. `newLeader` is set when the holder changed.
+  Attempt createLease(Clock::TimePoint now, std::chrono::system_clock::time_point wallNow,
+                      std::string& newLeader);
+  Attempt renewLease(const nlohmann::json& got, Clock::TimePoint now,
+                     std::chrono::system_clock::time_point wallNow, std::string& newLeader);
   void release();
   void startLeading();
   void stopLeading();
