@@ -95,6 +95,11 @@ HttpExchange::After HttpExchange::serve(HttpStream& stream, const std::string& r
   request.remoteAddr = remoteAddr;
   request.remotePort = remotePort;
 
+  return answer(stream, head, remaining, callHandler(route, request));
+}
+
+HttpResponse HttpExchange::callHandler(const HttpRouter::Route& route,
+                                       const HttpRequest& request) const {
   HttpResponse response;
   try {
     response = route.handler(request);
@@ -109,7 +114,7 @@ HttpExchange::After HttpExchange::serve(HttpStream& stream, const std::string& r
                {{"server", options_.name}, {"method", request.method}, {"path", request.path}});
     response = plainResponse(500, "internal server error\n");
   }
-  return answer(stream, head, remaining, response);
+  return response;
 }
 
 HttpExchange::After HttpExchange::answer(HttpStream& stream, const RequestHead& head,

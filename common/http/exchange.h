@@ -36,6 +36,8 @@ class HttpExchange {
  private:
   enum class BodyRead { Ok, Closed, TooLarge, Malformed };
   BodyRead readBody(HttpStream& stream, const RequestHead& head, std::string& body) const;
+  // The route's handler on the request; an exception it throws is logged and answered 500.
+  HttpResponse callHandler(const HttpRouter::Route& route, const HttpRequest& request) const;
   After answer(HttpStream& stream, const RequestHead& head, size_t remaining,
                const HttpResponse& response) const;
   bool respond(HttpStream& stream, const HttpResponse& response, bool headOnly, bool close,
