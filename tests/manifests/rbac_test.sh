@@ -78,8 +78,9 @@ expect no gvirtus-webhook delete events default
 expect_group yes gvirtus-webhook list scheduling.run.ai podgroups default
 expect_group yes gvirtus-webhook watch scheduling.run.ai podgroups default
 expect_group no gvirtus-webhook patch scheduling.run.ai podgroups default
-expect yes gvirtus-webhook get secrets/gvirtus-webhook-tls "$ns"
-expect yes gvirtus-webhook update secrets/gvirtus-webhook-tls "$ns"
+# Its own Secret through a watch cache by name (the TLS bootstrap's), never one by one.
+for verb in list watch update; do expect yes gvirtus-webhook "$verb" secrets/gvirtus-webhook-tls "$ns"; done
+expect no gvirtus-webhook get secrets/gvirtus-webhook-tls "$ns"
 expect yes gvirtus-webhook create secrets "$ns"
 expect no gvirtus-webhook get secrets/other "$ns"
 expect no gvirtus-webhook list secrets "$ns"
@@ -165,7 +166,17 @@ fi
 as_webhook patch mutatingwebhookconfiguration gvirtus-webhook --type=json \
   -p '[{"op":"test","path":"/metadata/name","value":"gvirtus-webhook"}]' >/dev/null 2>&1 &&
   ok "patch its MutatingWebhookConfiguration" || bad "cannot patch its MutatingWebhookConfiguration"
+if as_webhook get secrets -n "$ns" --field-selector metadata.name=gvirtus-webhook-tls -o name >/dev/null 2>&1; then
+  ok "list its own Secret with fieldSelector metadata.name=gvirtus-webhook-tls"
+else
+  bad "cannot list its own Secret by field selector"
+fi
 if as_webhook get secrets -n "$ns" >/dev/null 2>&1; then bad "lists Secrets"; else ok "cannot list Secrets"; fi
+if as_webhook get secrets -n "$ns" --field-selector metadata.name=other >/dev/null 2>&1; then
+  bad "lists another Secret by field selector"
+else
+  ok "cannot list another Secret by field selector"
+fi
 
 say "overlays/dra: gvirtus-webhook writes ResourceSlices, of the driver gpu.gvirtus.io only"
 k apply -k "$repo/overlays/dra" >/dev/null 2>&1 || { k apply -k "$repo/overlays/dra"; bad "apply -k overlays/dra failed"; }

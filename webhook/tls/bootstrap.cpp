@@ -12,7 +12,6 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kDnsNamesAnnotation = "gvirtus.io/serving-dns-names";
-constexpr int kConflictRetries = 3;
 
 std::string joinNames(const std::vector<std::string>& names) {
   std::string out;
@@ -166,146 +165,153 @@ TlsBootstrap::~TlsBootstrap() {
   stop();
 }
 
-Result<TlsMaterial> TlsBootstrap::ensureSecret() {
-  for (int attempt = 0;; ++attempt) {
-    auto secret = client_.get(resources::kSecrets, options_.ns, options_.secretName);
-    if (!secret && secret.error().isNotFound()) {
-      auto material = generateTlsMaterial(options_);
-      if (!material) {
-        return fail(material.error());
+// Each look reads the Secret and the configuration from caches: a write that another
+// replica won (409, or 422 for a failed test) is not read back here, but comes through the
+// watch, which asks for the next look; until then this one waits a moment.
+namespace {
+
+constexpr auto kWaitForCaches = std::chrono::milliseconds(200);
+
+}  // namespace
+
+Result<std::optional<TlsMaterial>> TlsBootstrap::ensureSecret() {
+  const ObjectSnapshot secret = secrets_->get(options_.ns, options_.secretName);
+  if (!secret) {
+    auto material = generateTlsMaterial(options_);
+    if (!material) {
+      return fail(material.error());
+    }
+    auto created = client_.create(resources::kSecrets, options_.ns, secretFor(options_, *material));
+    if (!created) {
+      if (created.error().isConflict()) {
+        return std::nullopt;  // another replica created it first: use theirs
       }
-      auto created =
-          client_.create(resources::kSecrets, options_.ns, secretFor(options_, *material));
-      if (created) {
-        log::info("created the webhook CA and serving certificate",
-                  {{"secret", options_.ns + "/" + options_.secretName}});
-        return material;
-      }
-      if (!created.error().isConflict() || attempt >= kConflictRetries) {
-        return fail(created.error().context("create Secret " + options_.secretName));
-      }
-      continue;  // another replica created it first: use theirs
+      return fail(created.error().context("create Secret " + options_.secretName));
     }
-    if (!secret) {
-      return fail(secret.error().context("read Secret " + options_.secretName));
-    }
-    auto material = materialFromSecret(*secret);
-    const Renewal renewal =
-        material ? renewalNeeded(*material, options_, std::chrono::system_clock::now())
-                 : Renewal::Everything;
-    if (renewal == Renewal::None) {
-      return material;
-    }
-    auto renewed = renewal == Renewal::Everything ? generateTlsMaterial(options_)
-                                                  : renewServingCert(*material, options_);
-    if (!renewed) {
-      return fail(renewed.error());
-    }
-    // Keep what others added to the Secret (labels, annotations); its type is immutable.
-    json updated = *secret;
-    const json fresh = secretFor(options_, *renewed);
-    updated["data"] = fresh["data"];
-    updated["metadata"]["annotations"][kDnsNamesAnnotation] = joinNames(renewed->dnsNames);
-    auto written = client_.update(resources::kSecrets, options_.ns, options_.secretName, updated);
-    if (written) {
-      log::info(
-          renewal == Renewal::Everything ? "renewed the webhook CA and serving certificate"
-                                         : "renewed the webhook serving certificate",
-          {{"secret", options_.ns + "/" + options_.secretName},
-           {"reason", material ? "close to expiry or other DNS names" : material.error().message}});
-      return renewed;
-    }
-    if (!written.error().isConflict() || attempt >= kConflictRetries) {
-      return fail(written.error().context("update Secret " + options_.secretName));
-    }
-    // Another replica renewed first: read theirs.
+    log::info("created the webhook CA and serving certificate",
+              {{"secret", options_.ns + "/" + options_.secretName}});
+    return material;
   }
+  auto material = materialFromSecret(*secret);
+  const Renewal renewal = material
+                              ? renewalNeeded(*material, options_, std::chrono::system_clock::now())
+                              : Renewal::Everything;
+  if (renewal == Renewal::None) {
+    return material;
+  }
+  auto renewed = renewal == Renewal::Everything ? generateTlsMaterial(options_)
+                                                : renewServingCert(*material, options_);
+  if (!renewed) {
+    return fail(renewed.error());
+  }
+  // Keep what others added to the Secret (labels, annotations); its type is immutable. The
+  // resourceVersion read makes the update a compare-and-swap.
+  json updated = *secret;
+  const json fresh = secretFor(options_, *renewed);
+  updated["data"] = fresh["data"];
+  updated["metadata"]["annotations"][kDnsNamesAnnotation] = joinNames(renewed->dnsNames);
+  auto written = client_.update(resources::kSecrets, options_.ns, options_.secretName, updated);
+  if (!written) {
+    if (written.error().isConflict()) {
+      return std::nullopt;  // another replica renewed first, or the cache was behind
+    }
+    return fail(written.error().context("update Secret " + options_.secretName));
+  }
+  log::info(
+      renewal == Renewal::Everything ? "renewed the webhook CA and serving certificate"
+                                     : "renewed the webhook serving certificate",
+      {{"secret", options_.ns + "/" + options_.secretName},
+       {"reason", material ? "close to expiry or other DNS names" : material.error().message}});
+  return renewed;
 }
 
-Result<void> TlsBootstrap::ensureCaBundle(const std::string& caPem) {
-  for (int attempt = 0;; ++attempt) {
-    auto config =
-        client_.get(resources::kMutatingWebhookConfigurations, "", options_.webhookConfigName);
-    if (!config) {
-      return fail(config.error().context("read MutatingWebhookConfiguration " +
-                                         options_.webhookConfigName));
-    }
-    const JsonPatch patch = caBundlePatch(*config, caPem);
-    if (patch.empty()) {
-      return {};
-    }
-    auto patched = client_.patch(resources::kMutatingWebhookConfigurations, "",
-                                 options_.webhookConfigName, PatchType::Json, patch.dump());
-    if (patched) {
-      log::info("wrote the webhook CA into the caBundle",
-                {{"mutatingWebhookConfiguration", options_.webhookConfigName}});
-      return {};
-    }
-    // 422: a test failed (the webhooks changed under us); read again.
-    if (patched.error().httpStatus != 422 && !patched.error().isConflict()) {
-      return fail(patched.error().context("patch caBundle"));
-    }
-    if (attempt >= kConflictRetries) {
-      return fail(patched.error().context("patch caBundle"));
-    }
+Result<bool> TlsBootstrap::ensureCaBundle(const std::string& caPem) {
+  const ObjectSnapshot config = webhookConfigs_->get("", options_.webhookConfigName);
+  if (!config) {
+    return fail("read MutatingWebhookConfiguration " + options_.webhookConfigName + ": not found");
   }
+  const JsonPatch patch = caBundlePatch(*config, caPem);
+  if (patch.empty()) {
+    return true;
+  }
+  auto patched = client_.patch(resources::kMutatingWebhookConfigurations, "",
+                               options_.webhookConfigName, PatchType::Json, patch.dump());
+  if (!patched) {
+    // 422: a test failed (the webhooks changed under us); the watch brings the change.
+    if (patched.error().httpStatus == 422 || patched.error().isConflict()) {
+      return false;
+    }
+    return fail(patched.error().context("patch caBundle"));
+  }
+  log::info("wrote the webhook CA into the caBundle",
+            {{"mutatingWebhookConfiguration", options_.webhookConfigName}});
+  return true;
 }
 
-Result<void> TlsBootstrap::syncOnce() {
+Result<SyncResult> TlsBootstrap::sync() {
+  if (!secrets_->hasSynced() || !webhookConfigs_->hasSynced()) {
+    return SyncResult{.requeueAfter = kWaitForCaches};
+  }
   auto material = ensureSecret();
   if (!material) {
     std::lock_guard lock(mutex_);
     if (installedCert_.empty()) {
       notReady_ = material.error().message;
     }
-    return fail(material.error());
+    return fail(material.error().context("webhook TLS bootstrap"));
   }
+  if (!*material) {
+    return SyncResult{.requeueAfter = kWaitForCaches};
+  }
+  const TlsMaterial& current = **material;
   bool changed = false;
   {
     std::lock_guard lock(mutex_);
-    changed = installedCert_ != material->serving.certPem;
+    changed = installedCert_ != current.serving.certPem;
   }
   if (changed) {
-    if (auto ok = install_(material->serving); !ok) {
-      return fail(ok.error().context("install the serving certificate"));
+    if (auto ok = install_(current.serving); !ok) {
+      return fail(ok.error().context("webhook TLS bootstrap: install the serving certificate"));
     }
     std::lock_guard lock(mutex_);
-    installedCert_ = material->serving.certPem;
+    installedCert_ = current.serving.certPem;
   }
-  auto bundle = ensureCaBundle(material->ca.certPem);
+  auto bundle = ensureCaBundle(current.ca.certPem);
   std::lock_guard lock(mutex_);
-  caBundleInPlace_ = bundle.has_value();
-  notReady_ = bundle ? "" : bundle.error().message;
+  caBundleInPlace_ = bundle && *bundle;
   if (!bundle) {
-    return fail(bundle.error());
+    notReady_ = bundle.error().message;
+    return fail(bundle.error().context("webhook TLS bootstrap"));
   }
-  return {};
+  notReady_ = "";
+  return SyncResult{.requeueAfter = *bundle ? options_.resyncPeriod : kWaitForCaches};
 }
 
 void TlsBootstrap::start() {
   if (thread_.joinable()) {
     return;
   }
-  // One key: every pass looks at the Secret and the whole webhook configuration.
+  // One key: every look reads the Secret and the whole webhook configuration.
   static constexpr const char* kKey = "tls";
   controller_ =
       std::make_unique<Controller>(ControllerOptions{.name = "tls-bootstrap",
                                                      .backoffInitial = std::chrono::seconds(1),
                                                      .backoffMax = std::chrono::seconds(30)},
-                                   [this](const std::string&) -> Result<SyncResult> {
-                                     if (auto ok = syncOnce(); !ok) {
-                                       return fail(ok.error().context("webhook TLS bootstrap"));
-                                     }
-                                     return SyncResult{.requeueAfter = options_.resyncPeriod};
-                                   });
+                                   [this](const std::string&) { return sync(); });
+  // Only our Secret and our configuration, by name (the Role and the ClusterRole allow list
+  // and watch of these names alone). An edit of either (a caBundle removed, the Secret
+  // renewed by another replica) is looked at at once; a deleted configuration is the
+  // uninstall's business.
+  secrets_ = std::make_unique<ResourceCache>(client_, resources::kSecrets, options_.ns, "",
+                                             "metadata.name=" + options_.secretName);
   webhookConfigs_ =
       std::make_unique<ResourceCache>(client_, resources::kMutatingWebhookConfigurations, "", "",
                                       "metadata.name=" + options_.webhookConfigName);
-  // An edit of the configuration (a caBundle removed) is repaired at once; a deleted one
-  // is the uninstall's business.
+  secrets_->addHandlers(controller_->enqueueOnAnyChange(kKey));
   auto handlers = controller_->enqueueOnAnyChange(kKey);
   handlers.onDelete = nullptr;
   webhookConfigs_->addHandlers(std::move(handlers));
+  secrets_->start();
   webhookConfigs_->start();
   controller_->enqueue(kKey);
   thread_ = std::jthread([this](std::stop_token stop) { controller_->run(stop); });
@@ -318,6 +324,9 @@ void TlsBootstrap::stop() {
   }
   if (webhookConfigs_) {
     webhookConfigs_->stop();
+  }
+  if (secrets_) {
+    secrets_->stop();
   }
 }
 

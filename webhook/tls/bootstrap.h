@@ -84,13 +84,12 @@ class TlsBootstrap {
   TlsBootstrap(const TlsBootstrap&) = delete;
   TlsBootstrap& operator=(const TlsBootstrap&) = delete;
 
-  // One pass: read (or create, or renew) the Secret, install its serving certificate,
-  // write the caBundle where it is missing or different. Two replicas starting together
-  // converge on the Secret whose create won (409 AlreadyExists: read the winner's).
-  Result<void> syncOnce();
-
-  // A thread that runs a pass, then again every resyncPeriod, at once when the webhook
-  // configuration changes, and with backoff after a failure (common/controller/controller.h).
+  // Caches of the Secret and the configuration (by name), and a thread that looks at them:
+  // once they have synced, then again every resyncPeriod, at once when either changes, and
+  // with backoff after a failure (common/controller/controller.h). A look reads (or
+  // creates, or renews) the Secret, installs its serving certificate, and writes the
+  // caBundle where it is missing or different. Two replicas starting together converge on
+  // the Secret whose create won (409 AlreadyExists: the winner's comes through the watch).
   void start();
   void stop();
 
@@ -100,8 +99,13 @@ class TlsBootstrap {
   std::string notReadyReason() const;
 
  private:
-  Result<TlsMaterial> ensureSecret();
-  Result<void> ensureCaBundle(const std::string& caPem);
+  Result<SyncResult> sync();
+  // The Secret's material, created or renewed where needed; nullopt when another replica's
+  // write won and its Secret is still on its way through the watch.
+  Result<std::optional<TlsMaterial>> ensureSecret();
+  // True when every webhook has the CA; false when a write lost to another change, which
+  // the watch brings.
+  Result<bool> ensureCaBundle(const std::string& caPem);
 
   KubeClient& client_;
   const TlsBootstrapOptions options_;
@@ -112,7 +116,8 @@ class TlsBootstrap {
   bool caBundleInPlace_ = false;
   std::string notReady_ = "the serving certificate is not ready yet";
 
-  std::unique_ptr<Controller> controller_;  // outlives the cache whose handlers use it
+  std::unique_ptr<Controller> controller_;  // outlives the caches whose handlers use it
+  std::unique_ptr<ResourceCache> secrets_;
   std::unique_ptr<ResourceCache> webhookConfigs_;
   std::jthread thread_;
 };
