@@ -6,8 +6,8 @@
 
 #include "common/base/strings.h"
 #include "common/contract/gvirtus_properties.h"
-#include "common/http/server.h"
 #include "common/kube/object_names.h"
+#include "common/net/sockets.h"
 
 namespace gvirtus::webhook {
 namespace {

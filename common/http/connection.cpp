@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "common/http/exchange.h"
-#include "common/http/server.h"
+#include "common/http/server_options.h"
 
 namespace gvirtus {
 

@@ -5,8 +5,9 @@
 #include <string>
 
 #include "common/http/codec.h"
+#include "common/http/message.h"
 #include "common/http/router.h"
-#include "common/http/server.h"
+#include "common/http/server_options.h"
 #include "common/http/stream.h"
 
 // One request and its answer, on a worker: read off the stream once the reader has found

@@ -1,8 +1,8 @@
-// The lookups of an HttpRequest (common/http/server.h) into its headers and query.
+// The lookups of an HttpRequest (common/http/message.h) into its headers and query.
 #include <algorithm>
 
 #include "common/base/strings.h"
-#include "common/http/server.h"
+#include "common/http/message.h"
 
 namespace gvirtus {
 

@@ -4,7 +4,7 @@
 #include <shared_mutex>
 #include <string>
 
-#include "common/http/server.h"
+#include "common/http/message.h"
 
 // The handlers of an HttpServer by exact path and method; routes may be added while it
 // serves. Internal to HttpServer.

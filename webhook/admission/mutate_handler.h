@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/http/server.h"
+#include "common/http/message.h"
 #include "webhook/admission/review.h"
 #include "webhook/placement/assigner.h"
 #include "webhook/placement/chooser.h"
