@@ -19,7 +19,7 @@
 #include "backend-shim/options.h"
 #include "backend-shim/peer_check.h"
 #include "backend-shim/served_backend.h"
-#include "common/http/health_server.h"
+#include "common/health/server.h"
 #include "common/kube/client.h"
 #include "common/kube/connect.h"
 #include "common/process/signals.h"

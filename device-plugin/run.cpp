@@ -6,7 +6,7 @@
 #include <memory>
 #include <thread>
 
-#include "common/http/health_server.h"
+#include "common/health/server.h"
 #include "common/kube/connect.h"
 #include "common/process/signals.h"
 #include "common/telemetry/log.h"

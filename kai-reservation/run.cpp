@@ -3,7 +3,7 @@
 #include <atomic>
 #include <chrono>
 
-#include "common/http/health_server.h"
+#include "common/health/server.h"
 #include "common/kube/connect.h"
 #include "common/process/signals.h"
 #include "common/telemetry/log.h"

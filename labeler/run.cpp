@@ -4,7 +4,7 @@
 #include <thread>
 
 #include "common/cache/resource_cache.h"
-#include "common/http/health_server.h"
+#include "common/health/server.h"
 #include "common/kube/connect.h"
 #include "common/process/signals.h"
 #include "common/telemetry/log.h"

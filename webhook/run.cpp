@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <memory>
 
-#include "common/http/health_server.h"
+#include "common/health/server.h"
 #include "common/http/server.h"
 #include "common/net/ipv4_resolver.h"
 #include "common/process/flags.h"

@@ -1,4 +1,4 @@
-#include "common/http/health_server.h"
+#include "common/health/server.h"
 
 #include <exception>
 
