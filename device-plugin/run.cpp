@@ -11,14 +11,14 @@
 #include "common/process/signals.h"
 #include "common/telemetry/log.h"
 #include "common/telemetry/metrics.h"
-#include "device-plugin/cdi_spec.h"
-#include "device-plugin/claim_files.h"
-#include "device-plugin/claim_preparer.h"
-#include "device-plugin/device_list.h"
-#include "device-plugin/dra_server.h"
+#include "device-plugin/cdi/spec.h"
+#include "device-plugin/dra/claim_files.h"
+#include "device-plugin/dra/claim_preparer.h"
+#include "device-plugin/dra/server.h"
 #include "device-plugin/options.h"
-#include "device-plugin/plugin_server.h"
-#include "device-plugin/plugin_supervisor.h"
+#include "device-plugin/plugin/device_list.h"
+#include "device-plugin/plugin/server.h"
+#include "device-plugin/plugin/supervisor.h"
 
 namespace gvirtus::device_plugin {
 namespace {

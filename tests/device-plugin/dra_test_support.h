@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "device-plugin/claim_preparer.h"
+#include "device-plugin/dra/claim_preparer.h"
 
 namespace gvirtus::device_plugin::test {
 

@@ -1,4 +1,4 @@
-#include "device-plugin/plugin_supervisor.h"
+#include "device-plugin/plugin/supervisor.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,8 +9,8 @@
 #include <cstring>
 
 #include "common/telemetry/log.h"
-#include "device-plugin/kubelet_registration.h"
-#include "device-plugin/kubelet_watcher.h"
+#include "device-plugin/plugin/kubelet_registration.h"
+#include "device-plugin/plugin/kubelet_watcher.h"
 
 namespace gvirtus::device_plugin {
 

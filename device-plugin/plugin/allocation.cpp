@@ -1,9 +1,9 @@
-#include "device-plugin/allocation.h"
+#include "device-plugin/plugin/allocation.h"
 
 #include <algorithm>
 #include <set>
 
-#include "device-plugin/cdi_spec.h"
+#include "device-plugin/cdi/spec.h"
 
 namespace gvirtus::device_plugin {
 namespace {

@@ -1,4 +1,4 @@
-#include "device-plugin/claim_files.h"
+#include "device-plugin/dra/claim_files.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -6,7 +6,7 @@
 
 #include "common/base/atomic_file.h"
 #include "common/contract/dra_names.h"
-#include "device-plugin/cdi_spec.h"
+#include "device-plugin/cdi/spec.h"
 
 namespace gvirtus::device_plugin {
 namespace {

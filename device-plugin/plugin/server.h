@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "common/base/error.h"
-#include "device-plugin/device_list.h"
+#include "device-plugin/plugin/device_list.h"
 
 namespace gvirtus::device_plugin {
 

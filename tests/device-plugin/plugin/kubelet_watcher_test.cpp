@@ -1,4 +1,4 @@
-#include "device-plugin/kubelet_watcher.h"
+#include "device-plugin/plugin/kubelet_watcher.h"
 
 #include <catch2/catch.hpp>
 #include <fstream>

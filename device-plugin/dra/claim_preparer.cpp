@@ -1,4 +1,4 @@
-#include "device-plugin/claim_preparer.h"
+#include "device-plugin/dra/claim_preparer.h"
 
 #include <optional>
 

@@ -1,10 +1,10 @@
-#include "device-plugin/kubelet_registration.h"
+#include "device-plugin/plugin/kubelet_registration.h"
 
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
 
-#include "device-plugin/plugin_server.h"
+#include "device-plugin/plugin/server.h"
 #include "deviceplugin_v1beta1.grpc.pb.h"
 
 namespace gvirtus::device_plugin {

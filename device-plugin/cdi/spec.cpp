@@ -1,4 +1,4 @@
-#include "device-plugin/cdi_spec.h"
+#include "device-plugin/cdi/spec.h"
 
 #include <cctype>
 #include <cerrno>

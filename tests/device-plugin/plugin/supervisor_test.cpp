@@ -1,4 +1,4 @@
-#include "device-plugin/plugin_supervisor.h"
+#include "device-plugin/plugin/supervisor.h"
 
 #include <sys/socket.h>
 #include <sys/un.h>

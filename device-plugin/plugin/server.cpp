@@ -1,4 +1,4 @@
-#include "device-plugin/plugin_server.h"
+#include "device-plugin/plugin/server.h"
 
 #include <grpcpp/grpcpp.h>
 
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "common/telemetry/log.h"
-#include "device-plugin/allocation.h"
+#include "device-plugin/plugin/allocation.h"
 #include "deviceplugin_v1beta1.grpc.pb.h"
 
 namespace gvirtus::device_plugin {

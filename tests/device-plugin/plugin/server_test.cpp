@@ -1,4 +1,4 @@
-#include "device-plugin/plugin_server.h"
+#include "device-plugin/plugin/server.h"
 
 #include <catch2/catch.hpp>
 #include <thread>

@@ -1,4 +1,4 @@
-#include "device-plugin/dra_server.h"
+#include "device-plugin/dra/server.h"
 
 #include <grpcpp/grpcpp.h>
 #include <sys/socket.h>
@@ -13,7 +13,7 @@
 #include "common/contract/dra_names.h"
 #include "common/telemetry/log.h"
 #include "common/time/stoppable_sleep.h"
-#include "device-plugin/plugin_supervisor.h"  // identify(), FileIdentity
+#include "device-plugin/plugin/supervisor.h"  // identify(), FileIdentity
 #include "dra_v1.grpc.pb.h"
 #include "pluginregistration_v1.grpc.pb.h"
 

@@ -1,4 +1,4 @@
-#include "device-plugin/device_list.h"
+#include "device-plugin/plugin/device_list.h"
 
 #include <algorithm>
 

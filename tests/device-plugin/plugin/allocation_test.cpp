@@ -1,4 +1,4 @@
-#include "device-plugin/allocation.h"
+#include "device-plugin/plugin/allocation.h"
 
 #include <catch2/catch.hpp>
 

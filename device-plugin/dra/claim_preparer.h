@@ -8,7 +8,7 @@
 
 #include "common/base/error.h"
 #include "common/contract/dra_claim.h"
-#include "device-plugin/claim_files.h"
+#include "device-plugin/dra/claim_files.h"
 
 namespace gvirtus {
 class KubeClient;
@@ -17,7 +17,7 @@ class KubeClient;
 // The DRA driver's node work for the claims the kubelet names (docs/dra.md): a claim
 // allocated one device of gpu.gvirtus.io is prepared by writing a properties.json that names
 // that device's backend and a CDI spec that hands it to the claim's containers. Free of
-// gRPC: the server (dra_server.h) translates.
+// gRPC: the server (dra/server.h) translates.
 namespace gvirtus::device_plugin {
 
 // Where the claim and the devices are read: the API server, or a test's objects.

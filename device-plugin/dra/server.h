@@ -8,7 +8,7 @@
 
 #include "common/base/error.h"
 #include "common/time/duration.h"
-#include "device-plugin/claim_preparer.h"
+#include "device-plugin/dra/claim_preparer.h"
 
 // The kubelet side of the DRA driver gpu.gvirtus.io (--dra): the plugin registration
 // service on a socket in the kubelet's plugins_registry folder, which the kubelet finds by

@@ -14,8 +14,8 @@
 #include "common/base/error.h"
 #include "common/time/backoff.h"
 #include "common/time/duration.h"
-#include "device-plugin/device_list.h"
-#include "device-plugin/plugin_server.h"
+#include "device-plugin/plugin/device_list.h"
+#include "device-plugin/plugin/server.h"
 
 namespace gvirtus::device_plugin {
 

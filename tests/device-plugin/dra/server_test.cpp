@@ -1,4 +1,4 @@
-#include "device-plugin/dra_server.h"
+#include "device-plugin/dra/server.h"
 
 #include <grpcpp/grpcpp.h>
 #include <sys/socket.h>
