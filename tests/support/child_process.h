@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "support/eventually.h"
+
 namespace gvirtus::testing {
 
 class ChildProcess {
@@ -69,13 +71,7 @@ class ChildProcess {
   }
   // The exit code (or 128+signal), or nullopt if still running after `timeout`.
   std::optional<int> wait(std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!status_ && !reap(WNOHANG)) {
-      if (std::chrono::steady_clock::now() >= deadline) {
-        return std::nullopt;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    eventually([this] { return status_ || reap(WNOHANG); }, timeout, std::chrono::milliseconds(20));
     return status_;
   }
   std::string output() const {

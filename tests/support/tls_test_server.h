@@ -23,6 +23,7 @@
 
 #include "common/kube/config.h"
 #include "common/tls/certificates.h"
+#include "support/eventually.h"
 
 namespace gvirtus::testing {
 
@@ -147,10 +148,8 @@ class TlsTestServer {
     thread_ = std::thread([this] { server_->listen_after_bind(); });
     // httplib 0.11's stop() does nothing before the loop has started; wait for it, so that
     // a test that ends at once does not hang in stop().
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!server_->is_running() && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    eventually([this] { return server_->is_running(); }, std::chrono::seconds(10),
+               std::chrono::milliseconds(1));
   }
 
   void stop() {

@@ -8,6 +8,8 @@
 #include <thread>
 #include <vector>
 
+#include "support/eventually.h"
+
 using namespace gvirtus::backend_shim;
 using namespace std::chrono_literals;
 
@@ -178,14 +180,9 @@ TEST_CASE("backend-shim load_publisher: run() publishes from its own thread unti
       100ms);
   std::jthread thread([&publisher](std::stop_token stop) { publisher.run(stop); });
   publisher.update(sampleLoad(1));
-  const auto deadline = std::chrono::steady_clock::now() + 5s;
-  while (publisher.writes() < 1 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(10ms);
-  }
+  REQUIRE(gvirtus::testing::eventually([&] { return publisher.writes() >= 1; }, 5s));
   publisher.update(sampleLoad(2));
-  while (publisher.writes() < 2 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(10ms);
-  }
+  REQUIRE(gvirtus::testing::eventually([&] { return publisher.writes() >= 2; }, 5s));
   thread = {};
   CHECK(publisher.writes() == 2);
 }

@@ -30,6 +30,7 @@
 
 #include "common/tls/certificates.h"
 #include "support/cluster_env.h"
+#include "support/eventually.h"
 #include "support/temp_dir.h"
 
 namespace gvirtus {
@@ -1023,14 +1024,7 @@ TEST_CASE("HttpServer reloads certificate files when they change", "[http_server
   REQUIRE(tlsGet(port, first.ca.certPem).response.status == 200);
 
   auto waitFor = [&](const std::string& caPem) {
-    auto deadline = std::chrono::steady_clock::now() + 6s;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (tlsGet(port, caPem).handshake) {
-        return true;
-      }
-      std::this_thread::sleep_for(100ms);
-    }
-    return false;
+    return gvirtus::testing::eventually([&] { return tlsGet(port, caPem).handshake; }, 6s, 100ms);
   };
 
   // A broken pair (the key of another certificate) keeps the old pair serving.

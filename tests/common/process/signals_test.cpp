@@ -16,7 +16,10 @@
 #include <string>
 #include <thread>
 
+#include "support/eventually.h"
+
 using gvirtus::ShutdownSignal;
+using gvirtus::testing::eventually;
 using namespace std::chrono_literals;
 
 // install() changes the whole process (signal mask, SIGPIPE, a thread) and a stop request
@@ -48,14 +51,9 @@ std::pair<int, std::string> runChild(const std::string& testName) {
   }
   close(outputFd);
   int status = 0;
-  const auto deadline = std::chrono::steady_clock::now() + 20s;
-  while (waitpid(pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      break;
-    }
-    std::this_thread::sleep_for(10ms);
+  if (!eventually([&] { return waitpid(pid, &status, WNOHANG) != 0; }, 20s, 10ms)) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
   }
   std::ifstream file(outputPath);
   std::stringstream output;
@@ -65,16 +63,9 @@ std::pair<int, std::string> runChild(const std::string& testName) {
   return {code, output.str()};
 }
 
-// Waits (bounded) for `condition`, so a broken implementation fails instead of hanging.
-bool eventually(const std::function<bool()>& condition) {
-  for (int i = 0; i < 500 && !condition(); ++i) {
-    std::this_thread::sleep_for(10ms);
-  }
-  return condition();
-}
-
+// Bounded, so a broken implementation fails instead of hanging.
 bool eventuallyStopped(const std::stop_token& token) {
-  return eventually([&token] { return token.stop_requested(); });
+  return eventually([&token] { return token.stop_requested(); }, 5s, 10ms);
 }
 
 }  // namespace

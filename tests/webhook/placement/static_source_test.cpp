@@ -4,6 +4,8 @@
 #include <map>
 #include <mutex>
 
+#include "support/eventually.h"
+
 using namespace gvirtus::webhook;
 
 TEST_CASE("static-backends items", "[static-backends]") {
@@ -81,10 +83,6 @@ TEST_CASE("static backends are re-resolved on their period", "[static-backends]"
       },
       std::chrono::milliseconds(20));
   source.start();
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (calls < 3 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  CHECK(gvirtus::testing::eventually([&] { return calls >= 3; }, std::chrono::seconds(5)));
   source.stop();
-  CHECK(calls >= 3);
 }
