@@ -13,7 +13,6 @@ fi
 export KUBECONFIG=$GVIRTUS_KUBECONFIG
 release=gvirtus-it
 ns=gvirtus-system
-k() { kubectl --request-timeout=30s "$@"; }
 cluster_kinds=clusterroles,clusterrolebindings,mutatingwebhookconfigurations
 leftovers() {
   {

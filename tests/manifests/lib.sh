@@ -21,7 +21,6 @@ ns=gvirtus-system
 
 # shellcheck source=../lib/checks.sh
 source "$repo/tests/lib/checks.sh"
-k() { kubectl --request-timeout=30s "$@"; }
 
 # Removes everything the manifests create and waits until it is gone, so that a test
 # after this one may create gvirtus-system again.

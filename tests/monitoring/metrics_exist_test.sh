@@ -21,9 +21,10 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-failures=0
-say() { printf '[metrics-exist] %s\n' "$*" >&2; }
-bad() { printf '  FAIL  %s\n' "$*" >&2; failures=$((failures + 1)); }
+# shellcheck disable=SC2034  # read by say (tests/lib/log.sh)
+log_tag=metrics-exist
+# shellcheck source=../lib/checks.sh
+source "$repo/tests/lib/checks.sh"
 
 for b in gvirtus-labeler gvirtus-device-plugin gvirtus-webhook gvirtus-backend-shim; do
   [ -x "$bin/$b" ] || { say "FAIL: $bin/$b is not built (make build)"; exit 1; }

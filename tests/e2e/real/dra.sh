@@ -10,10 +10,10 @@
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../../.." && pwd)
 ns=gvirtus-system
+# shellcheck disable=SC2034  # read by say (tests/lib/log.sh)
 log_tag="dra"
-# shellcheck source=../../lib/log.sh
-source "$repo/tests/lib/log.sh"
-k() { kubectl --request-timeout=30s "$@"; }
+# shellcheck source=../../lib/checks.sh
+source "$repo/tests/lib/checks.sh"
 objects=(-f "$repo/overlays/dra/deviceclass.yaml" -f "$repo/overlays/dra/rbac.yaml" -f "$repo/overlays/dra/policy.yaml")
 case ${1:-} in
   on)

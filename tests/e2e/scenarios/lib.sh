@@ -27,12 +27,10 @@ test_ns=e2e-$(tr -c 'a-z0-9\n' '-' <<<"$scenario" | cut -c1-50)
 failures=0
 
 log_tag=$scenario
-# shellcheck source=../../lib/log.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../../lib/log.sh"
-ok() { printf '  ok    %s\n' "$*" >&2; }
-bad() { printf '  FAIL  %s\n' "$*" >&2; failures=$((failures + 1)); }
+# say, ok, bad, k (its own finish is below).
+# shellcheck source=../../lib/checks.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../../lib/checks.sh"
 skip() { say "SKIP: $*"; exit 77; }
-k() { kubectl --request-timeout=30s "$@"; }
 
 # eventually DESCRIPTION COMMAND...: retries COMMAND (quietly) until it succeeds or
 # E2E_TIMEOUT passes; reports either way and returns its status.
