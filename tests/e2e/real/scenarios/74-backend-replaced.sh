@@ -157,22 +157,27 @@ grep -q "delete it" <<<"$message" && ok "its Event says what to do: ${message:0:
   ok "the bare pod is the same pod, not being deleted" || bad "the bare pod was deleted or replaced"
 
 say "no container of an owned pod connected to $a_ip after $deleted_at"
-stop_log_collector
 # The bare pod is left as it is (its properties.json keeps the old address): only the
 # owned pods' containers count.
-after=$(cat "$logs"/web-*.log "$logs"/job-*.log 2>/dev/null | sort -u |
-  awk -v t="$deleted_at" '
-    # RFC 3339 with the fraction padded to 9 digits (kubelet trims trailing zeros), so
-    # that the times compare as text.
-    function nanos(time, fraction) {
-      fraction = substr(time, 21)
-      sub(/Z$/, "", fraction)
-      return substr(time, 1, 19) "." substr(fraction "000000000", 1, 9)
-    }
-    nanos($1) >= nanos(t) && /connected to the backend/' || true)
-connections=$(grep -c . <<<"$after" || true)
-[ "${connections:-0}" -ge 3 ] && ok "$connections connections of owned pods logged since the deletion" ||
-  bad "only ${connections:-0} connections logged since the deletion"
+connections_since_delete() {
+  cat "$logs"/web-*.log "$logs"/job-*.log 2>/dev/null | sort -u |
+    awk -v t="$deleted_at" '
+      # RFC 3339 with the fraction padded to 9 digits (kubelet trims trailing zeros), so
+      # that the times compare as text.
+      function nanos(time, fraction) {
+        fraction = substr(time, 21)
+        sub(/Z$/, "", fraction)
+        return substr(time, 1, 19) "." substr(fraction "000000000", 1, 9)
+      }
+      nanos($1) >= nanos(t) && /connected to the backend/' || true
+}
+# The collector follows a new pod's log a few seconds after it starts, and the Job's pod
+# can start last (its controller waits for the old pod to end): its connection is waited
+# for in the collected files before the collector stops.
+three_logged() { [ "$(connections_since_delete | grep -c .)" -ge 3 ]; }
+eventually "3 connections of owned pods logged since the deletion" three_logged
+stop_log_collector
+after=$(connections_since_delete)
 late=$(grep "connected to the backend $a_ip:9999" <<<"$after" || true)
 if [ "$new_ip" = "$a_ip" ]; then
   say "the new backend pod reuses the old address: connections to it are to a live backend"
