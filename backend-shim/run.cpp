@@ -137,10 +137,8 @@ void monitor(std::stop_token stop, const ServedBackend& backend, const NvmlGpus&
                 {{"error", read.error().message}});
       gpuErrorLogged = true;
     }
-    const LeakRestartGate* leakGate = backend.leakGate();
-    const bool leakDraining = leakGate != nullptr && leakGate->draining();
-    metrics.observeBackend(status,
-                           status.running && status.listening && !draining && !leakDraining);
+    metrics.observeBackend(
+        status, status.running && status.listening && !draining && !backend.restartingForLeaks());
     metrics.observeGpus(gpus);
     if (publisher != nullptr) {
       publisher->update(Load{status.connections, maxSessions, gpus});

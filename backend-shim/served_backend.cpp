@@ -127,7 +127,7 @@ Result<void> ServedBackend::ready() const {
     }
     return {};
   }
-  if (leakGate_ && leakGate_->draining()) {
+  if (restartingForLeaks()) {
     return fail("restarting the backend to free leaked sockets once another backend is seen Ready");
   }
   const SupervisorStatus status = supervisor_->status();

@@ -40,11 +40,12 @@ class ServedBackend {
   static Result<std::unique_ptr<ServedBackend>> make(const Inputs& inputs);
 
   void start();
-  // What /readyz says while the backend cannot take a session (nullopt: ready).
+  // Why /readyz says no while the backend cannot take a session (an error), else ready.
   Result<void> ready() const;
   // As the monitor and the metrics see the backend, either way.
   SupervisorStatus status() const;
-  const LeakRestartGate* leakGate() const { return leakGate_.get(); }
+  // Shared: not ready while a restart for leaked sockets waits for another backend.
+  bool restartingForLeaks() const { return leakGate_ && leakGate_->draining(); }
 
   // SIGTERM: no new session, no restart; the open ones may end within `timeout` (false:
   // some were left open). Then stop() ends the processes.

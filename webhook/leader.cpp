@@ -194,17 +194,17 @@ Result<void> Leader::makeElector(const LeaderInputs& inputs) {
 }
 
 void Leader::startFeeds() {
-  for (ResourceCache* cache : {sliceCache_.get(), claimCache_.get(), claimantCache_.get()}) {
-    if (cache != nullptr) {
-      cache->start();
-    }
-  }
+  forEachFeed(&ResourceCache::start);
 }
 
 void Leader::stopFeeds() {
+  forEachFeed(&ResourceCache::stop);
+}
+
+void Leader::forEachFeed(void (ResourceCache::*step)()) {
   for (ResourceCache* cache : {sliceCache_.get(), claimCache_.get(), claimantCache_.get()}) {
     if (cache != nullptr) {
-      cache->stop();
+      (cache->*step)();
     }
   }
 }

@@ -72,6 +72,8 @@ class Leader {
   void makeSlices(const LeaderInputs& inputs);
   Result<void> makeFollower(const LeaderInputs& inputs);
   Result<void> makeElector(const LeaderInputs& inputs);
+  // `step` (start, stop) on each DRA cache that was made.
+  void forEachFeed(void (ResourceCache::*step)());
   // The controllers until `stop`, each on its own thread but the waiting-pod controller.
   void runControllers(std::stop_token stop);
 

@@ -37,10 +37,11 @@ ParkGroup parkGroupOf(const std::string& key, const std::optional<BackendRequire
   return ParkGroup{.asked = {}, .unit = key};
 }
 
-// The same for a pod whose requirements were not parsed by its choice (a failed write).
-ParkGroup parkGroupOf(const std::string& key, const json& pod) {
+// What a pod asks where its choice did not parse it (a gang member, a failed write);
+// nullopt where its annotations do not parse.
+std::optional<BackendRequirements> parsedAsk(const json& pod) {
   auto asked = requirementsFromPod(pod);
-  return parkGroupOf(key, asked ? std::optional(std::move(*asked)) : std::nullopt);
+  return asked ? std::optional(std::move(*asked)) : std::nullopt;
 }
 
 }  // namespace
@@ -244,7 +245,7 @@ void WaitingPodController::written(PendingWrite write, Result<void> result) {
   } else if (changed) {
     // Its backend, given back, may take the next of its group.
     queue_.roomMayHaveChanged();
-    queue_.putBackNext(parkGroupOf(write.unit, *write.pod));
+    queue_.putBackNext(parkGroupOf(write.unit, parsedAsk(*write.pod)));
   }
   queue_.written(write.unit, result || changed ? std::nullopt : std::optional(result.error()));
   reporter_.report(outcome);
@@ -287,12 +288,7 @@ bool WaitingPodController::settle(const std::string& key, const std::vector<PodO
       case PodOutcome::Kind::Waiting: {
         reporter_.waits(pod);
         // A lone pod's choice parsed what it asks; a gang member's is parsed here.
-        std::optional<BackendRequirements> asked = outcome.asked;
-        if (!asked) {
-          if (auto parsed = requirementsFromPod(pod)) {
-            asked = std::move(*parsed);
-          }
-        }
+        std::optional<BackendRequirements> asked = outcome.asked ? outcome.asked : parsedAsk(pod);
         if (!parked) {
           parked = {.unit = key,
                     .group = parkGroupOf(key, asked),

@@ -165,16 +165,10 @@ TlsBootstrap::~TlsBootstrap() {
   stop();
 }
 
-// Each look reads the Secret and the configuration from caches: a write that another
-// replica won (409, or 422 for a failed test) is not read back here, but comes through the
-// watch, which asks for the next look; until then this one waits a moment.
-namespace {
-
-constexpr auto kWaitForCaches = std::chrono::milliseconds(200);
-
-}  // namespace
-
-Result<std::optional<TlsMaterial>> TlsBootstrap::ensureSecret() {
+// Each look reads the Secret and the configuration from caches. A write that another
+// replica won is a conflict (409): the controller looks again after its backoff, quietly,
+// and the watch brings the winner's object meanwhile.
+Result<TlsMaterial> TlsBootstrap::ensureSecret() {
   const ObjectSnapshot secret = secrets_->get(options_.ns, options_.secretName);
   if (!secret) {
     auto material = generateTlsMaterial(options_);
@@ -183,9 +177,6 @@ Result<std::optional<TlsMaterial>> TlsBootstrap::ensureSecret() {
     }
     auto created = client_.create(resources::kSecrets, options_.ns, secretFor(options_, *material));
     if (!created) {
-      if (created.error().isConflict()) {
-        return std::nullopt;  // another replica created it first: use theirs
-      }
       return fail(created.error().context("create Secret " + options_.secretName));
     }
     log::info("created the webhook CA and serving certificate",
@@ -212,9 +203,6 @@ Result<std::optional<TlsMaterial>> TlsBootstrap::ensureSecret() {
   updated["metadata"]["annotations"][kDnsNamesAnnotation] = joinNames(renewed->dnsNames);
   auto written = client_.update(resources::kSecrets, options_.ns, options_.secretName, updated);
   if (!written) {
-    if (written.error().isConflict()) {
-      return std::nullopt;  // another replica renewed first, or the cache was behind
-    }
     return fail(written.error().context("update Secret " + options_.secretName));
   }
   log::info(
@@ -225,33 +213,31 @@ Result<std::optional<TlsMaterial>> TlsBootstrap::ensureSecret() {
   return renewed;
 }
 
-Result<bool> TlsBootstrap::ensureCaBundle(const std::string& caPem) {
+Result<void> TlsBootstrap::ensureCaBundle(const std::string& caPem) {
   const ObjectSnapshot config = webhookConfigs_->get("", options_.webhookConfigName);
   if (!config) {
     return fail("read MutatingWebhookConfiguration " + options_.webhookConfigName + ": not found");
   }
   const JsonPatch patch = caBundlePatch(*config, caPem);
   if (patch.empty()) {
-    return true;
+    return {};
   }
   auto patched = client_.patch(resources::kMutatingWebhookConfigurations, "",
                                options_.webhookConfigName, PatchType::Json, patch.dump());
   if (!patched) {
-    // 422: a test failed (the webhooks changed under us); the watch brings the change.
-    if (patched.error().httpStatus == 422 || patched.error().isConflict()) {
-      return false;
+    Error error = patched.error().context("patch caBundle");
+    if (error.httpStatus == 422) {
+      // A test of the patch failed: the webhooks changed under us, a conflict like a 409.
+      error.httpStatus = 409;
     }
-    return fail(patched.error().context("patch caBundle"));
+    return fail(std::move(error));
   }
   log::info("wrote the webhook CA into the caBundle",
             {{"mutatingWebhookConfiguration", options_.webhookConfigName}});
-  return true;
+  return {};
 }
 
 Result<SyncResult> TlsBootstrap::sync() {
-  if (!secrets_->hasSynced() || !webhookConfigs_->hasSynced()) {
-    return SyncResult{.requeueAfter = kWaitForCaches};
-  }
   auto material = ensureSecret();
   if (!material) {
     std::lock_guard lock(mutex_);
@@ -260,10 +246,7 @@ Result<SyncResult> TlsBootstrap::sync() {
     }
     return fail(material.error().context("webhook TLS bootstrap"));
   }
-  if (!*material) {
-    return SyncResult{.requeueAfter = kWaitForCaches};
-  }
-  const TlsMaterial& current = **material;
+  const TlsMaterial& current = *material;
   bool changed = false;
   {
     std::lock_guard lock(mutex_);
@@ -278,13 +261,12 @@ Result<SyncResult> TlsBootstrap::sync() {
   }
   auto bundle = ensureCaBundle(current.ca.certPem);
   std::lock_guard lock(mutex_);
-  caBundleInPlace_ = bundle && *bundle;
+  caBundleInPlace_ = bundle.has_value();
+  notReady_ = bundle ? "" : bundle.error().message;
   if (!bundle) {
-    notReady_ = bundle.error().message;
     return fail(bundle.error().context("webhook TLS bootstrap"));
   }
-  notReady_ = "";
-  return SyncResult{.requeueAfter = *bundle ? options_.resyncPeriod : kWaitForCaches};
+  return SyncResult{.requeueAfter = options_.resyncPeriod};
 }
 
 void TlsBootstrap::start() {
@@ -314,7 +296,11 @@ void TlsBootstrap::start() {
   secrets_->start();
   webhookConfigs_->start();
   controller_->enqueue(kKey);
-  thread_ = std::jthread([this](std::stop_token stop) { controller_->run(stop); });
+  // The first look waits for both caches' first contents.
+  thread_ = std::jthread([this](std::stop_token stop) {
+    controller_->run(stop,
+                     [this] { return secrets_->hasSynced() && webhookConfigs_->hasSynced(); });
+  });
 }
 
 void TlsBootstrap::stop() {

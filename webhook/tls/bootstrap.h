@@ -100,12 +100,12 @@ class TlsBootstrap {
 
  private:
   Result<SyncResult> sync();
-  // The Secret's material, created or renewed where needed; nullopt when another replica's
-  // write won and its Secret is still on its way through the watch.
-  Result<std::optional<TlsMaterial>> ensureSecret();
-  // True when every webhook has the CA; false when a write lost to another change, which
-  // the watch brings.
-  Result<bool> ensureCaBundle(const std::string& caPem);
+  // The Secret's material, created or renewed where needed; a conflict (409) when another
+  // replica's write won.
+  Result<TlsMaterial> ensureSecret();
+  // The CA in every webhook's caBundle; a conflict (409) when the configuration changed
+  // under the patch.
+  Result<void> ensureCaBundle(const std::string& caPem);
 
   KubeClient& client_;
   const TlsBootstrapOptions options_;
