@@ -29,6 +29,16 @@ void addServingFlags(FlagSet& flags, Options& options) {
   flags.addString("tls-key-file", &options.tlsKeyFile, "private key of --tls-cert-file (PEM)");
   flags.addString("tls-secret-name", &options.tlsSecretName,
                   "Secret (in --namespace) holding the own CA and serving certificate");
+  flags.addParsed("ca-role", "string", &options.caRole, "all",
+                  "the own CA's part this process plays: all (keep the Secret and the caBundle, "
+                  "serve admission), serve (only read them, kept by another process), issue "
+                  "(only keep them: the CA step, no admission listener)",
+                  [](const std::string& text) -> Result<CaRole> {
+                    if (auto role = parseCaRole(text)) {
+                      return *role;
+                    }
+                    return fail("must be all, serve or issue");
+                  });
   flags.addString("webhook-config-name", &options.webhookConfigName,
                   "MutatingWebhookConfiguration whose caBundle the own CA is written to");
   flags.addString("service-name", &options.serviceName,
@@ -139,6 +149,9 @@ Result<void> checkServing(const Options& options) {
     }
     if (auto ok = checkReadable(options.tlsKeyFile); !ok) {
       return fail("--tls-key-file: " + ok.error().message);
+    }
+    if (options.caRole != CaRole::All) {
+      return fail("--ca-role: a part of the own CA, which --tls-cert-file replaces");
     }
   } else {
     if (options.ns.empty()) {

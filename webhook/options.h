@@ -12,6 +12,7 @@
 #include "common/time/duration.h"
 #include "webhook/autoscale/autoscaler.h"
 #include "webhook/placement/static_source.h"
+#include "webhook/tls/own_ca.h"
 
 namespace gvirtus::webhook {
 
@@ -27,6 +28,8 @@ struct Options {
   std::string webhookConfigName = "gvirtus-webhook";
   std::string serviceName = "gvirtus-webhook";
   std::vector<std::string> tlsExtraSans;
+  // Without TLS files: which part of the own CA this process plays (webhook/tls/own_ca.h).
+  CaRole caRole = CaRole::All;
   std::string ns;  // default: $POD_NAMESPACE, else gvirtus-system
   std::string backendNamespace = "gvirtus-system";
   std::string backendSelector = "app.kubernetes.io/component=backend";

@@ -16,6 +16,7 @@
 #include "webhook/admission/mutate_handler.h"
 #include "webhook/base/metrics.h"
 #include "webhook/base/names.h"
+#include "webhook/ca_step.h"
 #include "webhook/dra/slice.h"
 #include "webhook/leader.h"
 #include "webhook/options.h"
@@ -138,14 +139,9 @@ std::unique_ptr<TlsBootstrap> makeTlsBootstrap(const Options& options, KubeClien
   if (options.tlsFromFiles()) {
     return nullptr;
   }
-  TlsBootstrapOptions tlsOptions;
-  tlsOptions.ns = options.ns;
-  tlsOptions.secretName = options.tlsSecretName;
-  tlsOptions.serviceName = options.serviceName;
-  tlsOptions.extraSans = options.tlsExtraSans;
-  tlsOptions.webhookConfigName = options.webhookConfigName;
   return std::make_unique<TlsBootstrap>(
-      *client, tlsOptions, [&https](const PemKeyPair& pair) { return https.setCertificate(pair); });
+      *client, tlsBootstrapOptions(options),
+      [&https](const PemKeyPair& pair) { return https.setCertificate(pair); });
 }
 
 // /healthz, /readyz (the backends synced, the certificate ours) and /metrics, started.
@@ -179,7 +175,9 @@ void logStarted(const Options& options, const Leader* leader) {
        {"backends", options.staticBackends.empty() ? "pods in " + options.backendNamespace + " (" +
                                                          options.backendSelector + ")"
                                                    : "static"},
-       {"tls", options.tlsFromFiles() ? "files" : "own CA in Secret " + options.tlsSecretName},
+       {"tls", options.tlsFromFiles() ? "files"
+                                      : "own CA in Secret " + options.tlsSecretName + " (" +
+                                            caRoleName(options.caRole) + ")"},
        {"waitingPodController", mode},
        {"peerPublisher",
         leader != nullptr && leader->publishesPeers() ? mode : "off (static backends)"},
@@ -229,6 +227,9 @@ void stopInOrder(HttpServer& server, Leader* leader, TlsBootstrap* tls, BackendS
 }  // namespace
 
 int run(const Options& options) {
+  if (!options.tlsFromFiles() && options.caRole == CaRole::Issue) {
+    return runCaStep(options);
+  }
   // glibc gives each of the server's worker threads an arena of its own and keeps what a
   // large review freed in it: under a burst of crafted reviews that held 60 MiB after and
   // 137 MiB at the peak; two arenas hold 16 and 94 (tests/bench/hostile_review_bench).

@@ -79,9 +79,10 @@ expect_group yes gvirtus-webhook list scheduling.run.ai podgroups default
 expect_group yes gvirtus-webhook watch scheduling.run.ai podgroups default
 expect_group no gvirtus-webhook patch scheduling.run.ai podgroups default
 # Its own Secret through a watch cache by name (the TLS bootstrap's), never one by one.
-for verb in list watch update; do expect yes gvirtus-webhook "$verb" secrets/gvirtus-webhook-tls "$ns"; done
-expect no gvirtus-webhook get secrets/gvirtus-webhook-tls "$ns"
-expect yes gvirtus-webhook create secrets "$ns"
+# The own CA's Secret and configuration are read only: the CA step (gvirtus-ca) writes them.
+for verb in list watch; do expect yes gvirtus-webhook "$verb" secrets/gvirtus-webhook-tls "$ns"; done
+for verb in get update patch; do expect no gvirtus-webhook "$verb" secrets/gvirtus-webhook-tls "$ns"; done
+expect no gvirtus-webhook create secrets "$ns"
 expect no gvirtus-webhook get secrets/other "$ns"
 expect no gvirtus-webhook list secrets "$ns"
 expect no gvirtus-webhook delete secrets/gvirtus-webhook-tls "$ns"
@@ -93,8 +94,11 @@ expect yes gvirtus-webhook create leases.coordination.k8s.io "$ns"
 expect no gvirtus-webhook update leases.coordination.k8s.io/other "$ns"
 expect no gvirtus-webhook delete leases.coordination.k8s.io/gvirtus-webhook "$ns"
 expect no gvirtus-webhook create leases.coordination.k8s.io default
-for verb in get list watch patch update; do
+for verb in list watch; do
   expect yes gvirtus-webhook "$verb" mutatingwebhookconfigurations.admissionregistration.k8s.io/gvirtus-webhook
+done
+for verb in get patch update; do
+  expect no gvirtus-webhook "$verb" mutatingwebhookconfigurations.admissionregistration.k8s.io/gvirtus-webhook
 done
 expect no gvirtus-webhook list mutatingwebhookconfigurations.admissionregistration.k8s.io
 expect no gvirtus-webhook patch mutatingwebhookconfigurations.admissionregistration.k8s.io/other
@@ -103,6 +107,27 @@ expect no gvirtus-webhook create mutatingwebhookconfigurations.admissionregistra
 expect no gvirtus-webhook patch validatingwebhookconfigurations.admissionregistration.k8s.io/gvirtus-webhook
 expect no gvirtus-webhook get configmaps "$ns"
 expect no gvirtus-webhook create resourceslices.resource.k8s.io
+
+say "gvirtus-ca: its Secret and the caBundle of its configuration; nothing else"
+for verb in list watch update; do expect yes gvirtus-ca "$verb" secrets/gvirtus-webhook-tls "$ns"; done
+for verb in get delete; do expect no gvirtus-ca "$verb" secrets/gvirtus-webhook-tls "$ns"; done
+expect yes gvirtus-ca create secrets "$ns"
+expect no gvirtus-ca list secrets "$ns"
+expect no gvirtus-ca get secrets/other "$ns"
+expect no gvirtus-ca create secrets default
+for verb in list watch patch; do
+  expect yes gvirtus-ca "$verb" mutatingwebhookconfigurations.admissionregistration.k8s.io/gvirtus-webhook
+done
+for verb in get update delete; do
+  expect no gvirtus-ca "$verb" mutatingwebhookconfigurations.admissionregistration.k8s.io/gvirtus-webhook
+done
+expect no gvirtus-ca patch mutatingwebhookconfigurations.admissionregistration.k8s.io/other
+expect no gvirtus-ca patch validatingwebhookconfigurations.admissionregistration.k8s.io/gvirtus-webhook
+for check in "get pods $ns" "list pods default" "list nodes" "create events $ns" \
+    "get leases.coordination.k8s.io $ns" "get configmaps $ns"; do
+  # shellcheck disable=SC2086
+  expect no gvirtus-ca $check
+done
 
 say "gvirtus-backend: patch pods in $ns (its own pod: policy gvirtus-backend-pods), read them (its pod's gvirtus.io/peers); nothing else"
 for verb in get list watch patch; do expect yes gvirtus-backend "$verb" pods "$ns"; done
@@ -163,9 +188,38 @@ if as_webhook get mutatingwebhookconfigurations -o name >/dev/null 2>&1; then
 else
   ok "cannot list MutatingWebhookConfigurations without the field selector"
 fi
-as_webhook patch mutatingwebhookconfiguration gvirtus-webhook --type=json \
-  -p '[{"op":"test","path":"/metadata/name","value":"gvirtus-webhook"}]' >/dev/null 2>&1 &&
-  ok "patch its MutatingWebhookConfiguration" || bad "cannot patch its MutatingWebhookConfiguration"
+# config_patch TOKEN: one JSON patch of the configuration (a test of its name only), as the
+# CA step sends it: kubectl patch would read the object first, which neither account may.
+# Prints the object's kind when it is written, else the refusal's message.
+config_patch() {
+  curl -sS --max-time 30 --cacert "$ca_file" -H "Authorization: Bearer $1" -X PATCH \
+    -H 'Content-Type: application/json-patch+json' \
+    --data-binary '[{"op":"test","path":"/metadata/name","value":"gvirtus-webhook"}]' \
+    "$server/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/gvirtus-webhook" |
+    jq -r 'if .kind == "Status" then .message else .kind end'
+}
+out=$(config_patch "$token")
+grep -q 'cannot patch resource "mutatingwebhookconfigurations"' <<<"$out" &&
+  ok "cannot patch its MutatingWebhookConfiguration (the CA step's right): $out" ||
+  bad "gvirtus-webhook patches its MutatingWebhookConfiguration: $out"
+# A Secret of type service-account-token would be filled with another account's token.
+if out=$(as_webhook create -n "$ns" -f - 2>&1 <<SECRET
+apiVersion: v1
+kind: Secret
+metadata: {name: stolen-token, annotations: {kubernetes.io/service-account.name: gvirtus-backend}}
+type: kubernetes.io/service-account-token
+SECRET
+); then
+  bad "creates a service-account-token Secret"
+  k delete secret stolen-token -n "$ns" --ignore-not-found >/dev/null
+else
+  grep -q 'cannot create resource "secrets"' <<<"$out" &&
+    ok "cannot create a Secret (a token of another account): $out" || bad "create refused otherwise: $out"
+fi
+ca_token=$(k create token gvirtus-ca -n "$ns" --duration=10m)
+out=$(config_patch "$ca_token")
+[ "$out" = MutatingWebhookConfiguration ] && ok "gvirtus-ca: patch the MutatingWebhookConfiguration" ||
+  bad "gvirtus-ca cannot patch the MutatingWebhookConfiguration: $out"
 if as_webhook get secrets -n "$ns" --field-selector metadata.name=gvirtus-webhook-tls -o name >/dev/null 2>&1; then
   ok "list its own Secret with fieldSelector metadata.name=gvirtus-webhook-tls"
 else

@@ -13,7 +13,9 @@
 #   labeler  its own node (the token's node-name claim), its three labels only;
 #   backend  its own pod (the token's pod-name claim), gvirtus.io/load only (never
 #            gvirtus.io/peers, the list of addresses it lets connect, nor
-#            gvirtus.io/peer-memory, their caps); reads its own pod.
+#            gvirtus.io/peer-memory, their caps); reads its own pod;
+#   ca       the CA step: Secret gvirtus-webhook-tls of type kubernetes.io/tls only (never
+#            a token Secret of another account).
 # Allowed requests pass; refused ones are refused by the expected policy, whose message is
 # printed. No webhook runs here (fake nodes): the MutatingWebhookConfiguration is removed
 # and the test writes on pods what the webhook would. Also checks that the scheduler's
@@ -464,6 +466,25 @@ elif grep -q AlreadyExists <<<"$out"; then
 else
   bad "an opted-in node registers again: $out"
 fi
+
+say "the CA step (gvirtus-ca): its own Secret, of type kubernetes.io/tls, and nothing else"
+ca=$(k create token gvirtus-ca -n "$ns" --duration=30m)
+# secret NAME TYPE [METADATA-JSON-TAIL]: a Secret in $ns (a TLS one needs both keys).
+secret() {
+  printf '{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "%s", "namespace": "%s"%s},' "$1" "$ns" "${3:-}"
+  printf ' "type": "%s", "data": {"tls.crt": "", "tls.key": ""}}' "$2"
+}
+allowed "gvirtus-ca: create Secret gvirtus-webhook-tls (dry run)" "$ca" \
+  create --dry-run=server -f - <<<"$(secret gvirtus-webhook-tls kubernetes.io/tls)"
+stolen=', "annotations": {"kubernetes.io/service-account.name": "gvirtus-backend"}'
+refused "gvirtus-ca: a service-account-token Secret for gvirtus-backend" gvirtus-ca-secrets \
+  "writes only Secret gvirtus-webhook-tls" "$ca" \
+  create --dry-run=server -f - <<<"$(secret stolen-token kubernetes.io/service-account-token "$stolen")"
+refused "gvirtus-ca: its Secret's name with another type" gvirtus-ca-secrets \
+  "not gvirtus-webhook-tls of type Opaque" "$ca" \
+  create --dry-run=server -f - <<<"$(secret gvirtus-webhook-tls Opaque)"
+forbidden "webhook: the same token Secret (it creates no Secret)" "$webhook" \
+  create --dry-run=server -f - <<<"$(secret stolen-token kubernetes.io/service-account-token "$stolen")"
 
 say "the DaemonSet pods still run (kwok's status updates pass the policies)"
 running=$(k get pods -n "$ns" --field-selector status.phase=Running -o name | wc -l)

@@ -1,135 +1,11 @@
 #include "webhook/tls/bootstrap.h"
 
-#include "common/net/ipv4_resolver.h"
-
 #include "common/base/base64.h"
-#include "common/base/strings.h"
 #include "common/telemetry/log.h"
 
 namespace gvirtus::webhook {
-namespace {
 
 using nlohmann::json;
-
-constexpr const char* kDnsNamesAnnotation = "gvirtus.io/serving-dns-names";
-
-std::string joinNames(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& name : names) {
-    out += (out.empty() ? "" : ",") + name;
-  }
-  return out;
-}
-
-Result<std::string> dataField(const json& secret, const char* key) {
-  auto data = secret.find("data");
-  if (data == secret.end() || !data->is_object()) {
-    return fail("the Secret has no data");
-  }
-  auto value = data->find(key);
-  if (value == data->end() || !value->is_string()) {
-    return fail(std::string("the Secret has no ") + key);
-  }
-  auto decoded = base64Decode(value->get<std::string>());
-  if (!decoded) {
-    return fail(std::string("the Secret's ") + key + " is " + decoded.error().message);
-  }
-  return *decoded;
-}
-
-}  // namespace
-
-std::vector<std::string> servingDnsNames(const std::string& service, const std::string& ns) {
-  return {service, service + "." + ns, service + "." + ns + ".svc",
-          service + "." + ns + ".svc.cluster.local"};
-}
-
-std::vector<std::string> servingNames(const TlsBootstrapOptions& options) {
-  auto names = servingDnsNames(options.serviceName, options.ns);
-  names.insert(names.end(), options.extraSans.begin(), options.extraSans.end());
-  return names;
-}
-
-Result<TlsMaterial> renewServingCert(const TlsMaterial& material,
-                                     const TlsBootstrapOptions& options) {
-  TlsMaterial out = material;
-  out.dnsNames = servingNames(options);
-  std::vector<std::string> dns;
-  std::vector<std::string> ips;
-  for (const auto& name : out.dnsNames) {
-    (isDottedIpv4(name) || name.find(':') != std::string::npos ? ips : dns).push_back(name);
-  }
-  auto serving = generateServingCert(material.ca, dns[2], dns, ips, options.servingValidity);
-  if (!serving) {
-    return fail(serving.error().context("serving certificate"));
-  }
-  out.serving = *serving;
-  return out;
-}
-
-Result<TlsMaterial> generateTlsMaterial(const TlsBootstrapOptions& options) {
-  auto ca = generateCa(options.serviceName + "." + options.ns + " webhook CA", options.caValidity);
-  if (!ca) {
-    return fail(ca.error().context("webhook CA"));
-  }
-  TlsMaterial material;
-  material.ca = *ca;
-  return renewServingCert(material, options);
-}
-
-json secretFor(const TlsBootstrapOptions& options, const TlsMaterial& material) {
-  return {{"apiVersion", "v1"},
-          {"kind", "Secret"},
-          {"metadata",
-           {{"name", options.secretName},
-            {"namespace", options.ns},
-            {"labels", {{"app.kubernetes.io/name", "gvirtus-webhook"}}},
-            {"annotations", {{kDnsNamesAnnotation, joinNames(material.dnsNames)}}}}},
-          {"type", "kubernetes.io/tls"},
-          {"data",
-           {{"ca.crt", base64Encode(material.ca.certPem)},
-            {"ca.key", base64Encode(material.ca.keyPem)},
-            {"tls.crt", base64Encode(material.serving.certPem)},
-            {"tls.key", base64Encode(material.serving.keyPem)}}}};
-}
-
-Result<TlsMaterial> materialFromSecret(const json& secret) {
-  TlsMaterial material;
-  for (auto [key, target] :
-       {std::pair{"ca.crt", &material.ca.certPem}, std::pair{"ca.key", &material.ca.keyPem},
-        std::pair{"tls.crt", &material.serving.certPem},
-        std::pair{"tls.key", &material.serving.keyPem}}) {
-    auto value = dataField(secret, key);
-    if (!value) {
-      return fail(value.error());
-    }
-    *target = *value;
-  }
-  if (auto metadata = secret.find("metadata"); metadata != secret.end()) {
-    if (auto annotations = metadata->find("annotations");
-        annotations != metadata->end() && annotations->is_object()) {
-      if (auto names = annotations->find(kDnsNamesAnnotation);
-          names != annotations->end() && names->is_string()) {
-        material.dnsNames = splitList(names->get<std::string>());
-      }
-    }
-  }
-  return material;
-}
-
-Renewal renewalNeeded(const TlsMaterial& material, const TlsBootstrapOptions& options,
-                      std::chrono::system_clock::time_point now) {
-  auto caEnd = certificateNotAfter(material.ca.certPem);
-  if (!caEnd || !validatePrivateKeyPem(material.ca.keyPem) || *caEnd - now < options.renewBefore) {
-    return Renewal::Everything;
-  }
-  auto servingEnd = certificateNotAfter(material.serving.certPem);
-  if (!servingEnd || !validatePrivateKeyPem(material.serving.keyPem) ||
-      *servingEnd - now < options.renewBefore || material.dnsNames != servingNames(options)) {
-    return Renewal::ServingCert;
-  }
-  return Renewal::None;
-}
 
 JsonPatch caBundlePatch(const json& webhookConfig, const std::string& caPem) {
   JsonPatch patch;
@@ -195,13 +71,8 @@ Result<TlsMaterial> TlsBootstrap::ensureSecret() {
   if (!renewed) {
     return fail(renewed.error());
   }
-  // Keep what others added to the Secret (labels, annotations); its type is immutable. The
-  // resourceVersion read makes the update a compare-and-swap.
-  json updated = *secret;
-  const json fresh = secretFor(options_, *renewed);
-  updated["data"] = fresh["data"];
-  updated["metadata"]["annotations"][kDnsNamesAnnotation] = joinNames(renewed->dnsNames);
-  auto written = client_.update(resources::kSecrets, options_.ns, options_.secretName, updated);
+  auto written = client_.update(resources::kSecrets, options_.ns, options_.secretName,
+                                renewedSecret(*secret, options_, *renewed));
   if (!written) {
     return fail(written.error().context("update Secret " + options_.secretName));
   }
@@ -211,6 +82,31 @@ Result<TlsMaterial> TlsBootstrap::ensureSecret() {
       {{"secret", options_.ns + "/" + options_.secretName},
        {"reason", material ? "close to expiry or other DNS names" : material.error().message}});
   return renewed;
+}
+
+Result<TlsMaterial> TlsBootstrap::readSecret() const {
+  const ObjectSnapshot secret = secrets_->get(options_.ns, options_.secretName);
+  if (!secret) {
+    return fail("Secret " + options_.ns + "/" + options_.secretName +
+                " not found: the CA step (gvirtus-webhook --ca-role=issue) writes it");
+  }
+  auto material = materialFromSecret(*secret);
+  if (!material) {
+    return fail(material.error().context("Secret " + options_.ns + "/" + options_.secretName));
+  }
+  return material;
+}
+
+Result<void> TlsBootstrap::checkCaBundle(const std::string& caPem) const {
+  const ObjectSnapshot config = webhookConfigs_->get("", options_.webhookConfigName);
+  if (!config) {
+    return fail("read MutatingWebhookConfiguration " + options_.webhookConfigName + ": not found");
+  }
+  if (!caBundlePatch(*config, caPem).empty()) {
+    return fail("the caBundle of " + options_.webhookConfigName +
+                " does not hold the Secret's CA yet: the CA step (--ca-role=issue) writes it");
+  }
+  return {};
 }
 
 Result<void> TlsBootstrap::ensureCaBundle(const std::string& caPem) {
@@ -238,7 +134,7 @@ Result<void> TlsBootstrap::ensureCaBundle(const std::string& caPem) {
 }
 
 Result<SyncResult> TlsBootstrap::sync() {
-  auto material = ensureSecret();
+  auto material = options_.role == CaRole::Serve ? readSecret() : ensureSecret();
   if (!material) {
     std::lock_guard lock(mutex_);
     if (installedCert_.empty()) {
@@ -253,13 +149,16 @@ Result<SyncResult> TlsBootstrap::sync() {
     changed = installedCert_ != current.serving.certPem;
   }
   if (changed) {
-    if (auto ok = install_(current.serving); !ok) {
-      return fail(ok.error().context("webhook TLS bootstrap: install the serving certificate"));
+    if (install_) {
+      if (auto ok = install_(current.serving); !ok) {
+        return fail(ok.error().context("webhook TLS bootstrap: install the serving certificate"));
+      }
     }
     std::lock_guard lock(mutex_);
     installedCert_ = current.serving.certPem;
   }
-  auto bundle = ensureCaBundle(current.ca.certPem);
+  auto bundle = options_.role == CaRole::Serve ? checkCaBundle(current.ca.certPem)
+                                               : ensureCaBundle(current.ca.certPem);
   std::lock_guard lock(mutex_);
   caBundleInPlace_ = bundle.has_value();
   notReady_ = bundle ? "" : bundle.error().message;

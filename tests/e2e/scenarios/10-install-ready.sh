@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The installed components are up: the labeler on every node, the device plugin on the
-# GPU-less frontend nodes, the webhook's two replicas available, the backend DaemonSet
-# ready wherever it is scheduled.
+# GPU-less frontend nodes, the webhook's two replicas available (and its CA step, where the
+# own CA runs), the backend DaemonSet ready wherever it is scheduled.
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -22,6 +22,10 @@ eventually "gvirtus-webhook rolled out" \
   k rollout status deployment/gvirtus-webhook -n "$system_ns" --timeout=5s
 available=$(jp deployment gvirtus-webhook -n "$system_ns" -o jsonpath='{.status.availableReplicas}')
 [ "$available" = 2 ] && ok "2 webhook replicas available" || bad "webhook replicas available: $available"
+if k get deployment gvirtus-ca -n "$system_ns" >/dev/null 2>&1; then
+  eventually "gvirtus-ca (the own CA's step) rolled out" \
+    k rollout status deployment/gvirtus-ca -n "$system_ns" --timeout=5s
+fi
 eventually "gvirtus-backend ready where scheduled (possibly nowhere)" \
   ds_ready gvirtus-backend --allow-none
 finish

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The webhook runs its own CA: Secret gvirtus-webhook-tls exists and the CA is in the
-# caBundle of both entries of MutatingWebhookConfiguration gvirtus-webhook; one replica
-# holds the Lease of the waiting-pod controller.
+# caBundle of both entries of MutatingWebhookConfiguration gvirtus-webhook, written by the
+# CA step gvirtus-ca, not by the webhook (whose replicas run --ca-role=serve and only read
+# both); one replica holds the Lease of the waiting-pod controller.
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -13,6 +14,11 @@ bundles_set() {
 }
 eventually "Secret gvirtus-webhook-tls exists" k get secret gvirtus-webhook-tls -n "$system_ns"
 eventually "the same CA in the caBundle of both webhook entries" bundles_set
+roles=$(jp deployment gvirtus-webhook -n "$system_ns" -o jsonpath='{.spec.template.spec.containers[0].args}')
+if k get deployment gvirtus-ca -n "$system_ns" >/dev/null 2>&1; then
+  grep -q -- '--ca-role=serve' <<<"$roles" && ok "the webhook's replicas only read the own CA (--ca-role=serve)" ||
+    bad "gvirtus-ca runs but the webhook's args lack --ca-role=serve: $roles"
+fi
 lease_held() { [ -n "$(jp lease gvirtus-webhook -n "$system_ns" -o jsonpath='{.spec.holderIdentity}')" ]; }
 eventually "Lease gvirtus-webhook is held by a replica" lease_held
 # The manifest gives each replica POD_NAME, which is its identity in the Lease. (A replica

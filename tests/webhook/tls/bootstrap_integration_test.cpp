@@ -188,3 +188,71 @@ TEST_CASE("gvirtus-webhook with its own CA is ready once the CA is in place",
   CHECK(code == 0);
   CHECK_THAT(output, Catch::Contains("Verify return code: 0 (ok)"));
 }
+
+TEST_CASE("split: the CA step alone writes the Secret and the caBundle, the webhook reads them",
+          "[tls-bootstrap][integration]") {
+  auto client = gvirtus::testing::adminClient();
+  TestNamespace ns(*client, "wh-tls");
+  const std::string configName = "gvirtus-webhook-tls-it-" + randomSuffix();
+  ConfigGuard guard{*client, configName};
+  REQUIRE(
+      client->create(resources::kMutatingWebhookConfigurations, "", inertConfiguration(configName))
+          .has_value());
+  const std::vector<std::string> common = {
+      "--kubeconfig",   kubeconfigPath(),  "--namespace",           ns.name(),
+      "--service-name", "gvirtus-webhook", "--webhook-config-name", configName};
+
+  std::vector<std::string> serveArgs = {"--static-backends", "127.0.0.1:9999", "--ca-role=serve"};
+  serveArgs.insert(serveArgs.end(), common.begin(), common.end());
+  WebhookProcess webhook(serveArgs);
+  // Alone, the serving replica writes nothing: not ready, and says who writes the Secret.
+  std::string notReady;
+  CHECK(eventually([&] {
+    notReady = gvirtus::testing::httpGet(webhook.healthPort(), "/readyz");
+    return notReady.find("--ca-role=issue") != std::string::npos;
+  }));
+  CHECK_FALSE(notReady.starts_with("ok"));
+  CHECK(client->get(resources::kSecrets, ns.name(), "gvirtus-webhook-tls").error().httpStatus ==
+        404);
+  CHECK(caBundles(*client, configName) == std::vector<std::string>{"", ""});
+
+  std::vector<std::string> issueArgs = {"--ca-role=issue"};
+  issueArgs.insert(issueArgs.end(), common.begin(), common.end());
+  WebhookProcess caStep(issueArgs);
+  INFO(caStep.child().output());
+  CHECK(eventually(
+      [&] { return gvirtus::testing::httpGet(caStep.healthPort(), "/readyz").starts_with("ok"); },
+      30s));
+  INFO(webhook.child().output());
+  REQUIRE(eventually(
+      [&] { return gvirtus::testing::httpGet(webhook.healthPort(), "/readyz").starts_with("ok"); },
+      30s));
+  const TlsMaterial material = secretMaterial(*client, ns.name(), "gvirtus-webhook-tls");
+  const std::string bundle = gvirtus::base64Encode(material.ca.certPem);
+  CHECK(caBundles(*client, configName) == std::vector<std::string>{bundle, bundle});
+
+  // The serving replica serves the CA step's certificate.
+  TempDir dir;
+  const std::string caFile = dir.write("ca.crt", material.ca.certPem);
+  const std::string host = "gvirtus-webhook." + ns.name() + ".svc";
+  auto [code, output] = gvirtus::testing::runCommand(
+      {"/bin/sh", "-c",
+       "openssl s_client -connect 127.0.0.1:" + std::to_string(webhook.port()) + " -servername " +
+           host + " -verify_hostname " + host + " -CAfile " + caFile +
+           " -verify_return_error </dev/null 2>&1"});
+  INFO(output);
+  CHECK(code == 0);
+
+  // A caBundle overwritten by someone else: the CA step writes it back (the serving
+  // replica only watches), and the serving replica stays or becomes ready again.
+  auto patched = client->patch(
+      resources::kMutatingWebhookConfigurations, "", configName, gvirtus::PatchType::Json,
+      R"([{"op":"replace","path":"/webhooks/0/clientConfig/caBundle","value":"Zm9v"}])");
+  REQUIRE(patched.has_value());
+  CHECK(eventually([&] {
+    return caBundles(*client, configName) == std::vector<std::string>{bundle, bundle};
+  }));
+  CHECK(eventually(
+      [&] { return gvirtus::testing::httpGet(webhook.healthPort(), "/readyz").starts_with("ok"); },
+      30s));
+}

@@ -5,7 +5,9 @@
 # refused: by the NetworkPolicy agent (E2E_NETWORK_POLICY=1: kube-network-policies runs on
 # the nodes), by the backend side's session check (only the pods the webhook lists in the
 # backend pod's gvirtus.io/peers), by the admission policies (one clear line each), or by
-# a ResourceQuota. The pod that was given a backend still reaches it.
+# a ResourceQuota. The pod that was given a backend still reaches it. Then a node taken over
+# (its kubelet's certificate, its labeler's token) and the webhook taken over (its pod's
+# token) try to widen their reach, and RBAC or the policies refuse them.
 # shellcheck source=../../scenarios/lib.sh
 source "$(dirname "$0")/../../scenarios/lib.sh"
 mapfile -t backends < <(jp pods -n "$system_ns" -l app.kubernetes.io/component=backend \
@@ -222,6 +224,49 @@ if container=$(node_container "$node"); then
   fi
   [ "$(jp node "$node" -o 'jsonpath={.metadata.labels.gvirtus\.io/backend\.allowed}')" = "$opted" ] &&
     ok "$node's gvirtus.io/backend.allowed is still \"$opted\"" || bad "$node's gvirtus.io/backend.allowed changed"
+  rm -rf "$creds"
+fi
+
+# The webhook taken over (it parses what any pod sends to its port): the token its pod
+# holds, read where its node keeps it, tries to widen the webhook's reach.
+read -r webhook_uid webhook_node < <(jp pods -n "$system_ns" -l app.kubernetes.io/name=gvirtus-webhook \
+  -o 'jsonpath={.items[0].metadata.uid} {.items[0].spec.nodeName}')
+if [ -n "${webhook_node:-}" ] && container=$(node_container "$webhook_node"); then
+  say "the webhook taken over: its pod's token, from $webhook_node"
+  creds=$(mktemp -d)
+  docker exec "$container" cat /etc/kubernetes/pki/ca.crt >"$creds/ca.crt"
+  token=$(docker exec "$container" sh -c "cat /var/lib/kubelet/pods/$webhook_uid/volumes/kubernetes.io~projected/*/token" 2>/dev/null || true)
+  server=$(k config view --minify -o jsonpath='{.clusters[0].cluster.server}')
+  as_webhook() {
+    kubectl --kubeconfig=/dev/null --server="$server" --certificate-authority="$creds/ca.crt" \
+      --token="$token" --request-timeout=30s "$@"
+  }
+  if [ -n "$token" ]; then
+    # One patch would send it every Secret created in the cluster. (A PATCH alone: kubectl
+    # patch would first GET the object, which the token may not either.)
+    widen='[{"op":"add","path":"/webhooks/0/rules/-","value":{"apiGroups":[""],"apiVersions":["v1"],"operations":["CREATE"],"resources":["secrets"]}}]'
+    reply=$(curl -sS --max-time 30 --cacert "$creds/ca.crt" -H "Authorization: Bearer $token" -X PATCH \
+      -H 'Content-Type: application/json-patch+json' --data-binary "$widen" \
+      "$server/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/gvirtus-webhook" |
+      jq -r 'if .kind == "Status" then .message else .kind end' 2>&1)
+    if grep -q 'cannot patch resource "mutatingwebhookconfigurations"' <<<"$reply"; then
+      ok "the webhook's token widens its own rules to Secrets: refused: $(grep -o 'cannot patch.*' <<<"$reply" | cut -c1-140)"
+    else
+      bad "the webhook's token widens its own rules to Secrets: $reply"
+    fi
+    refused "the webhook's token asks for the backend shim's token (a service-account-token Secret)" \
+      'cannot create resource "secrets"' as_webhook create -n "$system_ns" -f - <<'SECRET'
+apiVersion: v1
+kind: Secret
+metadata: {name: stolen-token, annotations: {kubernetes.io/service-account.name: gvirtus-backend}}
+type: kubernetes.io/service-account-token
+SECRET
+    rules=$(jp mutatingwebhookconfiguration gvirtus-webhook -o 'jsonpath={.webhooks[*].rules[*].resources}')
+    grep -q secrets <<<"$rules" && bad "the webhook's rules name secrets: $rules" ||
+      ok "the webhook's rules are unchanged ($rules)"
+  else
+    bad "no token of the webhook's pod $webhook_uid on $webhook_node"
+  fi
   rm -rf "$creds"
 fi
 finish
