@@ -127,6 +127,8 @@ expect "the webhook reads the files" '^ +- --tls-cert-file=/etc/gvirtus-webhook/
 expect "the CA injector fills the caBundle" 'cert-manager.io/inject-ca-from: gvirtus-system/gvirtus-webhook' "${cm[@]}"
 expect_not "no own CA" 'tls-secret-name' "${cm[@]}"
 expect_not "no Secret access" 'resourceNames: \["gvirtus-webhook-tls"\]' "${cm[@]}"
+expect_not "no CA step (cert-manager's injector writes the caBundle)" '(name: gvirtus-ca$|--ca-role)' "${cm[@]}"
+expect_not "no right on the configuration" 'mutatingwebhookconfigurations' "${cm[@]}"
 expect_not "an issuerRef replaces the Issuer" 'selfSigned' "${cm[@]}" \
   --set certManager.issuerRef.kind=ClusterIssuer --set certManager.issuerRef.name=corp-ca
 

@@ -8,7 +8,8 @@
 # the pod); a claimant without the label does not. A claim for more memory than any backend
 # has stays Pending with the scheduler's reason. Deleting the pods unprepares the claims on
 # the node. With --dra-claim-template, a pod labelled gvirtus.io/enabled alone gets its
-# claim from the webhook and runs the same way. A burst of 50 claims never gives a device
+# claim from the webhook and runs the same way. A ResourceQuota on the DeviceClass's devices
+# counts those claims and refuses one more. A burst of 50 claims never gives a device
 # more than its memory. Then the
 # backends are rolled to GPUs of 80Gi (the stand-in NVML's GVIRTUS_STANDIN_GPU_GIB), which
 # both removes backends mid-run and makes bigger ones appear: each old backend's slice is
@@ -102,6 +103,33 @@ if eventually "a claimant without the label runs too" running_unlabelled && [ "$
   [ "$reply" != gvirtus ] && ok "it cannot reach its backend $backend_ip:9999" ||
     bad "a claimant without gvirtus.io/dra reached its backend"
 fi
+# The namespace's quota counts the claim path: Kubernetes counts the devices claims ask of a
+# DeviceClass (docs/security.md). At the devices the claims above hold, one more claim of
+# gpu.gvirtus.io is refused; the webhook's claim (pod wired) is among those counted.
+device_quota=gpu.gvirtus.io.deviceclass.resource.k8s.io/devices
+claims_made=$(k get resourceclaims -n "$test_ns" -o json |
+  jq '[.items[] | select(.spec.devices.requests[0].exactly.deviceClassName == "gpu.gvirtus.io")] | length')
+k create quota dra-gpus -n "$test_ns" --hard="$device_quota=$claims_made" >/dev/null
+quota_used() { jp resourcequota dra-gpus -n "$test_ns" -o json | jq -r --arg r "$device_quota" '.status.used[$r] // empty'; }
+counted() { [ "$(quota_used)" = "$claims_made" ]; }
+if eventually "the quota counts the $claims_made claims of gpu.gvirtus.io (claim-1, claim-2, wired, ...)" counted; then
+  if refusal=$(k create -n "$test_ns" -f - 2>&1 <<YAML
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: one-more}
+spec:
+  devices:
+    requests: [{name: gpu, exactly: {deviceClassName: gpu.gvirtus.io}}]
+YAML
+  ); then
+    bad "a claim beyond the quota was created: $refusal"
+  else
+    [[ $refusal == *"exceeded quota: dra-gpus"* ]] &&
+      ok "one more claim of gpu.gvirtus.io is refused: ${refusal##*forbidden: }" ||
+      bad "one more claim: $refusal"
+  fi
+fi
+k delete quota dra-gpus -n "$test_ns" >/dev/null
 # The extended-resource path: an unchanged Deployment asks for gvirtus.io/gpu, which the
 # DeviceClass names and no device plugin advertises; kube-scheduler makes its claim.
 if [ "$(k get deviceclass gpu.gvirtus.io -o 'jsonpath={.spec.extendedResourceName}')" != gvirtus.io/gpu ]; then
