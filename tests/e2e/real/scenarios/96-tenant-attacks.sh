@@ -261,6 +261,21 @@ kind: Secret
 metadata: {name: stolen-token, annotations: {kubernetes.io/service-account.name: gvirtus-backend}}
 type: kubernetes.io/service-account-token
 SECRET
+    # What its RBAC allows (patch of any pod) the policy gvirtus-webhook-pods narrows to
+    # what a release writes.
+    # webhook_patch WHAT EXPECTED POD BODY: a strategic merge patch of POD with its token.
+    webhook_patch() {
+      local reply
+      reply=$(curl -sS --max-time 30 --cacert "$creds/ca.crt" -H "Authorization: Bearer $token" -X PATCH \
+        -H 'Content-Type: application/strategic-merge-patch+json' --data-binary "$4" \
+        "$server/api/v1/namespaces/$test_ns/pods/$3" |
+        jq -r 'if .kind == "Status" then .message else .kind end' 2>&1)
+      [[ $reply == *"$2"* ]] && ok "$1: refused: ${reply##*denied request: }" || bad "$1: $reply"
+    }
+    webhook_patch "the webhook's token annotates a pod that is not a GVirtuS pod" \
+      "may change only GVirtuS pods" plain '{"metadata":{"annotations":{"gvirtus.io/backend":"10.0.0.1:9999"}}}'
+    webhook_patch "the webhook's token swaps the image of a GVirtuS pod" \
+      "not its containers, images" own '{"spec":{"containers":[{"name":"app","image":"evil.example/app:1"}]}}'
     rules=$(jp mutatingwebhookconfiguration gvirtus-webhook -o 'jsonpath={.webhooks[*].rules[*].resources}')
     grep -q secrets <<<"$rules" && bad "the webhook's rules name secrets: $rules" ||
       ok "the webhook's rules are unchanged ($rules)"
