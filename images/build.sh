@@ -3,13 +3,18 @@
 # and pushes one manifest list per image to a registry. The C++ is compiled once per
 # platform, cross-compiled for the platforms that are not the build machine's.
 #
-#   images/build.sh [--test] [--plugin DIR] [IMAGE...]
+#   images/build.sh [--test] [--plugin DIR] [--cache-only PLATFORM] [IMAGE...]
 #
 #   IMAGE     labeler device-plugin webhook backend kai-reservation testapp (default: all
 #             but testapp)
 #   --test    then check the pushed images (images/test.sh)
 #   --plugin  also write the kubectl plugin's krew payload for every platform to
 #             DIR/linux_ARCH (from the same builder; images/release.sh packs it)
+#   --cache-only PLATFORM
+#             build the images (those built for PLATFORM) and the kubectl plugin for
+#             PLATFORM alone into BuildKit's cache, nothing pushed: a later build of every
+#             platform finds that platform's steps done (tests/e2e/real/run-e2e.sh compiles
+#             the release's arm64 images while the scenarios run)
 #
 # Without REGISTRY (make images): the local registry and BuildKit daemon of
 # tests/cluster/registry are started when they are not running, and the images go to
@@ -38,7 +43,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 
-test_images=0 wanted=() plugin_dir=""
+test_images=0 wanted=() plugin_dir="" cache_only=""
 while [ $# -gt 0 ]; do
   arg=$1
   shift
@@ -48,6 +53,12 @@ while [ $# -gt 0 ]; do
       plugin_dir=${1:?build.sh: --plugin needs a folder}
       shift
       mkdir -p "$plugin_dir" && plugin_dir=$(cd "$plugin_dir" && pwd)
+      ;;
+    --cache-only)
+      cache_only=${1:?build.sh: --cache-only needs a platform (linux/arm64)}
+      shift
+      [[ $cache_only =~ ^linux/[a-z0-9]+$ ]] ||
+        { echo "build.sh: --cache-only: \"$cache_only\" is not a platform (linux/arm64)" >&2; exit 2; }
       ;;
     labeler | device-plugin | webhook | backend | kai-reservation | testapp) wanted+=("$arg") ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -107,6 +118,19 @@ bake() {
   fi
 }
 cd "$repo"
+if [ -n "$cache_only" ]; then
+  targets=()
+  for name in "${wanted[@]}"; do
+    [ "$name" = backend ] && [[ ,$BACKEND_PLATFORMS, != *",$cache_only,"* ]] && continue
+    targets+=("$name")
+  done
+  start=$SECONDS
+  say "building ${targets[*]} and the kubectl plugin for $cache_only into the build cache only ..."
+  bake "$logs/bake-cache-$(tr / _ <<<"$cache_only").log" --set "*.platform=$cache_only" \
+    --set '*.output=type=cacheonly' "${targets[@]}" kubectl-plugin
+  say "built for $cache_only in $((SECONDS - start))s, in the cache only"
+  exit 0
+fi
 build_platform=linux/$(docker version -f '{{.Server.Arch}}')
 start=$SECONDS
 say "building ${wanted[*]} for $build_platform (the build machine's platform), not pushed ..."

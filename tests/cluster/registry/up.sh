@@ -68,7 +68,9 @@ socket_dir=/run/gvirtus-buildkit
 socket=unix://$socket_dir/buildkitd.sock
 buildctl() { "$bin/buildctl" --addr "$socket" "$@"; }
 config=$(cat <<CONFIG
-# The image builds' BuildKit daemon (tests/cluster/registry/up.sh).
+# The image builds' BuildKit daemon (tests/cluster/registry/up.sh). It runs at nice 19: a
+# build beside the tests (the release's other platforms, during the e2e scenarios) takes
+# only the CPU they leave idle.
 [worker.oci]
   enabled = true
   snapshotter = "overlayfs"
@@ -96,8 +98,8 @@ if ! buildctl debug workers >/dev/null 2>&1; then
   command -v runc >/dev/null || { say "FAILED: BuildKit needs runc (Debian package runc)"; exit 1; }
   mkdir -p "$socket_dir" "$state/buildkit"
   printf '%s\n' "$config" >"$state/buildkitd.toml"
-  # Its RUN steps use the host's network (apt-get in the builder).
-  setsid "$bin/buildkitd" --config "$state/buildkitd.toml" --root "$state/buildkit" \
+  # Its RUN steps use the host's network (apt-get in the builder); they inherit its nice 19.
+  setsid nice -n 19 "$bin/buildkitd" --config "$state/buildkitd.toml" --root "$state/buildkit" \
     --addr "$socket" --oci-worker-net host </dev/null >"$state/buildkitd.log" 2>&1 &
   echo $! >"$state/buildkitd.pid"
   for _ in $(seq 1 100); do

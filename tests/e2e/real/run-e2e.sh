@@ -16,8 +16,8 @@ log_tag="e2e-real"
 source "$repo/tests/lib/log.sh"
 name=${1:-gvirtus-e2e}
 pattern=${2:-}
-stopped=0
-trap '[ "$stopped" = 1 ] || bash "$here/down.sh" "$name"' EXIT
+stopped=0 warm_pid=""
+trap '[ -z "$warm_pid" ] || kill -- "-$warm_pid" 2>/dev/null; [ "$stopped" = 1 ] || bash "$here/down.sh" "$name"' EXIT
 trap 'exit 130' INT TERM
 start=$SECONDS
 # No backend at first: scenario 50 shows a pod waiting; 60 opts gpu-a in and sees it released.
@@ -33,6 +33,21 @@ if bash "$repo/tests/cluster/netpol/up.sh"; then
   export E2E_NETWORK_POLICY=1
 else
   failed=$((failed + 1)); names+=("network-policy-agent")
+fi
+# The release of install-from-oci (last) builds every platform. Those other than the build
+# machine's compile now, into BuildKit's cache, while the scenarios mostly wait: buildkitd
+# runs at nice 19 (tests/cluster/registry/up.sh), so they take only the CPU left idle.
+if [ -n "${HELM:-}" ] && { [ -z "$pattern" ] || [[ install-from-oci == *"$pattern"* ]]; }; then
+  build_platform=linux/$(docker version -f '{{.Server.Arch}}')
+  others=$(tr ',' '\n' <<<"${PLATFORMS:-linux/amd64,linux/arm64}" | grep -vx "$build_platform" | tr '\n' ' ')
+  warm_log=$GVIRTUS_E2E_STATE/logs/release-warm.log
+  # A session of its own, so that an early exit stops the whole build (the trap above).
+  # shellcheck disable=SC2016  # expanded by the inner bash
+  setsid bash -c 'for platform in $1; do
+      bash "$2/images/build.sh" --cache-only "$platform" labeler device-plugin webhook backend kai-reservation || exit 1
+    done' warm "$others" "$repo" >"$warm_log" 2>&1 &
+  warm_pid=$!
+  say "the release's images for ${others:-no other platform} compile in the background ($warm_log)"
 fi
 run() {
   local scenario=$1 status began=$SECONDS
@@ -82,6 +97,12 @@ fi
 if [ -n "$pattern" ] && [[ install-from-oci != *"$pattern"* ]]; then
   :
 elif [ -n "${HELM:-}" ]; then
+  if [ -n "$warm_pid" ]; then
+    waited=$SECONDS
+    wait "$warm_pid" && say "the release's other platforms were built beside the scenarios (waited $((SECONDS - waited))s more)" ||
+      say "building the release's other platforms beforehand failed ($warm_log): the release builds them"
+    warm_pid=""
+  fi
   run "$here/install-from-oci.sh"
 else
   echo "[e2e-real] install-from-oci skipped: HELM is not set (make e2e-test sets it)" >&2
