@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The chart on the real local control plane (run through tests/cluster/with-cluster.sh,
 # which exports KUBECONFIG): helm install creates every object of the chart; helm upgrade
-# with other values changes them and keeps what the webhook wrote itself (the caBundle);
+# with other values changes them and keeps what the own CA wrote itself (the caBundle);
 # helm uninstall leaves nothing of ours behind (no object labelled
 # app.kubernetes.io/part-of=gvirtus, no namespace, no release record).
 # shellcheck source=lib.sh
@@ -56,7 +56,8 @@ else
 fi
 
 say "helm upgrade"
-# What the own CA does at run time: a caBundle the chart never sets must survive upgrades.
+# What the own CA (its CA step, gvirtus-ca) does at run time: a caBundle the chart never
+# sets must survive upgrades.
 bundle=$(printf 'test-ca' | base64 | tr -d '\n')
 k patch mutatingwebhookconfiguration gvirtus-webhook --type=json -p \
   "[{\"op\":\"add\",\"path\":\"/webhooks/0/clientConfig/caBundle\",\"value\":\"$bundle\"}]" >/dev/null

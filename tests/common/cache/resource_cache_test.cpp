@@ -1,5 +1,5 @@
 // Unit tests of ResourceCache: the relist diff as pure logic, and the list/watch loop
-// against a tiny loopback fake of the API paths it uses (common/fake_api_server.h). The
+// against a tiny loopback fake of the API paths it uses (support/fake_api_server.h). The
 // real kube-apiserver (paging, 410 after a restart, bookmarks) is exercised by the
 // integration tests in tests/integration/.
 #include "common/cache/resource_cache.h"
@@ -13,9 +13,9 @@
 #include <thread>
 #include <vector>
 
-#include "common/fake_api_server.h"
 #include "common/kube/client.h"
 #include "support/cluster_env.h"
+#include "support/fake_api_server.h"
 #include "support/manual_clock.h"
 
 namespace gvirtus {

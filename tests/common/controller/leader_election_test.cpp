@@ -1,6 +1,6 @@
 // Unit tests of leader election: MicroTime, the lease-expiry decision and the record
 // transitions as pure logic, and the election loop against a tiny loopback fake of the
-// Lease paths (common/fake_api_server.h). Two processes contending for a Lease on the real
+// Lease paths (support/fake_api_server.h). Two processes contending for a Lease on the real
 // API server are exercised by the integration tests in tests/integration/.
 #include "common/controller/leader_election.h"
 
@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include "common/fake_api_server.h"
 #include "common/kube/client.h"
 #include "support/cluster_env.h"
+#include "support/fake_api_server.h"
 #include "support/manual_clock.h"
 
 namespace gvirtus {
