@@ -119,9 +119,20 @@ void Leader::makeReleaseController(const LeaderInputs& inputs) {
 // driver's, compacted, are kept; of the pods only those labelled gvirtus.io/dra=true that
 // use claims.
 void Leader::makeSlices(const LeaderInputs& inputs) {
+  // Device taints, where the API server serves them: a draining backend's devices stay
+  // published tainted NoSchedule, and a lost one's are tainted NoExecute (the follower).
+  std::string whyNot;
+  deviceTaints_ = taintRulesUsable(inputs.client, whyNot);
+  if (!deviceTaints_) {
+    log::info(
+        "no device taints: a draining backend's slice is withdrawn, and claimants of a lost "
+        "backend are deleted or marked by the follower, not evicted for a taint",
+        {{"why", whyNot}});
+  }
   sliceCache_ =
       std::make_unique<ResourceCache>(inputs.client, kResourceSlices, "", "", sliceFieldSelector());
-  slices_ = std::make_unique<SlicePublisher>(inputs.source, *sliceCache_, sliceApi(inputs.client));
+  slices_ = std::make_unique<SlicePublisher>(inputs.source, *sliceCache_, sliceApi(inputs.client),
+                                             SlicePublisherOptions{.taintDraining = deviceTaints_});
   ResourceCacheOptions claimOptions;
   claimOptions.keep = isGvirtusClaim;
   claimOptions.transform = compactClaim;
@@ -149,16 +160,7 @@ Result<void> Leader::makeFollower(const LeaderInputs& inputs) {
   BackendFollowerOptions followerOptions;
   followerOptions.backendNamespace = options_.backendNamespace;
   followerOptions.grace = options_.backendLostGrace;
-  if (options_.dra) {
-    std::string whyNot;
-    followerOptions.taintLostDevices = taintRulesUsable(*followerClient_, whyNot);
-    if (!whyNot.empty()) {
-      log::info(
-          "claimants of a lost backend are deleted or marked by the follower, "
-          "not evicted for a device taint",
-          {{"why", whyNot}});
-    }
-  }
+  followerOptions.taintLostDevices = deviceTaints_;
   follower_ = std::make_unique<BackendFollower>(
       inputs.cluster->backendPods(), inputs.cluster->frontendPods(), followerApi(*followerClient_),
       events_.get(), &inputs.metrics, followerOptions,

@@ -90,6 +90,8 @@ class Leader {
   std::unique_ptr<ResourceCache> claimCache_;
   std::unique_ptr<ResourceCache> claimantCache_;
   std::unique_ptr<SlicePublisher> slices_;
+  // With --dra, the API server serves device taints (decided once, in makeSlices()).
+  bool deviceTaints_ = false;
   std::unique_ptr<PeerPublisher> peers_;
   std::unique_ptr<KubeClient> followerClient_;
   std::unique_ptr<BackendFollower> follower_;

@@ -58,6 +58,12 @@ json canonicalSpec(const json& slice) {
   };
   if (auto devices = spec.find("devices"); devices != spec.end() && devices->is_array()) {
     for (auto& device : *devices) {
+      // The API server stamps each taint with the time it was added.
+      if (auto taints = device.find("taints"); taints != device.end() && taints->is_array()) {
+        for (auto& taint : *taints) {
+          taint.erase("timeAdded");
+        }
+      }
       if (auto capacity = device.find("capacity");
           capacity != device.end() && capacity->is_object()) {
         for (auto& [name, entry] : capacity->items()) {
@@ -145,8 +151,9 @@ std::string sliceName(const Backend& backend) {
   return boundedName("gvirtus-" + backend.podNamespace + "-" + backend.podName);
 }
 
-std::optional<json> resourceSliceFor(const Backend& backend, int64_t generation) {
-  if (backend.draining || !backend.load) {
+std::optional<json> resourceSliceFor(const Backend& backend, int64_t generation,
+                                     bool taintDraining) {
+  if (!backend.load || (backend.draining && !taintDraining)) {
     return std::nullopt;
   }
   // A GPU index reported twice would name two devices alike, and the API refuses the whole
@@ -172,6 +179,10 @@ std::optional<json> resourceSliceFor(const Backend& backend, int64_t generation)
   json devices = json::array();
   for (const GpuLoad* gpu : gpus) {
     devices.push_back(device(backend, *gpu, sessions));
+    if (backend.draining) {
+      devices.back()["taints"] =
+          json::array({{{"key", kBackendDrainingTaintKey}, {"effect", "NoSchedule"}}});
+    }
   }
   std::string pool = backend.podNamespace + "/" + backend.podName;
   if (pool.size() > kMaxNameLength) {

@@ -35,16 +35,23 @@ std::string boundedName(const std::string& name);
 // the next leader, finds the slice it wrote.
 std::string sliceName(const Backend& backend);
 
+// The taint a draining backend's devices carry (effect NoSchedule): claims allocated there
+// keep their pods, new ones go elsewhere.
+inline constexpr const char* kBackendDrainingTaintKey = "gpu.gvirtus.io/draining";
+
 // The ResourceSlice that publishes `backend`'s GPUs (apiVersion resource.k8s.io/v1), with
 // pool generation `generation`; nullopt when it has none to offer: no load report, no GPU
-// with memory, or its node is draining (a withdrawn backend takes no new claims).
+// with memory. A backend whose node is draining takes no new claims: with `taintDraining`
+// (the API server serves device taints, Kubernetes 1.37) its devices stay published tainted
+// NoSchedule (kBackendDrainingTaintKey); without, it is withdrawn (nullopt).
 //
 // Its sessions are maxSessions shared evenly among its GPUs (a backend's limit is one for
 // all its GPUs, and one device's capacity cannot be counted against another's: rounded down,
 // so that together they never offer more; with fewer sessions than GPUs, one GPU per
 // session is offered). The pool is "NAMESPACE/POD", or the slice's name where that would be
 // too long.
-std::optional<nlohmann::json> resourceSliceFor(const Backend& backend, int64_t generation = 1);
+std::optional<nlohmann::json> resourceSliceFor(const Backend& backend, int64_t generation = 1,
+                                               bool taintDraining = false);
 
 // What it takes to bring a slice the API server holds to the one it should be.
 enum class SliceChange {

@@ -70,6 +70,7 @@ SlicePublisher::SlicePublisher(const BackendSource& backends, ObjectCache& slice
     : backends_(backends),
       slices_(slices),
       api_(std::move(api)),
+      taintDraining_(options.taintDraining),
       leader_(ControllerOptions{.name = "dra-slices",
                                 .workers = kWorkers,
                                 .backoffInitial = options.backoffInitial,
@@ -130,7 +131,7 @@ Result<bool> SlicePublisher::sync(const std::string& name) {
   const BackendSnapshot backends = backends_.backends();
   for (const auto& backend : *backends) {
     if (!backend.podName.empty() && sliceName(backend) == name) {
-      desired = resourceSliceFor(backend);
+      desired = resourceSliceFor(backend, 1, taintDraining_);
       break;
     }
   }

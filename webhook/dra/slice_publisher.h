@@ -17,7 +17,8 @@
 
 // The DRA slice publisher (--dra, docs/dra.md): keeps one ResourceSlice of the driver
 // gpu.gvirtus.io per backend pod that has GPUs to offer (webhook/dra/slice.h), and none for
-// any other: a backend that is gone, not ready or draining is withdrawn.
+// any other: a backend that is gone or not ready is withdrawn, a draining one too unless its
+// devices can be tainted (SlicePublisherOptions::taintDraining).
 namespace gvirtus::webhook {
 
 // The writes of the publisher, one ResourceSlice each.
@@ -35,6 +36,9 @@ SliceApi sliceApi(KubeClient& client);
 std::string sliceFieldSelector();
 
 struct SlicePublisherOptions {
+  // A draining backend's devices stay published, tainted NoSchedule, instead of withdrawn
+  // (resourceSliceFor()): only where the API server serves device taints.
+  bool taintDraining = false;
   // A failed write comes back after these, per slice.
   Duration backoffInitial = std::chrono::milliseconds(500);
   Duration backoffMax = std::chrono::seconds(30);
@@ -73,6 +77,7 @@ class SlicePublisher {
   const BackendSource& backends_;
   ObjectCache& slices_;
   const SliceApi api_;
+  const bool taintDraining_;
   LeaderController leader_;
   std::mutex mutex_;
   // By slice name: what its backend offered at the last change (offerOf()).

@@ -78,6 +78,32 @@ TEST_CASE("a backend with nothing to offer publishes no slice", "[dra-slice]") {
   CHECK_FALSE(resourceSliceFor(noMemory).has_value());
 }
 
+TEST_CASE("where devices can be tainted, a draining backend's devices stay published, NoSchedule",
+          "[dra-slice]") {
+  Backend b = backend("10.0.0.7", 2, 16, "be-1");
+  b.load->gpus.push_back(GpuLoad{1, 81920, 0, 0, {}, {}});
+  const json serving = *resourceSliceFor(b, 1, true);
+  for (const auto& device : serving["spec"]["devices"]) {
+    CHECK_FALSE(device.contains("taints"));
+  }
+  b.draining = true;
+  auto draining = resourceSliceFor(b, 1, true);
+  REQUIRE(draining.has_value());
+  REQUIRE((*draining)["spec"]["devices"].size() == 2);
+  for (const auto& device : (*draining)["spec"]["devices"]) {
+    CHECK(device["taints"] ==
+          json::array({{{"key", "gpu.gvirtus.io/draining"}, {"effect", "NoSchedule"}}}));
+  }
+  // Draining and back is a change of what is offered; the time the API server stamps on a
+  // taint is not.
+  CHECK(compareSlices(serving, *draining) == SliceChange::kUpdate);
+  json stored = *draining;
+  stored["spec"]["devices"][0]["taints"][0]["timeAdded"] = "2026-11-29T18:00:00Z";
+  CHECK(compareSlices(stored, *draining) == SliceChange::kNone);
+  // Without device taints (Kubernetes 1.36 and older) it is withdrawn, as before.
+  CHECK_FALSE(resourceSliceFor(b, 1, false).has_value());
+}
+
 TEST_CASE("a slice is compared by what it offers, not by the load or the form of its numbers",
           "[dra-slice]") {
   Backend b = backend("10.0.0.7", 1, 16, "be-1");

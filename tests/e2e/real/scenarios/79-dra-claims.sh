@@ -9,7 +9,8 @@
 # has stays Pending with the scheduler's reason. Deleting the pods unprepares the claims on
 # the node. With --dra-claim-template, a pod labelled gvirtus.io/enabled alone gets its
 # claim from the webhook and runs the same way. A ResourceQuota on the DeviceClass's devices
-# counts those claims and refuses one more. A burst of 50 claims never gives a device
+# counts those claims and refuses one more. A draining backend takes no new claim (its
+# devices tainted NoSchedule on 1.37) and keeps the pods it has. A burst of 50 claims never gives a device
 # more than its memory. Then the
 # backends are rolled to GPUs of 80Gi (the stand-in NVML's GVIRTUS_STANDIN_GPU_GIB), which
 # both removes backends mid-run and makes bigger ones appear: each old backend's slice is
@@ -130,6 +131,49 @@ YAML
   fi
 fi
 k delete quota dra-gpus -n "$test_ns" >/dev/null
+# A draining backend (its node annotated gvirtus.io/backend.draining, as the autoscaler
+# marks one it is about to opt out) takes no new claim: where the API server serves device
+# taints (1.37) its devices stay published, tainted NoSchedule, and the pods already on
+# them stay; elsewhere its slice is withdrawn.
+drain_node=${E2E_BACKEND2_NODE:-gpu-b}
+drain_pool=$(jp pods -n "$system_ns" -l app.kubernetes.io/component=backend \
+  --field-selector "spec.nodeName=$drain_node" -o 'jsonpath={.items[0].metadata.namespace}/{.items[0].metadata.name}')
+# The devices of the drained backend's slice, as JSON.
+drain_devices() {
+  k get resourceslices -o json | jq -c --arg pool "$drain_pool" \
+    '[.items[] | select(.spec.driver == "gpu.gvirtus.io" and .spec.pool.name == $pool) | .spec.devices[]]'
+}
+k annotate node "$drain_node" gvirtus.io/backend.draining=true --overwrite >/dev/null
+if k get devicetaintrules.resource.k8s.io >/dev/null 2>&1; then
+  tainted() {
+    drain_devices | jq -e 'length > 0 and all(.[]; any(.taints[]?;
+      .key == "gpu.gvirtus.io/draining" and .effect == "NoSchedule"))' >/dev/null
+  }
+  eventually "$drain_pool's devices stay published, tainted NoSchedule" tainted
+  for pod in after-drain-1 after-drain-2; do claim_pod "$pod" gpu-4gi | k apply -f - >/dev/null; done
+  for pod in after-drain-1 after-drain-2; do
+    pool_of() {
+      local claim
+      claim=$(jp pod "$pod" -n "$test_ns" -o 'jsonpath={.status.resourceClaimStatuses[0].resourceClaimName}')
+      [ -n "$claim" ] && k get resourceclaim "$claim" -n "$test_ns" -o jsonpath='{.status.allocation.devices.results[0].pool}'
+    }
+    allocated() { [ -n "$(pool_of)" ]; }
+    eventually "$pod's claim is allocated" allocated
+    [ "$(pool_of)" != "$drain_pool" ] && ok "$pod's claim went to $(pool_of), not to the draining $drain_pool" ||
+      bad "$pod's claim was allocated on the draining $drain_pool"
+  done
+  k delete pod after-drain-1 after-drain-2 -n "$test_ns" --wait=false >/dev/null
+else
+  withdrawn() { [ "$(drain_devices)" = "[]" ]; }
+  eventually "$drain_pool's slice is withdrawn (no device taints on this API server)" withdrawn
+fi
+for pod in claim-1 claim-2 wired; do
+  [ "$(jp pod "$pod" -n "$test_ns" -o 'jsonpath={.status.phase}')" = Running ] &&
+    ok "$pod still runs while $drain_node drains" || bad "$pod is no longer running"
+done
+k annotate node "$drain_node" gvirtus.io/backend.draining- >/dev/null
+untainted() { drain_devices | jq -e 'length > 0 and all(.[]; (.taints // []) == [])' >/dev/null; }
+eventually "$drain_pool's devices are offered again once the drain is called off" untainted
 # The extended-resource path: an unchanged Deployment asks for gvirtus.io/gpu, which the
 # DeviceClass names and no device plugin advertises; kube-scheduler makes its claim.
 if [ "$(k get deviceclass gpu.gvirtus.io -o 'jsonpath={.spec.extendedResourceName}')" != gvirtus.io/gpu ]; then
