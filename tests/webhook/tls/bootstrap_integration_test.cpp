@@ -61,6 +61,22 @@ TlsMaterial secretMaterial(gvirtus::KubeClient& client, const std::string& ns,
   return *material;
 }
 
+// `openssl s_client` to the listener on `port`, verifying its certificate against `caPem`
+// for `host`: the exit code and what it printed.
+auto handshake(int port, const std::string& caPem, const std::string& host) {
+  TempDir dir;
+  const std::string caFile = dir.write("ca.crt", caPem);
+  return gvirtus::testing::runCommand(
+      {"/bin/sh", "-c",
+       "openssl s_client -connect 127.0.0.1:" + std::to_string(port) + " -servername " + host +
+           " -verify_hostname " + host + " -CAfile " + caFile +
+           " -verify_return_error </dev/null 2>&1"});
+}
+
+bool ready(int healthPort) {
+  return gvirtus::testing::httpGet(healthPort, "/readyz").starts_with("ok");
+}
+
 }  // namespace
 
 TEST_CASE("replicas starting together share one CA, written into the caBundle",
@@ -168,22 +184,14 @@ TEST_CASE("gvirtus-webhook with its own CA is ready once the CA is in place",
       client->create(resources::kMutatingWebhookConfigurations, "", inertConfiguration(configName))
           .has_value());
   INFO(webhook.child().output());
-  REQUIRE(eventually(
-      [&] { return gvirtus::testing::httpGet(webhook.healthPort(), "/readyz").starts_with("ok"); },
-      30s));
+  REQUIRE(eventually([&] { return ready(webhook.healthPort()); }, 30s));
   const TlsMaterial material = secretMaterial(*client, ns.name(), "gvirtus-webhook-tls");
   CHECK(caBundles(*client, configName)[0] == gvirtus::base64Encode(material.ca.certPem));
 
   // The listener serves the Secret's certificate: it verifies against the CA for the
   // Service's DNS name.
-  TempDir dir;
-  const std::string caFile = dir.write("ca.crt", material.ca.certPem);
-  const std::string host = "gvirtus-webhook." + ns.name() + ".svc";
-  auto [code, output] = gvirtus::testing::runCommand(
-      {"/bin/sh", "-c",
-       "openssl s_client -connect 127.0.0.1:" + std::to_string(webhook.port()) + " -servername " +
-           host + " -verify_hostname " + host + " -CAfile " + caFile +
-           " -verify_return_error </dev/null 2>&1"});
+  auto [code, output] =
+      handshake(webhook.port(), material.ca.certPem, "gvirtus-webhook." + ns.name() + ".svc");
   INFO(output);
   CHECK(code == 0);
   CHECK_THAT(output, Catch::Contains("Verify return code: 0 (ok)"));
@@ -220,26 +228,16 @@ TEST_CASE("split: the CA step alone writes the Secret and the caBundle, the webh
   issueArgs.insert(issueArgs.end(), common.begin(), common.end());
   WebhookProcess caStep(issueArgs);
   INFO(caStep.child().output());
-  CHECK(eventually(
-      [&] { return gvirtus::testing::httpGet(caStep.healthPort(), "/readyz").starts_with("ok"); },
-      30s));
+  CHECK(eventually([&] { return ready(caStep.healthPort()); }, 30s));
   INFO(webhook.child().output());
-  REQUIRE(eventually(
-      [&] { return gvirtus::testing::httpGet(webhook.healthPort(), "/readyz").starts_with("ok"); },
-      30s));
+  REQUIRE(eventually([&] { return ready(webhook.healthPort()); }, 30s));
   const TlsMaterial material = secretMaterial(*client, ns.name(), "gvirtus-webhook-tls");
   const std::string bundle = gvirtus::base64Encode(material.ca.certPem);
   CHECK(caBundles(*client, configName) == std::vector<std::string>{bundle, bundle});
 
   // The serving replica serves the CA step's certificate.
-  TempDir dir;
-  const std::string caFile = dir.write("ca.crt", material.ca.certPem);
-  const std::string host = "gvirtus-webhook." + ns.name() + ".svc";
-  auto [code, output] = gvirtus::testing::runCommand(
-      {"/bin/sh", "-c",
-       "openssl s_client -connect 127.0.0.1:" + std::to_string(webhook.port()) + " -servername " +
-           host + " -verify_hostname " + host + " -CAfile " + caFile +
-           " -verify_return_error </dev/null 2>&1"});
+  auto [code, output] =
+      handshake(webhook.port(), material.ca.certPem, "gvirtus-webhook." + ns.name() + ".svc");
   INFO(output);
   CHECK(code == 0);
 
@@ -252,7 +250,5 @@ TEST_CASE("split: the CA step alone writes the Secret and the caBundle, the webh
   CHECK(eventually([&] {
     return caBundles(*client, configName) == std::vector<std::string>{bundle, bundle};
   }));
-  CHECK(eventually(
-      [&] { return gvirtus::testing::httpGet(webhook.healthPort(), "/readyz").starts_with("ok"); },
-      30s));
+  CHECK(eventually([&] { return ready(webhook.healthPort()); }, 30s));
 }
