@@ -28,10 +28,12 @@ deps:
 	  --no-install-recommends $$missing >/dev/null
 
 # ccache (~/.cache/ccache), keyed on paths relative to the checkout: a second clone, or a
-# rebuild after `make clean`, compiles only what changed.
+# rebuild after `make clean`, compiles only what changed, and so does the image builder for
+# this machine's platform, which reads the same cache (images/Dockerfile.builder). ccache
+# keys on the locale too (the compiler's messages): both compile with LANG=C.UTF-8 alone.
 build: deps
 	@start=$$SECONDS; \
-	export CCACHE_BASEDIR=$(CURDIR) CCACHE_NOHASHDIR=1; \
+	export CCACHE_BASEDIR=$(CURDIR) CCACHE_NOHASHDIR=1 LANG=C.UTF-8; unset LC_ALL LC_CTYPE LC_MESSAGES; \
 	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache >/dev/null && \
 	cmake --build $(BUILD_DIR) -j $(JOBS) && \

@@ -35,6 +35,8 @@
 #   BUILD_JOBS        compile jobs inside the builder (default: all cores)
 #   SBOM=1            attach an SBOM attestation to each pushed image (BuildKit's SBOM
 #                     scanner image must be pullable: the release workflow, not here)
+#   CCACHE            the compiler cache the builder reads (local mode: the host's, when
+#                     ccache has one; with REGISTRY: none, images/no-ccache)
 #
 # Prints how long each platform took: the build machine's platform alone first (not
 # pushed), then all of them (the first cached) and the push.
@@ -43,7 +45,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 
-test_images=0 wanted=() plugin_dir="" cache_only=""
+test_images=0 wanted=() plugin_dir="" cache_only="" bake_allow=()
 while [ $# -gt 0 ]; do
   arg=$1
   shift
@@ -95,7 +97,17 @@ if [ -z "${REGISTRY:-}" ]; then
   docker tag "$base" "$BASE_IMAGE"
   docker push -q "$BASE_IMAGE" >/dev/null
   timed "base image $base -> $BASE_IMAGE" $((SECONDS - start))
+  # The host's compiler cache, which `make build` filled: the builder reads it for this
+  # machine's platform (images/Dockerfile.builder) and compiles only what it lacks.
+  host_ccache=$(ccache --get-config cache_dir 2>/dev/null || true)
+  if [ -n "$host_ccache" ] && [ -d "$host_ccache" ]; then
+    export CCACHE=$host_ccache
+    # bake reads a folder outside the repository only when allowed to.
+    bake_allow=(--allow "fs.read=$host_ccache")
+  fi
 else
+  # A release is built from the sources alone, never from a machine's compiler cache.
+  export CCACHE=images/no-ccache
   builder=${BUILDX_BUILDER:-gvirtus-multiarch}
   docker buildx version >/dev/null 2>&1 || { say "FAILED: docker buildx is not installed"; exit 1; }
   if ! docker buildx inspect "$builder" >/dev/null 2>&1; then
@@ -111,7 +123,7 @@ mkdir -p "$logs"
 bake() {
   local log=$1
   shift
-  if ! docker buildx bake -f "$here/docker-bake.hcl" --progress=plain "$@" >"$log" 2>&1; then
+  if ! docker buildx bake "${bake_allow[@]}" -f "$here/docker-bake.hcl" --progress=plain "$@" >"$log" 2>&1; then
     say "FAILED: docker buildx bake $*; last lines of $log:"
     tail -n 30 "$log" >&2
     exit 1

@@ -17,6 +17,9 @@ variable "BACKEND_PLATFORMS" { default = "linux/amd64" }
 variable "BASE_IMAGE" { default = "debian:bookworm-slim" }
 variable "GVIRTUS_IMAGE" { default = "taslanidis/gvirtus:cuda12.6.3-cudnn-ubuntu22.04" }
 variable "BUILD_JOBS" { default = "" }
+# The ccache the builder reads for the build machine's platform (Dockerfile.builder): the
+# host's, from images/build.sh; this folder holds none.
+variable "CCACHE" { default = "images/no-ccache" }
 # Where target "tools" writes the image tests' helpers (one folder per platform).
 variable "TOOLS_DIR" { default = "build/images/tools" }
 
@@ -27,6 +30,7 @@ group "default" {
 # Context: the repository; Dockerfile.builder.dockerignore keeps it to the sources.
 target "builder" {
   context    = "."
+  contexts   = { ccache = CCACHE }
   dockerfile = "images/Dockerfile.builder"
   args       = { BASE_IMAGE = BASE_IMAGE, BUILD_JOBS = BUILD_JOBS }
   platforms  = split(",", PLATFORMS)

@@ -21,8 +21,13 @@ if [ "${1:-}" = --record ]; then
 fi
 src=${1:?touch-changed.sh: SRC} build=${2:?touch-changed.sh: BUILD}
 export LC_ALL=C
-# One "SHA1  ./PATH" line per file, the lines sorted whole (as comm compares them).
-digests() { (cd "$src" && find . -type f -print0 | xargs -0 sha1sum | sort); }
+# One "SHA1  ./PATH" line per file, the lines sorted whole (as comm compares them); a BUILD
+# inside SRC is not a source.
+inside=${build#"$src"/}
+[ "$inside" != "$build" ] || inside=""
+digests() {
+  (cd "$src" && find . ${inside:+-path "./$inside" -prune -o} -type f -print0 | xargs -0 sha1sum | sort)
+}
 if [ "$record" = true ]; then
   digests >"$build/.source-digests"
   exit 0
