@@ -95,11 +95,14 @@ qemu_of() { # the qemu-user emulator of a platform
   esac
 }
 
-# The static id printer, per platform, from the builder.
+# The static id printer, per platform, from the builder (reading the compiler cache that
+# images/build.sh gave it, CCACHE, so that its steps are the cached ones).
 say "image test helpers (print-ids) for $PLATFORMS"
+allow=(--allow "fs.write=$work")
+[ -z "${CCACHE:-}" ] || allow+=(--allow "fs.read=$CCACHE")
 for platform in $(tr ',' ' ' <<<"$PLATFORMS"); do
   dir=$work/tools/$(tr / _ <<<"$platform")
-  docker buildx bake -f "$here/docker-bake.hcl" --progress=quiet --allow "fs.write=$work" \
+  docker buildx bake -f "$here/docker-bake.hcl" --progress=quiet "${allow[@]}" \
     --set "tools.platform=$platform" \
     --set "tools.output=type=local,dest=$dir" tools >/dev/null 2>"$work/tools.log" ||
     { tail -20 "$work/tools.log" >&2; say "FAILED: the test helpers for $platform"; exit 1; }
