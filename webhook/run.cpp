@@ -224,12 +224,7 @@ void stopInOrder(HttpServer& server, Leader* leader, TlsBootstrap* tls, BackendS
   health.stop();
 }
 
-}  // namespace
-
-int run(const Options& options) {
-  if (!options.tlsFromFiles() && options.caRole == CaRole::Issue) {
-    return runCaStep(options);
-  }
+int runWebhook(const Options& options) {
   // glibc gives each of the server's worker threads an arena of its own and keeps what a
   // large review freed in it: under a burst of crafted reviews that held 60 MiB after and
   // 137 MiB at the peak; two arenas hold 16 and 94 (tests/bench/hostile_review_bench).
@@ -306,6 +301,14 @@ int run(const Options& options) {
   shutdown.wait();
   stopInOrder(**server, leader.get(), tls.get(), source, **health);
   return kExitOk;
+}
+
+}  // namespace
+
+int run(const Options& options) {
+  // The CA step alone (--ca-role=issue) serves no admission.
+  const bool caStep = !options.tlsFromFiles() && options.caRole == CaRole::Issue;
+  return caStep ? runCaStep(options) : runWebhook(options);
 }
 
 }  // namespace gvirtus::webhook
