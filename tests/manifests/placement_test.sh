@@ -5,7 +5,7 @@
 #   device plugin  gvirtus.io/frontend.allowed=true AND no GPU (neither
 #                  nvidia.com/gpu.present=true nor gvirtus.io/gpu.present=true)
 #   backend        gvirtus.io/backend.allowed=true AND a GPU (either label)
-# and the webhook Deployment runs its 2 replicas. Fake nodes (kwok) with each label
+# and the webhook Deployment runs its 2 replicas, its CA step 1. Fake nodes (kwok) with each label
 # combination; kwok marks the bound pods Running (images are never pulled).
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -54,11 +54,11 @@ k taint nodes mf-tainted-gpu nvidia.com/gpu=present:NoSchedule >/dev/null
 say "kubectl apply -k manifests/"
 k apply -k "$manifests" >/dev/null 2>&1 || { k apply -k "$manifests"; bad "apply -k failed"; finish; }
 
-# Running DaemonSet pods on mf-* nodes, as "node component" lines (the webhook's
-# replicas land anywhere and are checked below).
+# Running DaemonSet pods on mf-* nodes, as "node component" lines (the Deployments'
+# pods, the webhook's replicas and its CA step, land anywhere and are checked below).
 placement() {
   k get pods -n "$ns" -o jsonpath='{range .items[?(@.status.phase=="Running")]}{.spec.nodeName} {.metadata.labels.app\.kubernetes\.io/component}{"\n"}{end}' |
-    awk '$1 ~ /^mf-/ && $2 != "webhook"' | sort -u
+    awk '$1 ~ /^mf-/ && $2 != "webhook" && $2 != "ca"' | sort -u
 }
 expected_placement() {
   local node component
@@ -106,6 +106,11 @@ replicas=$(k get deployment gvirtus-webhook -n "$ns" -o jsonpath='{.spec.replica
 pdb=$(k get pdb gvirtus-webhook -n "$ns" -o jsonpath='{.status.expectedPods} {.status.disruptionsAllowed}' 2>/dev/null)
 [ "$pdb" = "2 1" ] && ok "PodDisruptionBudget: 2 pods, 1 disruption allowed" ||
   bad "PodDisruptionBudget status: \"$pdb\" (want \"2 1\")"
+if k rollout status deployment/gvirtus-ca -n "$ns" --timeout=90s >/dev/null 2>&1; then
+  ok "gvirtus-ca (the own CA's step): 1 replica available"
+else
+  bad "gvirtus-ca did not roll out: $(k get deployment gvirtus-ca -n "$ns" -o wide 2>&1 | tail -1)"
+fi
 endpoints=$(k get endpointslices -n "$ns" -l kubernetes.io/service-name=gvirtus-webhook \
   -o jsonpath='{range .items[*].endpoints[*]}{.addresses[0]}{"\n"}{end}' | grep -c . || true)
 [ "$endpoints" = 2 ] && ok "Service gvirtus-webhook has 2 endpoints" || bad "Service endpoints: $endpoints"
