@@ -229,9 +229,11 @@ fi
 
 # The webhook taken over (it parses what any pod sends to its port): the token its pod
 # holds, read where its node keeps it, tries to widen the webhook's reach.
-# (The newline ends the line: read fails on one without, and the scenario runs with -e.)
-read -r webhook_uid webhook_node < <(jp pods -n "$system_ns" -l app.kubernetes.io/name=gvirtus-webhook \
-  -o 'jsonpath={.items[0].metadata.uid} {.items[0].spec.nodeName}{"\n"}')
+# (A here-string ends the line: jp's value has no newline, read fails on a line without
+# one, and the scenario runs with -e.)
+webhook_pod=$(jp pods -n "$system_ns" -l app.kubernetes.io/name=gvirtus-webhook \
+  -o 'jsonpath={.items[0].metadata.uid} {.items[0].spec.nodeName}')
+read -r webhook_uid webhook_node <<<"$webhook_pod"
 if [ -n "${webhook_node:-}" ] && container=$(node_container "$webhook_node"); then
   say "the webhook taken over: its pod's token, from $webhook_node"
   creds=$(mktemp -d)
