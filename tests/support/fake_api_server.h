@@ -12,10 +12,6 @@
 // Tests change objects with put(), update() and remove(); open watches see each change.
 
 #include <httplib.h>
-#include <openssl/bio.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
 #include <signal.h>
 
 #include <chrono>
@@ -36,6 +32,8 @@
 #include "common/base/base64.h"
 #include "common/kube/config.h"
 #include "common/tls/certificates.h"
+#include "support/eventually.h"
+#include "support/tls_test_server.h"
 
 namespace gvirtus::testing {
 
@@ -57,27 +55,18 @@ class FakeApiServer {
       throw std::runtime_error(serving.error().message);
     }
     caPem_ = ca->certPem;
-    std::unique_ptr<BIO, decltype(&BIO_free)> certBio(
-        BIO_new_mem_buf(serving->certPem.data(), static_cast<int>(serving->certPem.size())),
-        &BIO_free);
-    std::unique_ptr<X509, decltype(&X509_free)> cert(
-        PEM_read_bio_X509(certBio.get(), nullptr, nullptr, nullptr), &X509_free);
-    std::unique_ptr<BIO, decltype(&BIO_free)> keyBio(
-        BIO_new_mem_buf(serving->keyPem.data(), static_cast<int>(serving->keyPem.size())),
-        &BIO_free);
-    std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(
-        PEM_read_bio_PrivateKey(keyBio.get(), nullptr, nullptr, nullptr), &EVP_PKEY_free);
     // SSLServer takes its own references.
-    server_ = std::make_unique<httplib::SSLServer>(cert.get(), key.get());
+    server_ = std::make_unique<httplib::SSLServer>(tls_detail::certificate(serving->certPem).get(),
+                                                   tls_detail::privateKey(serving->keyPem).get());
     routes();
     port_ = server_->bind_to_any_port("127.0.0.1");
     if (port_ <= 0) {
       throw std::runtime_error("fake apiserver: cannot bind");
     }
     thread_ = std::thread([this] { server_->listen_after_bind(); });
-    while (!server_->is_running()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    // httplib 0.11's stop() does nothing before the loop has started.
+    eventually([this] { return server_->is_running(); }, std::chrono::seconds(10),
+               std::chrono::milliseconds(1));
   }
 
   ~FakeApiServer() {
@@ -324,12 +313,20 @@ class FakeApiServer {
     leaseRoutes();
   }
 
+  // Under mutex_: answers 403 while failLeases() is on.
+  bool leasesRefused(httplib::Response& res) const {
+    if (failLeases_) {
+      answer(res, 403, status(403, "Forbidden", "leases are forbidden"));
+    }
+    return failLeases_;
+  }
+
   void leaseRoutes() {
     const std::string leases = R"(/apis/coordination\.k8s\.io/v1/namespaces/([^/]+)/leases)";
     server_->Get(leases + "/([^/]+)", [this](const httplib::Request& req, httplib::Response& res) {
       std::lock_guard lock(mutex_);
-      if (failLeases_) {
-        return answer(res, 403, status(403, "Forbidden", "leases are forbidden"));
+      if (leasesRefused(res)) {
+        return;
       }
       auto it = objects_["leases"].find(req.matches[1].str() + "/" + req.matches[2].str());
       if (it == objects_["leases"].end()) {
@@ -339,8 +336,8 @@ class FakeApiServer {
     });
     server_->Post(leases, [this](const httplib::Request& req, httplib::Response& res) {
       std::lock_guard lock(mutex_);
-      if (failLeases_) {
-        return answer(res, 403, status(403, "Forbidden", "leases are forbidden"));
+      if (leasesRefused(res)) {
+        return;
       }
       json object = json::parse(req.body);
       object["metadata"]["namespace"] = req.matches[1].str();
@@ -352,8 +349,8 @@ class FakeApiServer {
     });
     server_->Put(leases + "/([^/]+)", [this](const httplib::Request& req, httplib::Response& res) {
       std::lock_guard lock(mutex_);
-      if (failLeases_) {
-        return answer(res, 403, status(403, "Forbidden", "leases are forbidden"));
+      if (leasesRefused(res)) {
+        return;
       }
       json object = json::parse(req.body);
       auto it = objects_["leases"].find(req.matches[1].str() + "/" + req.matches[2].str());
