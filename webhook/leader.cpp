@@ -73,6 +73,9 @@ Result<std::unique_ptr<Leader>> Leader::build(const LeaderInputs& inputs) {
     if (self->slices_) {
       self->slices_->backendsChanged();
     }
+    if (self->binder_) {
+      self->binder_->backendsChanged();
+    }
   });
   return leader;
 }
@@ -129,10 +132,18 @@ void Leader::makeSlices(const LeaderInputs& inputs) {
         "backend are deleted or marked by the follower, not evicted for a taint",
         {{"why", whyNot}});
   }
+  const bool binding = options_.draBindingTimeout > Duration::zero() &&
+                       bindingConditionsServed(inputs.client, whyNot);
+  if (!binding) {
+    log::info("no binding conditions: kube-scheduler binds a claimant without asking its backend",
+              {{"why", options_.draBindingTimeout > Duration::zero() ? whyNot
+                                                                     : "--dra-binding-timeout=0"}});
+  }
   sliceCache_ =
       std::make_unique<ResourceCache>(inputs.client, kResourceSlices, "", "", sliceFieldSelector());
-  slices_ = std::make_unique<SlicePublisher>(inputs.source, *sliceCache_, sliceApi(inputs.client),
-                                             SlicePublisherOptions{.taintDraining = deviceTaints_});
+  slices_ = std::make_unique<SlicePublisher>(
+      inputs.source, *sliceCache_, sliceApi(inputs.client),
+      SlicePublisherOptions{.taintDraining = deviceTaints_, .bindingConditions = binding});
   ResourceCacheOptions claimOptions;
   claimOptions.keep = isGvirtusClaim;
   claimOptions.transform = compactClaim;
@@ -141,6 +152,11 @@ void Leader::makeSlices(const LeaderInputs& inputs) {
   claimOptions.absentMeansEmpty = true;
   claimCache_ = std::make_unique<ResourceCache>(inputs.client, dra::kResourceClaims, "", "", "",
                                                 claimOptions);
+  if (binding) {
+    binder_ = std::make_unique<ClaimBinder>(
+        inputs.source, *claimCache_, inputs.chooser, bindingStatusApply(inputs.client),
+        ClaimBinderOptions{.timeout = options_.draBindingTimeout, .events = events_.get()});
+  }
   ResourceCacheOptions claimantOptions;
   claimantOptions.keep = usesClaims;
   claimantOptions.transform = compactClaimant;
@@ -252,6 +268,7 @@ void Leader::runControllers(std::stop_token stop) {
   runBeside(peers_.get());
   runBeside(follower_.get());
   runBeside(slices_.get());
+  runBeside(binder_.get());
   std::stop_callback endOthers(stop, [&others] {
     for (auto& thread : others) {
       thread.request_stop();

@@ -12,6 +12,7 @@
 #include "common/kube/client.h"
 #include "webhook/autoscale/controller.h"
 #include "webhook/base/metrics.h"
+#include "webhook/dra/claim_binder.h"
 #include "webhook/dra/slice_publisher.h"
 #include "webhook/follower/follower.h"
 #include "webhook/options.h"
@@ -92,6 +93,9 @@ class Leader {
   std::unique_ptr<SlicePublisher> slices_;
   // With --dra, the API server serves device taints (decided once, in makeSlices()).
   bool deviceTaints_ = false;
+  // With --dra and --dra-binding-timeout, where binding conditions are served: kube-scheduler
+  // binds a claimant only once its backend has room.
+  std::unique_ptr<ClaimBinder> binder_;
   std::unique_ptr<PeerPublisher> peers_;
   std::unique_ptr<KubeClient> followerClient_;
   std::unique_ptr<BackendFollower> follower_;

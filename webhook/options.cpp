@@ -112,6 +112,11 @@ void addDraFlags(FlagSet& flags, Options& options) {
                   "with --dra: the extended resource that the DeviceClass gpu.gvirtus.io names "
                   "(e.g. gvirtus.io/gpu); pods asking for it get a remote GPU from kube-scheduler "
                   "with nothing else GVirtuS-specific in their manifest; empty: off");
+  flags.addDuration("dra-binding-timeout", &options.draBindingTimeout,
+                    "with --dra, where the API server serves binding conditions (Kubernetes "
+                    "1.36 and later): kube-scheduler binds a claimant only once its backend has "
+                    "room for the session, and gives the device up when it has none for this "
+                    "long (at most 10m, the scheduler's own limit); 0: bind at once");
 }
 
 // Opting GPU nodes in and out as backends by demand.
@@ -212,6 +217,13 @@ Result<void> checkDra(const Options& options) {
     if (auto valid = validateExtendedResourceName(options.draExtendedResource); !valid) {
       return fail("--dra-extended-resource: " + valid.error().message);
     }
+  }
+  // kube-scheduler's own binding timeout is 10 minutes by default: past it the scheduler,
+  // not the binder, gives the device up.
+  if (options.draBindingTimeout < Duration::zero() ||
+      options.draBindingTimeout > std::chrono::minutes(10)) {
+    return fail("--dra-binding-timeout: " + formatDuration(options.draBindingTimeout) +
+                " is not between 0 and 10m");
   }
   return {};
 }

@@ -63,6 +63,10 @@ struct Options {
   // (spec.extendedResourceName). Pods asking for it get the label gvirtus.io/dra, which the
   // backends' NetworkPolicy and the peer publisher select (docs/dra.md); empty: off.
   std::string draExtendedResource;
+  // With --dra, where the API server serves binding conditions: how long a claimant's
+  // binding waits for room on its backend before the device is given up
+  // (webhook/dra/claim_binder.h); zero: the devices carry no binding conditions.
+  Duration draBindingTimeout = std::chrono::seconds(60);
 
   // TLS from files (else the webhook runs its own CA, which needs the API server).
   bool tlsFromFiles() const { return !tlsCertFile.empty(); }

@@ -86,7 +86,8 @@ say "overlays/dra (everything, with the DRA slice publisher)"
 if out=$(k apply --dry-run=server -k "$repo/overlays/dra" 2>&1); then
   ok "apply -k overlays/dra ($(grep -c 'server dry run' <<<"$out") objects)"
   for object in deviceclass.resource.k8s.io/gpu.gvirtus.io clusterrole.rbac.authorization.k8s.io/gvirtus-webhook-dra \
-    validatingadmissionpolicy.admissionregistration.k8s.io/gvirtus-webhook-slices; do
+    validatingadmissionpolicy.admissionregistration.k8s.io/gvirtus-webhook-slices \
+    validatingadmissionpolicy.admissionregistration.k8s.io/gvirtus-webhook-claim-status; do
     grep -q "^$object " <<<"$out" && ok "adds $object" || bad "no $object: $out"
   done
 else

@@ -239,6 +239,9 @@ for verb in get patch deletecollection; do expect no gvirtus-webhook "$verb" res
 for verb in list watch; do expect yes gvirtus-webhook "$verb" resourceclaims.resource.k8s.io default; done
 for verb in get create update patch delete; do expect no gvirtus-webhook "$verb" resourceclaims.resource.k8s.io default; done
 expect no gvirtus-webhook update "resourceclaims.resource.k8s.io#status" default
+# The claim binder's answers (binding conditions): a patch of a claim's status, where the
+# policy gvirtus-webhook-claim-status lets only its own devices' conditions change.
+expect yes gvirtus-webhook patch "resourceclaims.resource.k8s.io#status" default
 expect no gvirtus-webhook update deviceclasses.resource.k8s.io/gpu.gvirtus.io
 slice() {
   printf '{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":{"name":"%s"},' "$1"
@@ -282,6 +285,30 @@ if out=$(slice gvirtus-rbac-own gpu.gvirtus.io | as_webhook create -f - 2>&1); t
 else
   bad "cannot create a slice of gpu.gvirtus.io: $out"
 fi
+
+# A claim's status through the binder's right: its allocation is the scheduler's, never the
+# webhook's (refused by the policy, or first by the API server's own check on 1.36 and later).
+k apply -f - >/dev/null <<'CLAIM'
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: gvirtus-rbac-claim, namespace: default}
+spec:
+  devices:
+    requests: [{name: gpu, exactly: {deviceClassName: gpu.gvirtus.io}}]
+CLAIM
+allocation='{"status":{"allocation":{"devices":{"results":[{"request":"gpu","driver":"gpu.gvirtus.io","pool":"p","device":"d"}]}}}}'
+for _ in $(seq 1 60); do
+  out=$(as_webhook patch resourceclaim gvirtus-rbac-claim -n default --subresource=status --type=merge \
+    -p "$allocation" 2>&1 || true)
+  grep -q "ValidatingAdmissionPolicy 'gvirtus-webhook-claim-status'\|resourceclaims/binding" <<<"$out" && break
+  sleep 0.5
+done
+grep -q "ValidatingAdmissionPolicy 'gvirtus-webhook-claim-status'\|resourceclaims/binding" <<<"$out" &&
+  ok "a claim's allocation written with the webhook's token is refused: $(tail -1 <<<"$out")" ||
+  bad "a claim's allocation written with the webhook's token was not refused as it should be: $out"
+[ "$(k get resourceclaim gvirtus-rbac-claim -n default -o jsonpath='{.status.allocation}')" = "" ] &&
+  ok "the claim is not allocated" || bad "the webhook's token allocated a claim"
+k delete resourceclaim gvirtus-rbac-claim -n default --ignore-not-found >/dev/null
 
 # DeviceTaintRules (Kubernetes 1.37): a lost backend's devices tainted NoExecute. A rule the
 # account could write for another driver's devices, or for every device, would have

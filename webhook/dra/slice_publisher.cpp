@@ -5,6 +5,7 @@
 
 #include "common/base/json_access.h"
 #include "common/telemetry/log.h"
+#include "webhook/dra/binding.h"
 #include "webhook/dra/slice.h"
 
 namespace gvirtus::webhook {
@@ -71,6 +72,7 @@ SlicePublisher::SlicePublisher(const BackendSource& backends, ObjectCache& slice
       slices_(slices),
       api_(std::move(api)),
       taintDraining_(options.taintDraining),
+      bindingConditions_(options.bindingConditions),
       leader_(ControllerOptions{.name = "dra-slices",
                                 .workers = kWorkers,
                                 .backoffInitial = options.backoffInitial,
@@ -132,6 +134,9 @@ Result<bool> SlicePublisher::sync(const std::string& name) {
   for (const auto& backend : *backends) {
     if (!backend.podName.empty() && sliceName(backend) == name) {
       desired = resourceSliceFor(backend, 1, taintDraining_);
+      if (desired && bindingConditions_) {
+        addBindingConditions(*desired);
+      }
       break;
     }
   }

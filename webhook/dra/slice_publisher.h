@@ -39,6 +39,9 @@ struct SlicePublisherOptions {
   // A draining backend's devices stay published, tainted NoSchedule, instead of withdrawn
   // (resourceSliceFor()): only where the API server serves device taints.
   bool taintDraining = false;
+  // Each device carries the claim binder's binding conditions (webhook/dra/binding.h): only
+  // where the API server serves them.
+  bool bindingConditions = false;
   // A failed write comes back after these, per slice.
   Duration backoffInitial = std::chrono::milliseconds(500);
   Duration backoffMax = std::chrono::seconds(30);
@@ -78,6 +81,7 @@ class SlicePublisher {
   ObjectCache& slices_;
   const SliceApi api_;
   const bool taintDraining_;
+  const bool bindingConditions_;
   LeaderController leader_;
   std::mutex mutex_;
   // By slice name: what its backend offered at the last change (offerOf()).

@@ -133,6 +133,26 @@ json compactClaim(json claim) {
   json compact = compactMetadata(claim);
   copyAt(claim, compact, {"status", "allocation", "devices", "results"});
   copyAt(claim, compact, {"status", "reservedFor"});
+  // The claim binder's (webhook/dra/binding.h): when the scheduler allocated it, and the
+  // conditions of this driver's devices, without what drivers report beside them.
+  copyAt(claim, compact, {"status", "allocation", "allocationTimestamp"});
+  if (const json* entries = memberAt(claim, {"status", "devices"});
+      entries != nullptr && entries->is_array()) {
+    json ours = json::array();
+    for (const json& entry : *entries) {
+      if (stringAt(entry, {"driver"}) != dra::kDriver) {
+        continue;
+      }
+      json kept = json::object();
+      for (const char* field : {"driver", "pool", "device", "shareID", "conditions"}) {
+        copyAt(entry, kept, {field});
+      }
+      ours.push_back(std::move(kept));
+    }
+    if (!ours.empty()) {
+      compact["status"]["devices"] = std::move(ours);
+    }
+  }
   return compact;
 }
 

@@ -72,7 +72,8 @@ bool holdsReservation(const nlohmann::json& pod, const ClaimReservation& reserva
 std::vector<std::string> claimNames(const nlohmann::json& pod);
 
 // The caches' filters and transforms (ResourceCacheOptions): a claim allocated a device of
-// our driver, kept as its name, UID, version and the status fields claimPeers() reads; a
+// our driver, kept as its name, UID, version, the status fields claimPeers() reads and, for
+// the claim binder, when it was allocated and its devices' conditions of our driver; a
 // pod that uses a claim (names one, or was given one for an extended resource), kept as its name,
 // UID, version, creation time, controlling owner, phase, addresses, host network, the claims it
 // names, and its condition gvirtus.io/BackendLost (the backend follower's).
