@@ -74,6 +74,8 @@ expect "webhook.replicas" '^  replicas: 3$' --set webhook.replicas=3
 expect "backend.port reaches the webhook" '^ +- --backend-port=7777$' --set backend.port=7777
 expect "backend.port reaches the shim" '^ +- --port=7777$' --set backend.port=7777
 expect "backend.maxSessions" '^ +- --max-sessions=4$' --set backend.maxSessions=4
+expect "webhook.draBindingTimeout" '^ +- --dra-binding-timeout=2m$' --set webhook.dra=true \
+  --set webhook.draBindingTimeout=2m
 expect "backend.runtimeClassName" '^ +runtimeClassName: nvidia$' --set backend.runtimeClassName=nvidia
 expect "backend.gpus: the backend asks the allocator" '^ +nvidia.com/gpu: 4$' --set backend.gpus=4
 expect_not "backend.gpus: no GPU taken behind the allocator" 'name: NVIDIA_VISIBLE_DEVICES' --set backend.gpus=4
