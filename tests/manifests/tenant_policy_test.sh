@@ -5,7 +5,8 @@
 #            pod gvirtus.io/enabled after creation, change what the webhook wrote or what
 #            is counted (gvirtus.io/ annotations, KAI shares), remove the gate, or create a
 #            pod carrying the gate or the webhook's annotations it was not given, or write
-#            gvirtus.io/peers anywhere;
+#            gvirtus.io/peers anywhere; cannot label any object with a KAI queue that
+#            ConfigMap gvirtus-kai-queues gives other namespaces;
 #   webhook  releases a GVirtuS pod (annotations, gate, zone preference), writes
 #            gvirtus.io/peers and gvirtus.io/peer-memory of backend pods (the peer
 #            publisher) and, with the autoscale overlay's RBAC, writes the backend keys of
@@ -485,6 +486,44 @@ refused "gvirtus-ca: its Secret's name with another type" gvirtus-ca-secrets \
   create --dry-run=server -f - <<<"$(secret gvirtus-webhook-tls Opaque)"
 forbidden "webhook: the same token Secret (it creates no Secret)" "$webhook" \
   create --dry-run=server -f - <<<"$(secret stolen-token kubernetes.io/service-account-token "$stolen")"
+
+say "KAI queues: a queue listed in ConfigMap $ns/gvirtus-kai-queues is only for its namespaces"
+Q=gvirtus-kai-queues
+k create configmap gvirtus-kai-queues -n "$ns" --from-literal=team-other=other-ns,second-ns \
+  --from-literal="team-own=$tenant_ns" >/dev/null
+# labelled NAME QUEUE: a ConfigMap of the tenant's labelled with a KAI queue (KAI reads the
+# label of a workload's top owner, whatever its kind).
+labelled() {
+  printf '{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "%s", "namespace": "%s",' "$1" "$tenant_ns"
+  printf ' "labels": {"kai.scheduler/queue": "%s"}}}' "$2"
+}
+deployment() {
+  cat <<JSON
+{"apiVersion": "apps/v1", "kind": "Deployment",
+ "metadata": {"name": "$1", "namespace": "$tenant_ns", "labels": {"kai.scheduler/queue": "$2"}},
+ "spec": {"selector": {"matchLabels": {"app": "$1"}},
+          "template": {"metadata": {"labels": {"app": "$1"}},
+                       "spec": {"containers": [{"name": "app", "image": "example.com/app:1"}]}}}}
+JSON
+}
+# A new parameter is in force within seconds: until the answer names the policy, asked again.
+for _ in $(seq 1 60); do
+  out=$(as "$tenant" create --dry-run=server -f - <<<"$(labelled probe team-other)" 2>&1 || true)
+  grep -q "ValidatingAdmissionPolicy '$Q'" <<<"$out" && break
+  sleep 0.5
+done
+refused "an object labelled another namespace's queue" $Q \
+  "KAI queue team-other is only for namespace.s. other-ns,second-ns, not $tenant_ns" "$tenant" \
+  create -f - <<<"$(labelled foreign team-other)"
+refused "a Deployment labelled another namespace's queue" $Q "KAI queue team-other" "$tenant" \
+  create -f - <<<"$(deployment foreign team-other)"
+refused "a pod labelled another namespace's queue" $Q "KAI queue team-other" "$tenant" \
+  create -f - < <(pod kai-foreign '{"kai.scheduler/queue": "team-other"}' '{}' '[]')
+allowed "an object labelled its own namespace's queue" "$tenant" create -f - <<<"$(labelled own team-own)"
+allowed "a Deployment labelled a queue no namespace owns" "$tenant" create -f - <<<"$(deployment open team-open)"
+refused "relabel its own object to another namespace's queue" $Q "KAI queue team-other" "$tenant" \
+  label configmap own -n "$tenant_ns" kai.scheduler/queue=team-other --overwrite
+k delete configmap gvirtus-kai-queues -n "$ns" >/dev/null
 
 say "the DaemonSet pods still run (kwok's status updates pass the policies)"
 running=$(k get pods -n "$ns" --field-selector status.phase=Running -o name | wc -l)
