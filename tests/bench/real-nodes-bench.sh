@@ -3,7 +3,9 @@
 # the local cluster's real kubelet + containerd nodes, 20 GVirtuS pods (admitted by our
 # webhook through its Service, given a backend, a projected properties.json and a
 # virtual GPU from our device plugin) against 20 plain pods of the same image on the
-# same nodes, and 20 pods that ask with a DRA claim instead (docs/dra.md); the memory of an idle node container; and, with every backend pod lost at
+# same nodes, 20 pods that ask with a DRA claim instead (docs/dra.md), 20 that ask for the
+# extended resource gvirtus.io/gpu, and 20 claims again with binding conditions off (what the
+# claim binder's answer costs); the memory of an idle node container; and, with every backend pod lost at
 # once, how long until a Deployment's frontends run again on new backend pods (issue 39).
 # Prints figures and ratios.
 #   tests/bench/real-nodes-bench.sh   (on a fresh cluster of tests/e2e/real/up.sh plus a
@@ -90,21 +92,62 @@ kind: ResourceClaimTemplate
 metadata: {name: gpu, namespace: $ns}
 spec: {spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.gvirtus.io}}]}}}
 YAML
+# devices_conditioned: how many published devices name binding conditions (1.36 and later,
+# unless --dra-binding-timeout=0).
+devices_conditioned() {
+  kubectl get resourceslices -o json |
+    jq '[.items[] | select(.spec.driver == "gpu.gvirtus.io") | .spec.devices[] | select(.bindingConditions)] | length'
+}
+binding=$(devices_conditioned)
 dra=$(run_batch dra ', gvirtus.io/dra: "true"' \
   ', resourceClaims: [{name: gpu, resourceClaimTemplateName: gpu}]' ', resources: {claims: [{name: gpu}]}')
 kubectl -n $ns delete pods -l bench=dra --wait=true >/dev/null
+# The extended-resource path: an unchanged manifest asking for gvirtus.io/gpu, its claim made
+# by kube-scheduler (docs/dra.md, "Asking for an extended resource").
+say "$pods pods asking for the extended resource gvirtus.io/gpu"
+extended=$(run_batch extended '' '' ', resources: {limits: {gvirtus.io/gpu: 1}}')
+kubectl -n $ns delete pods -l bench=extended --wait=true >/dev/null
+# The claim path again with the devices published without binding conditions: what the
+# claim binder's answer costs (kube-scheduler looks for it every 5 s).
+unbound=""
+if [ "$binding" != 0 ]; then
+  say "$pods GVirtuS pods with a DRA claim each, binding conditions off (--dra-binding-timeout=0s)"
+  index=$(kubectl -n gvirtus-system get deployment gvirtus-webhook -o json |
+    jq '.spec.template.spec.containers[0].args | index("--dra-binding-timeout=60s")')
+  kubectl -n gvirtus-system patch deployment gvirtus-webhook --type=json -p \
+    "[{\"op\":\"replace\",\"path\":\"/spec/template/spec/containers/0/args/$index\",\"value\":\"--dra-binding-timeout=0s\"}]" >/dev/null
+  kubectl -n gvirtus-system rollout status deployment/gvirtus-webhook --timeout=180s >/dev/null
+  no_conditions() { [ "$(devices_conditioned)" = 0 ]; }
+  wait_until 120 "the devices published without binding conditions" no_conditions || exit 1
+  unbound=$(run_batch unbound ', gvirtus.io/dra: "true"' \
+    ', resourceClaims: [{name: gpu, resourceClaimTemplateName: gpu}]' ', resources: {claims: [{name: gpu}]}')
+  kubectl -n $ns delete pods -l bench=unbound --wait=true >/dev/null
+fi
 bash "$repo/tests/e2e/real/dra.sh" off || say "DRA could not be turned off"
 
 p50p=$(percentile 50 <<<"$plain") p95p=$(percentile 95 <<<"$plain")
 p50g=$(percentile 50 <<<"$gvirtus") p95g=$(percentile 95 <<<"$gvirtus")
 p50d=$(percentile 50 <<<"$dra") p95d=$(percentile 95 <<<"$dra")
+p50e=$(percentile 50 <<<"$extended") p95e=$(percentile 95 <<<"$extended")
 printf '\nreal nodes: %d pods each, create -> Running (client-side, polled every ~0.1 s)\n' "$pods"
-printf '  %-14s p50 %6s ms   p95 %6s ms\n' plain "$p50p" "$p95p" GVirtuS "$p50g" "$p95g" \
-  "GVirtuS (DRA)" "$p50d" "$p95d"
+printf '  %-26s p50 %6s ms   p95 %6s ms\n' plain "$p50p" "$p95p" GVirtuS "$p50g" "$p95g" \
+  "GVirtuS (DRA claim)" "$p50d" "$p95d" "extended resource" "$p50e" "$p95e"
+if [ -n "$unbound" ]; then
+  p50u=$(percentile 50 <<<"$unbound") p95u=$(percentile 95 <<<"$unbound")
+  printf '  %-26s p50 %6s ms   p95 %6s ms\n' "DRA claim, no binding cond." "$p50u" "$p95u"
+fi
 awk -v a="$p50g" -v b="$p50p" -v c="$p95g" -v d="$p95p" \
   'BEGIN {printf "  ratio GVirtuS/plain: p50 %.2fx, p95 %.2fx\n", a / b, c / d}'
 awk -v a="$p50d" -v b="$p50g" -v c="$p95d" -v d="$p95g" \
   'BEGIN {printf "  ratio DRA path/webhook path: p50 %.2fx, p95 %.2fx\n", a / b, c / d}'
+awk -v a="$p50e" -v b="$p50d" -v c="$p95e" -v d="$p95d" \
+  'BEGIN {printf "  ratio extended resource/DRA claim: p50 %.2fx, p95 %.2fx\n", a / b, c / d}'
+if [ -n "$unbound" ]; then
+  awk -v a="$p50d" -v b="$p50u" -v c="$p95d" -v d="$p95u" \
+    'BEGIN {printf "  ratio DRA claim with/without binding conditions: p50 %.2fx, p95 %.2fx\n", a / b, c / d}'
+else
+  printf '  (binding conditions not served: the DRA claim batch ran without them)\n'
+fi
 printf '\nnode container memory before any workload (docker stats):\n%s\n' "$idle"
 
 # Backend lost (issue 39): a Deployment's GVirtuS pods hold sessions on the backends; every
