@@ -22,6 +22,7 @@
 #include "dra_v1.grpc.pb.h"
 #include "support/temp_dir.h"
 #include "webhook/cluster_fixtures.h"
+#include "webhook/dra/claim_binder.h"
 #include "webhook/dra/slice.h"
 #include "webhook/dra/slice_publisher.h"
 #include "webhook/peers/claim_peers.h"
@@ -85,7 +86,16 @@ json claimingPod(const std::string& ns, const std::string& name, const std::stri
                        {"resources", {{"claims", json::array({{{"name", "gpu"}}})}}}}})}}}};
 }
 
+gvirtus::EventRecorderOptions recorderOptions() {
+  gvirtus::EventRecorderOptions options;
+  options.component = "gvirtus-webhook";
+  return options;
+}
+
 struct DraCluster {
+  // With the claim binder: the devices name its binding conditions, and it answers them.
+  explicit DraCluster(bool bindingConditions = false);
+  const bool binding;
   std::unique_ptr<gvirtus::KubeClient> client = gvirtus::testing::adminClient();
   gvirtus::integration::TestNamespace ns{*client, "dra-it"};
   const std::string run = randomSuffix();
@@ -94,7 +104,8 @@ struct DraCluster {
   const std::string frontendNode = "dra-fe-" + run;
   ClusterBackendSource source{*client, ns.name(), "gvirtus.io/test-run=" + run, 9999};
   ResourceCache slices{*client, kResourceSlices, "", "", sliceFieldSelector()};
-  SlicePublisher publisher{source, slices, sliceApi(*client)};
+  SlicePublisher publisher{source, slices, sliceApi(*client),
+                           SlicePublisherOptions{.bindingConditions = binding}};
   // The claims of our driver and the pods that use claims, as the webhook keeps them with
   // --dra: the pods reserved a claim are their backend's peers.
   ResourceCache claims{
@@ -108,10 +119,14 @@ struct DraCluster {
                       nullptr,
                       PeerPublisherOptions{.port = 9999},
                       ClaimantCaches{&claims, &claimants}};
+  BackendChooser chooser;
+  gvirtus::EventRecorder events{*client, recorderOptions()};
+  std::unique_ptr<ClaimBinder> binder;
   std::jthread leader;
   std::jthread peerLeader;
+  std::jthread binderLeader;
 
-  DraCluster() {
+  void start() {
     ns.waitForDefaultServiceAccount();
     ensureNode(*client, gpuNode, {{"gvirtus.io/backend.allowed", "true"}});
     ensureNode(*client, bigGpuNode, {{"gvirtus.io/backend.allowed", "true"}});
@@ -128,15 +143,33 @@ struct DraCluster {
       INFO(made.error().message);
       REQUIRE(made.error().isConflict());
     }
-    source.setOnChange([this] { publisher.backendsChanged(); });
+    if (binding) {
+      events.start();
+      binder = std::make_unique<ClaimBinder>(source, claims, chooser, bindingStatusApply(*client),
+                                             ClaimBinderOptions{.events = &events});
+    }
+    source.setOnChange([this] {
+      publisher.backendsChanged();
+      if (binder) {
+        binder->backendsChanged();
+      }
+    });
     source.start();
     slices.start();
     claims.start();
     claimants.start();
     leader = std::jthread([this](std::stop_token stop) { publisher.run(stop); });
     peerLeader = std::jthread([this](std::stop_token stop) { peers.run(stop); });
+    if (binder) {
+      binderLeader = std::jthread([this](std::stop_token stop) { binder->run(stop); });
+    }
   }
   ~DraCluster() {
+    if (binderLeader.joinable()) {
+      binderLeader.request_stop();
+      binderLeader.join();
+    }
+    events.stop();
     leader.request_stop();
     leader.join();
     peerLeader.request_stop();
@@ -201,6 +234,10 @@ struct DraCluster {
     return stringAt((*results)[0], {"pool"}) + "/" + stringAt((*results)[0], {"device"});
   }
 };
+
+DraCluster::DraCluster(bool bindingConditions) : binding(bindingConditions) {
+  start();
+}
 
 // The device plugin's DRA driver on its sockets, reading through the API server.
 struct FrontendDriver {
@@ -432,4 +469,82 @@ TEST_CASE("a burst of 50 claims never overbooks a device's memory or sessions",
   CHECK(perDevice.at(ns + "/be-a/gpu-0") == 4);
   CHECK(perDevice.at(ns + "/be-b/gpu-0") == 5);
   CHECK(perDevice.at(ns + "/be-c/gpu-0") == 2);
+}
+
+TEST_CASE("kube-scheduler binds a claimant only once the claim binder finds room on its backend",
+          "[dra][claim-binder]") {
+  {
+    auto probe = gvirtus::testing::adminClient();
+    std::string whyNot;
+    if (!bindingConditionsServed(*probe, whyNot)) {
+      WARN("not tested: " << whyNot);
+      return;
+    }
+  }
+  DraCluster cluster(true);
+  auto& client = *cluster.client;
+  const std::string ns = cluster.ns.name();
+  // A backend that takes one session, and reports it taken.
+  json backend = gpuBackend(ns, "be-one", cluster.gpuNode, cluster.run, 16384, 1);
+  json load = json::parse(stringAt(backend, {"metadata", "annotations", "gvirtus.io/load"}));
+  load["connections"] = 1;
+  backend["metadata"]["annotations"]["gvirtus.io/load"] = load.dump();
+  REQUIRE(client.create(resources::kPods, ns, backend));
+  auto conditioned = [&] {
+    const json* devices = gvirtus::memberAt(cluster.slice("be-one"), {"spec", "devices"});
+    return devices != nullptr && devices->is_array() && !devices->empty() &&
+           devices->at(0).contains("bindingConditions");
+  };
+  REQUIRE(eventually(conditioned, kScheduled));
+
+  // kube-scheduler allocates the device (its sessions capacity is free: the session in use is
+  // not a claim's), then waits for the binder, which finds the backend full.
+  cluster.claimAndRun("waits", "1Gi");
+  auto claimOf = [&](const std::string& name) {
+    auto got = client.get(kResourceClaims, ns, name);
+    return got ? *got : json();
+  };
+  auto pendingBinding = [&] {
+    const json* results =
+        gvirtus::memberAt(claimOf("waits"), {"status", "allocation", "devices", "results"});
+    return results != nullptr && results->is_array() && !results->empty() &&
+           results->at(0).contains("bindingConditions");
+  };
+  REQUIRE(eventually(pendingBinding, kScheduled));
+  CHECK(cluster.allocated("waits") == ns + "/be-one/gpu-0");
+  // The binder answers only with room: it tells the claim it waits (its Event), kube-scheduler
+  // waits for its answer (the pod's Event), and meanwhile the pod is not bound.
+  auto eventOf = [&](const std::string& kind, const std::string& name, const std::string& reason) {
+    gvirtus::ListOptions options;
+    options.fieldSelector =
+        "involvedObject.kind=" + kind + ",involvedObject.name=" + name + ",reason=" + reason;
+    auto listed = client.list(resources::kEvents, ns, options);
+    return listed && !listed->items.empty();
+  };
+  REQUIRE(eventually([&] { return eventOf("ResourceClaim", "waits", "WaitingForBackend"); },
+                     kScheduled));
+  REQUIRE(
+      eventually([&] { return eventOf("Pod", "waits", "BindingConditionsPending"); }, kScheduled));
+  CHECK_FALSE(cluster.scheduled("waits"));
+  CHECK(gvirtus::memberAt(claimOf("waits"), {"status", "devices"}) == nullptr);
+
+  // The session ends: the binder answers ready, and kube-scheduler binds the pod.
+  load["connections"] = 0;
+  load["updated"] = utcNow();
+  REQUIRE(client.patch(
+      resources::kPods, ns, "be-one", gvirtus::PatchType::Merge,
+      json{{"metadata", {{"annotations", {{"gvirtus.io/load", load.dump()}}}}}}.dump()));
+  REQUIRE(eventually([&] { return cluster.scheduled("waits"); }, kScheduled));
+  const json answered = claimOf("waits");
+  INFO(answered.dump());
+  const json* entries = gvirtus::memberAt(answered, {"status", "devices"});
+  REQUIRE(entries != nullptr);
+  REQUIRE(entries->size() == 1);
+  const json& condition = entries->at(0)["conditions"][0];
+  CHECK(condition["type"] == kBackendReadyCondition);
+  CHECK(condition["status"] == "True");
+  CHECK(condition["reason"] == "RoomForSession");
+  CHECK(entries->at(0)["shareID"] ==
+        gvirtus::memberAt(answered, {"status", "allocation", "devices", "results"})
+            ->at(0)["shareID"]);
 }
