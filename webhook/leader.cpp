@@ -152,7 +152,9 @@ void Leader::makeSlices(const LeaderInputs& inputs) {
   claimOptions.absentMeansEmpty = true;
   claimCache_ = std::make_unique<ResourceCache>(inputs.client, dra::kResourceClaims, "", "", "",
                                                 claimOptions);
-  if (binding) {
+  // The binder runs even where this replica's devices carry no conditions: claims that a
+  // leader before it published with them still wait for an answer.
+  if (options_.draBindingTimeout > Duration::zero()) {
     binder_ = std::make_unique<ClaimBinder>(
         inputs.source, *claimCache_, inputs.chooser, bindingStatusApply(inputs.client),
         ClaimBinderOptions{.timeout = options_.draBindingTimeout, .events = events_.get()});

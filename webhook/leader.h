@@ -93,8 +93,8 @@ class Leader {
   std::unique_ptr<SlicePublisher> slices_;
   // With --dra, the API server serves device taints (decided once, in makeSlices()).
   bool deviceTaints_ = false;
-  // With --dra and --dra-binding-timeout, where binding conditions are served: kube-scheduler
-  // binds a claimant only once its backend has room.
+  // With --dra and --dra-binding-timeout: answers the binding conditions of claims (the
+  // devices carry them where the API server serves them).
   std::unique_ptr<ClaimBinder> binder_;
   std::unique_ptr<PeerPublisher> peers_;
   std::unique_ptr<KubeClient> followerClient_;

@@ -11,7 +11,7 @@ namespace {
 
 using nlohmann::json;
 
-bool names(const json* list, const char* condition) {
+bool namesCondition(const json* list, const char* condition) {
   return list != nullptr && list->is_array() &&
          std::ranges::any_of(*list, [&](const json& entry) { return entry == condition; });
 }
@@ -64,7 +64,7 @@ BindingWait bindingWait(const json& claim) {
       continue;
     }
     const dra::AllocatedDevice& device = (*devices)[ours++];
-    if (names(memberAt(result, {"bindingConditions"}), kBackendReadyCondition) &&
+    if (namesCondition(memberAt(result, {"bindingConditions"}), kBackendReadyCondition) &&
         !answered(claim, device)) {
       wait.devices.push_back(device);
     }

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "common/base/json_access.h"
 #include "common/contract/dra_names.h"
 #include "common/telemetry/log.h"
 #include "webhook/dra/binding.h"
+#include "webhook/dra/slice.h"
 
 namespace gvirtus::webhook {
 namespace {
@@ -21,22 +23,35 @@ constexpr auto kSyncPoll = std::chrono::milliseconds(200);
 // The server-side apply field manager of the binder's entries in status.devices.
 constexpr const char* kFieldManager = "gvirtus-webhook-binder";
 
-// The backend pod the device's pool names ("namespace/pod", webhook/dra/slice.h); null when
-// it is not among `backends`.
+// The backend pod the device's pool names: "namespace/pod", or the slice's name where that
+// was too long for a pool name (webhook/dra/slice.h); null when it is not among `backends`.
 const Backend* backendOf(const std::vector<Backend>& backends, const dra::AllocatedDevice& device) {
-  auto found = std::ranges::find_if(
-      backends, [&](const Backend& backend) { return backend.podRef() == device.pool; });
+  auto found = std::ranges::find_if(backends, [&](const Backend& backend) {
+    return backend.podRef() == device.pool || sliceName(backend) == device.pool;
+  });
   return found == backends.end() ? nullptr : &*found;
 }
 
 // What the chooser weighs for a claim: one session. Its GPU memory is kube-scheduler's to
 // count (the device's memory capacity against its claims); a claim names no pod, so its
 // reservation matches none of a backend's pods and is confirmed once the answer is written.
-BackendRequirements requirementsOf(const std::string& key) {
-  BackendRequirements pod;
-  pod.policy = Policy::LeastConnections;
-  pod.pod = "resourceclaim:" + key;
-  return pod;
+BackendRequirements sessionOf(const std::string& key) {
+  BackendRequirements session;
+  session.policy = Policy::LeastConnections;
+  session.pod = "resourceclaim:" + key;
+  return session;
+}
+
+// The answer for a claim whose devices were answered one by one: refused when one is, else
+// waiting when one waits, else ready (the first of each kind says why).
+BindingDecision claimDecision(const std::vector<BindingDecision>& devices) {
+  for (BindingAnswer answer : {BindingAnswer::kRefuse, BindingAnswer::kWait}) {
+    auto found = std::ranges::find(devices, answer, &BindingDecision::answer);
+    if (found != devices.end()) {
+      return *found;
+    }
+  }
+  return devices.front();
 }
 
 }  // namespace
@@ -57,7 +72,7 @@ BindingStatusApply bindingStatusApply(KubeClient& client) {
   };
 }
 
-bool bindingConditionsServed(KubeClient& client, std::string& whyNot) {
+bool bindingConditionsServed(KubeClient& client, std::string& whyNot, int attempts) {
   json probe = {{"apiVersion", "resource.k8s.io/v1"},
                 {"kind", "ResourceSlice"},
                 {"metadata", {{"name", "gvirtus-binding-conditions-probe"}}},
@@ -69,7 +84,14 @@ bool bindingConditionsServed(KubeClient& client, std::string& whyNot) {
   addBindingConditions(probe);
   WriteOptions dryRun;
   dryRun.dryRun = true;
+  // A moment's trouble (a timeout, a 429) is asked again: the answer holds for the process's
+  // life. A refusal (no right to create slices) is not.
   auto created = client.create(dra::kResourceSlices, "", probe, dryRun);
+  for (int attempt = 1; !created && attempt < attempts && created.error().httpStatus != 403;
+       ++attempt) {
+    std::this_thread::sleep_for(std::chrono::seconds(attempt));
+    created = client.create(dra::kResourceSlices, "", probe, dryRun);
+  }
   if (!created) {
     whyNot = "cannot try a ResourceSlice with binding conditions (" + created.error().message +
              "; ClusterRole gvirtus-webhook-dra of an older release?)";
@@ -126,11 +148,15 @@ void ClaimBinder::enqueueWaiting() {
 Result<SyncResult> ClaimBinder::sync(const std::string& key) {
   const auto [ns, name] = splitCacheKey(key);
   const ObjectSnapshot claim = claims_.get(ns, name);
-  if (!claim) {
+  const BindingWait wait = claim ? bindingWait(*claim) : BindingWait{};
+  if (wait.devices.empty()) {
+    answered_.erase(key);
     return SyncResult{};
   }
-  const BindingWait wait = bindingWait(*claim);
-  if (wait.devices.empty()) {
+  // Answered already, and the cache has not caught up: asking again would count the session
+  // twice.
+  const Allocation allocation{stringAt(*claim, {"metadata", "uid"}), wait.allocatedAt};
+  if (auto was = answered_.find(key); was != answered_.end() && was->second == allocation) {
     return SyncResult{};
   }
   const auto now = Clock::now();
@@ -138,45 +164,41 @@ Result<SyncResult> ClaimBinder::sync(const std::string& key) {
       wait.allocatedAt ? std::max(Duration::zero(),
                                   std::chrono::duration_cast<Duration>(now - *wait.allocatedAt))
                        : Duration::zero();
-  const BackendSnapshot backends = backends_.backends();
   // Every device of the claim is answered at once: the pod binds only when each has room.
+  const BackendSnapshot backends = backends_.backends();
   std::vector<Choice> reserved;
-  auto cancelReserved = [&] {
-    for (const auto& choice : reserved) {
-      chooser_.cancelAssignment(choice);
-    }
-    reserved.clear();
-  };
-  BindingDecision decision{BindingAnswer::kReady, "", ""};
+  std::vector<BindingDecision> devices;
   for (const auto& device : wait.devices) {
     const Backend* backend = backendOf(*backends, device);
     std::optional<std::string> noRoom;
     if (backend != nullptr && !backend->draining) {
-      auto chosen = chooser_.choose({*backend}, requirementsOf(key), true);
-      if (chosen) {
+      if (auto chosen = chooser_.choose({*backend}, sessionOf(key), true)) {
         reserved.push_back(*chosen);
       } else {
         noRoom = chosen.error().reason;
       }
     }
-    decision = decideBinding(backend, noRoom, waited, options_.timeout);
-    if (decision.answer != BindingAnswer::kReady) {
-      break;
+    devices.push_back(decideBinding(backend, noRoom, waited, options_.timeout));
+  }
+  const BindingDecision decision = claimDecision(devices);
+  if (decision.answer != BindingAnswer::kReady) {
+    for (const auto& choice : reserved) {
+      chooser_.cancelAssignment(choice);
     }
+    reserved.clear();
   }
   if (decision.answer == BindingAnswer::kWait) {
     tell(*claim, decision);
-    cancelReserved();
     // A backend's change queues the claim again; the timeout comes by itself.
     return SyncResult{.requeueAfter = options_.timeout - waited};
   }
-  if (decision.answer == BindingAnswer::kRefuse) {
-    cancelReserved();
-  }
   if (auto applied = apply_(bindingStatus(*claim, wait.devices, decision, now)); !applied) {
-    cancelReserved();
+    for (const auto& choice : reserved) {
+      chooser_.cancelAssignment(choice);
+    }
     return fail(applied.error().context("answer the binding of ResourceClaim " + key));
   }
+  answered_[key] = allocation;
   for (const auto& choice : reserved) {
     chooser_.confirmAssignment(choice);
   }

@@ -1,7 +1,10 @@
 #pragma once
 
+#include <chrono>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stop_token>
 #include <string>
 
@@ -27,9 +30,10 @@ using BindingStatusApply = std::function<Result<void>(const nlohmann::json& stat
 BindingStatusApply bindingStatusApply(KubeClient& client);
 
 // Whether the API server keeps the binding conditions of a slice's device (Kubernetes 1.36
-// and later; DRADeviceBindingConditions): asked once with a dry-run create of a slice. When
-// not, `whyNot` says why, for the start-up line.
-bool bindingConditionsServed(KubeClient& client, std::string& whyNot);
+// and later; DRADeviceBindingConditions): asked with a dry-run create of a slice, up to
+// `attempts` times while the request fails (never again once refused). When not, `whyNot`
+// says why, for the start-up line.
+bool bindingConditionsServed(KubeClient& client, std::string& whyNot, int attempts = 3);
 
 struct ClaimBinderOptions {
   // A backend still full this long after allocation is refused: kube-scheduler then
@@ -64,6 +68,12 @@ class ClaimBinder {
 
  private:
   void enqueueWaiting();
+  // One allocation of a claim: its UID and allocationTimestamp.
+  struct Allocation {
+    std::string uid;
+    std::optional<std::chrono::system_clock::time_point> at;
+    bool operator==(const Allocation&) const = default;
+  };
   // The decision as an Event on `claim`.
   void tell(const nlohmann::json& claim, const BindingDecision& decision);
 
@@ -73,6 +83,9 @@ class ClaimBinder {
   const BindingStatusApply apply_;
   const ClaimBinderOptions options_;
   LeaderController leader_;
+  // By claim key: the allocation answered last, until the cache shows the answer (one worker
+  // reads and writes it: no lock).
+  std::map<std::string, Allocation> answered_;
 };
 
 }  // namespace gvirtus::webhook

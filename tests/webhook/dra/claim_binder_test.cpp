@@ -148,6 +148,37 @@ TEST_CASE("a claim with room is answered ready and holds its session from then o
   CHECK(*second->requeueAfter > std::chrono::seconds(50));
 }
 
+TEST_CASE("a claim answered is not answered again before the cache shows the answer",
+          "[dra-binding]") {
+  // Two sessions: a second answer for the same claim would take the other one.
+  Fixture f({backend("10.0.0.1", 0, 2, "be-1")});
+  f.claims.put(claim("first"));
+  f.claims.put(claim("second"));
+  f.claims.start();
+  REQUIRE(f.binder.sync("team/first").has_value());
+  // A backend's change before the watch brought the answer: the claim is looked at again.
+  REQUIRE(f.binder.sync("team/first").has_value());
+  CHECK(f.applied.size() == 1);
+  REQUIRE(f.binder.sync("team/second").has_value());
+  REQUIRE(f.applied.size() == 2);
+  CHECK(f.answer().first == kBackendReadyCondition);
+}
+
+TEST_CASE("one device refused refuses the claim, whatever the others wait for", "[dra-binding]") {
+  Fixture f({backend("10.0.0.1", 1, 1, "be-1")});
+  json both = claim("both");
+  json gone = both["status"]["allocation"]["devices"]["results"][0];
+  gone["pool"] = "gvirtus-system/be-9";
+  gone["shareID"] = "6c4c2f3d-8a4f-4d2f-8e4b-1b2c3d4e5f60";
+  both["status"]["allocation"]["devices"]["results"].push_back(gone);
+  f.claims.put(both);
+  f.claims.start();
+  REQUIRE(f.binder.sync("team/both").has_value());
+  REQUIRE(f.applied.size() == 1);
+  CHECK(f.answer() == std::pair<std::string, std::string>{kBackendRefusedCondition, "BackendGone"});
+  CHECK(f.applied[0]["status"]["devices"].size() == 2);
+}
+
 TEST_CASE("a backend full past the timeout, gone, or draining refuses the claim", "[dra-binding]") {
   Backend draining = backend("10.0.0.2", 0, 4, "be-2");
   draining.draining = true;
