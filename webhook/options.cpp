@@ -116,7 +116,8 @@ void addDraFlags(FlagSet& flags, Options& options) {
                     "with --dra, where the API server serves binding conditions (Kubernetes "
                     "1.36 and later): kube-scheduler binds a claimant only once its backend has "
                     "room for the session, and gives the device up when it has none for this "
-                    "long (at most 10m, the scheduler's own limit); 0: bind at once");
+                    "long (at most 10m, the scheduler's own limit; 60s is a good start); 0: bind "
+                    "at once (docs/dra.md says when to turn it on)");
 }
 
 // Opting GPU nodes in and out as backends by demand.

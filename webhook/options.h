@@ -65,8 +65,11 @@ struct Options {
   std::string draExtendedResource;
   // With --dra, where the API server serves binding conditions: how long a claimant's
   // binding waits for room on its backend before the device is given up
-  // (webhook/dra/claim_binder.h); zero: the devices carry no binding conditions.
-  Duration draBindingTimeout = std::chrono::seconds(60);
+  // (webhook/dra/claim_binder.h); zero (the default): the devices carry no binding conditions.
+  // Off by default: a claimant of a device near its capacity was found not to fit while
+  // another claim of that device waited for its answer, and was parked until the scheduler's
+  // periodic retry (docs/dra.md).
+  Duration draBindingTimeout = Duration::zero();
 
   // TLS from files (else the webhook runs its own CA, which needs the API server).
   bool tlsFromFiles() const { return !tlsCertFile.empty(); }

@@ -36,14 +36,13 @@ trap restore EXIT
 say "overlays/dra's changes on the running install"
 bash "$repo/tests/e2e/real/dra.sh" on && ok "webhook (--dra) and device plugin (--dra) rolled out" ||
   { bad "overlays/dra's changes did not roll out"; finish; }
-# The binder refuses a backend still full 60 s after the allocation (overlays/dra): the steps
-# below must not race that, so it waits up to 10 minutes here (dra.sh off puts it back).
-index=$(k get deployment gvirtus-webhook -n "$system_ns" -o json |
-  jq '.spec.template.spec.containers[0].args | index("--dra-binding-timeout=60s") // empty')
-[ -n "$index" ] && k patch deployment gvirtus-webhook -n "$system_ns" --type=json -p \
-  "[{\"op\":\"replace\",\"path\":\"/spec/template/spec/containers/0/args/$index\",\"value\":\"--dra-binding-timeout=10m\"}]" \
+# Binding conditions are off unless --dra-binding-timeout is set (overlays/dra leaves them
+# off): on here, with a timeout the steps below cannot race (dra.sh off puts the arguments
+# back).
+k patch deployment gvirtus-webhook -n "$system_ns" --type=json -p \
+  '[{"op":"add","path":"/spec/template/spec/containers/0/args/-","value":"--dra-binding-timeout=10m"}]' \
   >/dev/null && k rollout status deployment/gvirtus-webhook -n "$system_ns" --timeout=180s >/dev/null &&
-  ok "the webhook gives a full backend 10 minutes (--dra-binding-timeout=10m)" ||
+  ok "the webhook answers binding conditions, giving a full backend 10 minutes (--dra-binding-timeout=10m)" ||
   { bad "could not set --dra-binding-timeout=10m"; finish; }
 # devices_with COUNT SESSIONS: both backends' slices publish COUNT devices of SESSIONS
 # sessions each, every one naming the binder's conditions.
