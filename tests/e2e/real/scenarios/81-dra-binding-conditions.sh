@@ -110,8 +110,9 @@ eventually "kube-scheduler waits for the claim's binding conditions" pending &&
   bad "the claimant was bound to a full backend"
 
 say "the holder of that backend goes: the claimant is bound and runs there"
-holder=$(k get pods -n "$test_ns" -o json | jq -r --arg pod "${pool#*/}" \
-  '.items[] | select(.metadata.annotations["gvirtus.io/backend-pod"] == $pod) | .metadata.name')
+# gvirtus.io/backend-pod names the backend pod as the pool does ("namespace/name").
+holder=$(k get pods -n "$test_ns" -o json | jq -r --arg pool "$pool" --arg pod "${pool#*/}" \
+  '.items[] | .metadata as $m | select($m.annotations["gvirtus.io/backend-pod"] | . == $pool or . == $pod) | $m.name')
 [ -n "$holder" ] || { bad "no holder of $pool"; finish; }
 k delete pod "$holder" -n "$test_ns" --wait=false >/dev/null
 ready() { [ -n "$(claim_event BackendReady)" ]; }
