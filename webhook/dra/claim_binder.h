@@ -18,7 +18,7 @@
 #include "webhook/placement/chooser.h"
 #include "webhook/placement/source.h"
 
-// The claim binder (--dra where the API server serves binding conditions, docs/dra.md):
+// The claim binder (--dra with --dra-binding-timeout, docs/dra.md "Binding waits for room"):
 // kube-scheduler binds a pod whose claim was given a device of gpu.gvirtus.io only once the
 // binder has said, in the claim's status.devices, that the device's backend has room for
 // one more session; or gives the device up when the binder says it cannot have one.
@@ -37,7 +37,7 @@ bool bindingConditionsServed(KubeClient& client, std::string& whyNot, int attemp
 
 struct ClaimBinderOptions {
   // A backend still full this long after allocation is refused: kube-scheduler then
-  // allocates the claim again, elsewhere if another backend has room (--dra-binding-timeout).
+  // allocates the claim again, maybe on the same device (--dra-binding-timeout).
   Duration timeout = std::chrono::seconds(60);
   // Where each answer, and a wait, is told on the claim (WaitingForBackend, BackendReady,
   // BackendRefused); none in unit tests.
@@ -49,9 +49,9 @@ struct ClaimBinderOptions {
 // On the shared controller loop, one key per claim ("namespace/name"): a claim that changed
 // queues itself, a change of the backends queues every claim that waits. sync(key) answers
 // every device of the claim that waits (bindingWait()) in one apply: ready when the chooser
-// finds room on each device's backend (each counted as one of its sessions from then on,
-// as a release on the label path is), refused when one's backend is gone, draining, or full
-// past the timeout; nothing while one waits for room.
+// finds room on each device's backend (each counted as one of its sessions for the chooser's
+// assignment window, as a release on the label path is), refused when one's backend is gone,
+// draining, or full past the timeout; nothing while one waits for room.
 class ClaimBinder {
  public:
   // Adds its handlers to `claims` (this driver's claims, compactClaim() enough), which must
