@@ -65,6 +65,12 @@ Result<std::optional<BackendLoad>> countedLoad(const json& pod, const json* node
   return std::optional{std::move(*parsed)};
 }
 
+// The key of wiredCount_: the endpoint a pod was given and the backend pod it names (empty
+// where it names none).
+std::string wiredKey(const std::string& endpoint, const std::string& backendPod) {
+  return endpoint + " " + backendPod;
+}
+
 // gvirtus.io/backend.allowed=true: an operator opted the node in as a backend.
 bool optedIn(const json& node) {
   return stringAt(node, {"metadata", "labels", kBackendAllowed}) == "true";
@@ -212,7 +218,9 @@ bool ClusterBackendSource::updateFrontend(
   // Only the assignments of the window are ever read (buildBackends()), and a pod's
   // creation time never changes: one created before the window is not kept at all. The
   // 50,000 pods of a cluster that run for good cost nothing here, but their backend's count.
-  std::optional<std::string> wiredTo = assigned ? std::optional(assigned->first) : std::nullopt;
+  std::optional<std::string> wiredTo =
+      assigned ? std::optional(wiredKey(assigned->first, assigned->second.backendPod))
+               : std::nullopt;
   if (assigned &&
       assigned->second.created <= std::chrono::system_clock::now() - assignmentWindow_) {
     assigned.reset();
@@ -428,9 +436,16 @@ std::vector<Backend> ClusterBackendSource::buildBackends() const {
       backend->assigned.push_back(given.second);
     }
   }
+  auto wiredTo = [&](const std::string& key) {
+    auto wired = wiredCount_.find(key);
+    return wired == wiredCount_.end() ? int64_t{0} : wired->second;
+  };
   for (auto& backend : out) {
-    if (auto wired = wiredCount_.find(backend.endpoint()); wired != wiredCount_.end()) {
-      backend.wired = wired->second;
+    // Its own pods, and those that name no backend pod (written before the webhook named
+    // one); not those of an earlier backend pod that had its address.
+    backend.wired = wiredTo(wiredKey(backend.endpoint(), ""));
+    if (!backend.podName.empty()) {
+      backend.wired += wiredTo(wiredKey(backend.endpoint(), backend.podRef()));
     }
     backend.indexAssigned();
   }

@@ -108,8 +108,9 @@ class ClusterBackendSource : public BackendSource {
   // assignment window (a build lets go of those that left it). Hashed: a build looks up
   // each of them, and their names share long prefixes.
   mutable std::unordered_map<std::string, std::pair<std::string, AssignedPod>> assigned_;
-  // By pod: the backend endpoint of every GVirtuS pod given one that has not finished, and
-  // how many each endpoint has (Backend::wired).
+  // By pod: the backend endpoint of every GVirtuS pod given one that has not finished, with
+  // the backend pod it names (wiredKey()), and how many each has (Backend::wired). An earlier
+  // backend pod's pods do not count against a new one that reuses its address.
   std::unordered_map<std::string, std::string> wiredTo_;
   std::unordered_map<std::string, int64_t> wiredCount_;
   // The pods of assigned_, by creation time.

@@ -195,3 +195,51 @@ TEST_CASE("backends carry the pods given them within the assignment window only"
   REQUIRE(eventually([&] { return assignedPods().size() == 2; }));
   CHECK(assignedPods() == std::vector<std::string>{ns + "/second", ns + "/third"});
 }
+
+TEST_CASE("a backend's wired pods are its own, not an earlier backend pod's at its address",
+          "[cluster-backends]") {
+  OneBackend fixture("cbs-wired-it", json::object());
+  auto& client = fixture.client;
+  const std::string ns = fixture.ns.name();
+  REQUIRE(eventually([&] { return fixture.only().has_value(); }));
+  std::string endpoint = fixture.only()->endpoint();
+  const std::string own = fixture.only()->podRef();
+  std::vector<std::string> created;
+  // A GVirtuS pod given this address and naming `backendPod` (none when empty); gated, so
+  // that nothing else touches it.
+  auto given = [&](const std::string& name, const std::string& backendPod) {
+    json annotations = {{"gvirtus.io/backend", endpoint}};
+    if (!backendPod.empty()) {
+      annotations["gvirtus.io/backend-pod"] = backendPod;
+    }
+    const json pod = {{"apiVersion", "v1"},
+                      {"kind", "Pod"},
+                      {"metadata",
+                       {{"name", name},
+                        {"namespace", ns},
+                        {"labels", {{"gvirtus.io/enabled", "true"}}},
+                        {"annotations", annotations}}},
+                      {"spec",
+                       {{"schedulingGates", json::array({{{"name", "gvirtus.io/test"}}})},
+                        {"containers", json::array({{{"name", "app"}, {"image", "app:1"}}})}}}};
+    REQUIRE(client->create(resources::kPods, ns, pod).has_value());
+    created.push_back(name);
+  };
+  auto backend = [&] { return fixture.following(created, endpoint); };
+  auto wired = [&] {
+    auto seen = backend();
+    return seen ? seen->wired : -1;
+  };
+  given("own", own);
+  given("unnamed", "");
+  REQUIRE(eventually([&] { return wired() == 2; }));
+  // A pod of an earlier backend pod that had this address, then one more of this one's: once
+  // the last is among the backend's assigned pods, the cache has handled the one before it.
+  given("earlier", ns + "/an-earlier-backend-pod");
+  given("own-2", own);
+  REQUIRE(eventually([&] {
+    auto seen = backend();
+    return seen && seen->assignedPod(ns + "/own-2") != nullptr;
+  }));
+  CHECK(wired() == 3);
+}
