@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <optional>
-#include <thread>
 #include <vector>
 
 #include "common/base/json_access.h"
@@ -72,7 +71,7 @@ BindingStatusApply bindingStatusApply(KubeClient& client) {
   };
 }
 
-bool bindingConditionsServed(KubeClient& client, std::string& whyNot, int attempts) {
+bool bindingConditionsServed(KubeClient& client, std::string& whyNot) {
   json probe = {{"apiVersion", "resource.k8s.io/v1"},
                 {"kind", "ResourceSlice"},
                 {"metadata", {{"name", "gvirtus-binding-conditions-probe"}}},
@@ -84,14 +83,9 @@ bool bindingConditionsServed(KubeClient& client, std::string& whyNot, int attemp
   addBindingConditions(probe);
   WriteOptions dryRun;
   dryRun.dryRun = true;
-  // A moment's trouble (a timeout, a 429) is asked again: the answer holds for the process's
-  // life. A refusal (no right to create slices) is not.
+  // The client retries a 429 or a 5xx itself; what still fails leaves the slices without
+  // conditions, and the binder answers whatever claims carry them (Leader::makeSlices()).
   auto created = client.create(dra::kResourceSlices, "", probe, dryRun);
-  for (int attempt = 1; !created && attempt < attempts && created.error().httpStatus != 403;
-       ++attempt) {
-    std::this_thread::sleep_for(std::chrono::seconds(attempt));
-    created = client.create(dra::kResourceSlices, "", probe, dryRun);
-  }
   if (!created) {
     whyNot = "cannot try a ResourceSlice with binding conditions (" + created.error().message +
              "; ClusterRole gvirtus-webhook-dra of an older release?)";

@@ -30,10 +30,9 @@ using BindingStatusApply = std::function<Result<void>(const nlohmann::json& stat
 BindingStatusApply bindingStatusApply(KubeClient& client);
 
 // Whether the API server keeps the binding conditions of a slice's device (Kubernetes 1.36
-// and later; DRADeviceBindingConditions): asked with a dry-run create of a slice, up to
-// `attempts` times while the request fails (never again once refused). When not, `whyNot`
-// says why, for the start-up line.
-bool bindingConditionsServed(KubeClient& client, std::string& whyNot, int attempts = 3);
+// and later; DRADeviceBindingConditions): asked once, with a dry-run create of a slice. When
+// not, `whyNot` says why, for the start-up line.
+bool bindingConditionsServed(KubeClient& client, std::string& whyNot);
 
 struct ClaimBinderOptions {
   // A backend still full this long after allocation is refused: kube-scheduler then
