@@ -31,6 +31,8 @@ use_test_namespace
 backends_rolled=false
 restore() {
   dump_on_failure
+  # A run that failed while a backend drained must not leave it draining for the next ones.
+  [ -z "${drain_node:-}" ] || k annotate node "$drain_node" gvirtus.io/backend.draining- >/dev/null 2>&1 || true
   k delete namespace "$test_ns" --ignore-not-found --wait=true --timeout=120s >/dev/null 2>&1 || true
   if [ "$backends_rolled" = true ]; then
     k set env daemonset/gvirtus-backend -n "$system_ns" -c backend GVIRTUS_STANDIN_GPU_GIB- >/dev/null &&
@@ -135,7 +137,13 @@ k delete quota dra-gpus -n "$test_ns" >/dev/null
 # marks one it is about to opt out) takes no new claim: where the API server serves device
 # taints (1.37) its devices stay published, tainted NoSchedule, and the pods already on
 # them stay; elsewhere its slice is withdrawn.
-drain_node=${E2E_BACKEND2_NODE:-gpu-b}
+# The backend holding most of the claims above is the one drained: kube-scheduler may have
+# put them all on one GPU, and the two 4Gi claims below must fit on the other.
+busiest=$(k get resourceclaims -n "$test_ns" -o json |
+  jq -r '[.items[].status.allocation.devices.results[0].pool // empty] | group_by(.) | max_by(length) | .[0] // empty')
+drain_node=""
+[ -z "$busiest" ] || drain_node=$(jp pod "${busiest#*/}" -n "${busiest%%/*}" -o 'jsonpath={.spec.nodeName}')
+drain_node=${drain_node:-${E2E_BACKEND2_NODE:-gpu-b}}
 drain_pool=$(jp pods -n "$system_ns" -l app.kubernetes.io/component=backend \
   --field-selector "spec.nodeName=$drain_node" -o 'jsonpath={.items[0].metadata.namespace}/{.items[0].metadata.name}')
 # The devices of the drained backend's slice, as JSON.
