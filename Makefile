@@ -171,7 +171,8 @@ bench-scale: build cluster-build
 	bash tests/cluster/with-cluster.sh bench-labeler $(BUILD_DIR)/tests/labeler_bench && \
 	echo "[bench-scale] done in $$((SECONDS - start))s"
 
-# Pods on real nodes: create -> Running of GVirtuS pods against plain pods, node memory.
+# Pods on real nodes: create -> Running on each path, the CUDA path against the host network,
+# failover after a lost backend pod and a lost node (tests/bench/real-nodes/README.md).
 bench-real: deps node-image
 	@bash tests/bench/real-nodes-bench.sh
 

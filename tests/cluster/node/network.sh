@@ -3,7 +3,9 @@
 #   node/network.sh create CLUSTER          the Docker network and the pod range (10.X.0.0/16,
 #                                           X not routed on this host yet)
 #   node/network.sh kwokctl-config CLUSTER  writes the API server settings real nodes
-#                                           need; prints the file's path
+#                                           need; prints the file's path. With
+#                                           NODE_HEARTBEAT_FACTOR, kwokctl's heartbeat
+#                                           factor (below)
 #   node/network.sh delete CLUSTER          removes every real node, then the network
 #   node/network.sh check-clean CLUSTER CIDR  exits 1, naming them, when any of the
 #                                           cluster's containers, network,
@@ -47,6 +49,11 @@ options:
   # The nodes dial the gateway; pods dial the kubernetes Service's cluster IP.
   kubeApiserverCertSANs: ["$gateway", "10.96.0.1"]
   kubeAuthorization: true
+  # kwokctl multiplies the node heartbeat settings by this factor (default 5), to spare
+  # its fake nodes' lease renewals: kube-controller-manager then waits 3m20s before it
+  # marks a silent node NotReady (--node-monitor-grace-period; upstream's default is 40 s,
+  # factor 1). Real kubelets renew their leases on their own schedule either way.
+  heartbeatFactor: ${NODE_HEARTBEAT_FACTOR:-5}
 componentsPatches:
   - name: kube-apiserver
     extraArgs:
