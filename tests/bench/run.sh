@@ -155,6 +155,10 @@ commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 # The chart was just redrawn: only other changes make the figures not the commit's.
 git diff --quiet HEAD -- . ':!docs/performance.md' ':!docs/performance.png' 2>/dev/null ||
   commit+=" with uncommitted changes"
+# Sections 6 and 7 come from make bench-scale and make bench-real, each far longer than
+# this script and never run by it: the page keeps them, and their summary rows, as they were.
+kept_sections=$(awk '/^## 6\. /{keep=1} /^## (8\.|Rerunning)/{keep=0} keep' "$doc" 2>/dev/null)
+kept_rows=$(awk '/^\|.*\| (6|7) \|$/' "$doc" 2>/dev/null)
 status_line="All benchmarks ran and passed their checks."
 [ ${#failed[@]} -eq 0 ] || status_line="**Failed: ${failed[*]}** (logs under \`$build/bench/\`); their figures are missing or partial."
 {
@@ -185,11 +189,15 @@ product.
 
 ## Summary
 
-Details and the command that measured each figure in the section named.
+Details and the command that measured each figure in the section named. A ratio or a share
+(ours against a peer, a path against the direct one, a rate against the API server's
+ceiling) comes from runs side by side in one run: it compares across machines. Every other
+figure is absolute: this machine's, under the load beside it, and it does not compare.
 
 | figure | value | section |
 |---|---|---|
 $(section summary.rows "| (no figures) | | |")
+$kept_rows
 
 The machine's load while each benchmark ran (all its processes, ours and the control
 plane's; printed by each benchmark, \`tests/bench/machine_load_listener.cpp\`): an absolute
@@ -286,7 +294,9 @@ at a time leaves no such gap.
 Command: \`BENCH_SPREAD_CLIENTS=8 bash tests/cluster/with-cluster.sh bench-spread $build/tests/spread_bench\`
 (and \`BENCH_SPREAD_CLIENTS=1\`)
 
-## 6. Backend peer guard (\`--peer-check\`)
+$kept_sections
+
+## 8. Backend peer guard (\`--peer-check\`)
 
 $(section peer-guard.md "Not measured (peer_guard_bench failed: see its log).")
 

@@ -128,7 +128,10 @@ ClaimBinder::ClaimBinder(const BackendSource& backends, ObjectCache& claims,
 }
 
 void ClaimBinder::backendsChanged() {
-  enqueueWaiting();
+  std::lock_guard lock(waitingLock_);
+  for (const auto& key : waiting_) {
+    leader_.enqueue(key);
+  }
 }
 
 void ClaimBinder::enqueueWaiting() {
@@ -145,6 +148,7 @@ Result<SyncResult> ClaimBinder::sync(const std::string& key) {
   const BindingWait wait = claim ? bindingWait(*claim) : BindingWait{};
   if (wait.devices.empty()) {
     answered_.erase(key);
+    setWaiting(key, false);
     return SyncResult{};
   }
   // Answered already, and the cache has not caught up: asking again would count the session
@@ -153,6 +157,7 @@ Result<SyncResult> ClaimBinder::sync(const std::string& key) {
   if (auto was = answered_.find(key); was != answered_.end() && was->second == allocation) {
     return SyncResult{};
   }
+  setWaiting(key, true);
   const auto now = Clock::now();
   const Duration waited =
       wait.allocatedAt ? std::max(Duration::zero(),
@@ -193,6 +198,7 @@ Result<SyncResult> ClaimBinder::sync(const std::string& key) {
     return fail(applied.error().context("answer the binding of ResourceClaim " + key));
   }
   answered_[key] = allocation;
+  setWaiting(key, false);
   for (const auto& choice : reserved) {
     chooser_.confirmAssignment(choice);
   }
@@ -202,6 +208,15 @@ Result<SyncResult> ClaimBinder::sync(const std::string& key) {
                 : "a claim's backend cannot take it: kube-scheduler allocates it again",
             {{"claim", key}, {"reason", decision.reason}, {"detail", decision.message}});
   return SyncResult{};
+}
+
+void ClaimBinder::setWaiting(const std::string& key, bool waits) {
+  std::lock_guard lock(waitingLock_);
+  if (waits) {
+    waiting_.insert(key);
+  } else {
+    waiting_.erase(key);
+  }
 }
 
 void ClaimBinder::tell(const json& claim, const BindingDecision& decision) {

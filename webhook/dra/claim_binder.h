@@ -3,9 +3,11 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <stop_token>
+#include <set>
 #include <string>
 
 #include "common/base/error.h"
@@ -46,7 +48,7 @@ struct ClaimBinderOptions {
 };
 
 // On the shared controller loop, one key per claim ("namespace/name"): a claim that changed
-// queues itself, a change of the backends queues every claim that waits. sync(key) answers
+// queues itself, a change of the backends queues the claims that wait for room. sync(key) answers
 // every device of the claim that waits (bindingWait()) in one apply: ready when the chooser
 // finds room on each device's backend (each counted as one of its sessions for the chooser's
 // assignment window, as a release on the label path is), refused when one's backend is gone,
@@ -58,7 +60,8 @@ class ClaimBinder {
   ClaimBinder(const BackendSource& backends, ObjectCache& claims, BackendChooser& chooser,
               BindingStatusApply apply, ClaimBinderOptions options = {});
 
-  // The backends or their loads changed: every claim that waits is looked at again.
+  // The backends or their loads changed: every claim that waits for room is looked at again
+  // (without reading the other claims).
   void backendsChanged();
   // The leader's work: runs until `stop`. May run again after it returned.
   void run(std::stop_token stop);
@@ -66,6 +69,7 @@ class ClaimBinder {
   Result<SyncResult> sync(const std::string& key);
 
  private:
+  // Every claim of the cache that waits for an answer (at start and at each resync).
   void enqueueWaiting();
   // One allocation of a claim: its UID and allocationTimestamp.
   struct Allocation {
@@ -73,6 +77,7 @@ class ClaimBinder {
     std::optional<std::chrono::system_clock::time_point> at;
     bool operator==(const Allocation&) const = default;
   };
+  void setWaiting(const std::string& key, bool waits);
   // The decision as an Event on `claim`.
   void tell(const nlohmann::json& claim, const BindingDecision& decision);
 
@@ -85,6 +90,11 @@ class ClaimBinder {
   // By claim key: the allocation answered last, until the cache shows the answer (one worker
   // reads and writes it: no lock).
   std::map<std::string, Allocation> answered_;
+  // The claims being answered or waiting for room: a key joins before its sync asks the
+  // chooser, so a change of the backends during that sync queues it again, and leaves once
+  // answered (or gone).
+  std::mutex waitingLock_;
+  std::set<std::string> waiting_;
 };
 
 }  // namespace gvirtus::webhook
