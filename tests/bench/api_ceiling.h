@@ -33,8 +33,8 @@ struct WriteCeiling {
 // one JSON patch of the pod (an annotation added, as the release adds its own) and one
 // Event about it, `writers` at a time (the leader's parallelReleases), through a client
 // limited as the leader's is (--kube-api-qps QPS, --kube-api-burst 2 × QPS).
-inline WriteCeiling releaseWriteCeiling(const std::vector<std::pair<std::string, std::string>>& pods,
-                                        int writers, int qps) {
+inline WriteCeiling releaseWriteCeiling(
+    const std::vector<std::pair<std::string, std::string>>& pods, int writers, int qps) {
   auto config = loadKubeconfigFile(gvirtus::testing::kubeconfigPath());
   REQUIRE(config.has_value());
   KubeClientOptions options;
@@ -49,14 +49,19 @@ inline WriteCeiling releaseWriteCeiling(const std::vector<std::pair<std::string,
   const auto start = std::chrono::steady_clock::now();
   ceiling.failed = parallelFor(ceiling.pods, writers, [&](int i) {
     const auto& [ns, name] = pods[i];
-    const nlohmann::json patch = nlohmann::json::array({{{"op", "add"},
-                                                         {"path", "/metadata/annotations/bench~1ceiling"},
-                                                         {"value", std::to_string(i)}}});
+    const nlohmann::json patch =
+        nlohmann::json::array({{{"op", "add"},
+                                {"path", "/metadata/annotations/bench~1ceiling"},
+                                {"value", std::to_string(i)}}});
     auto patched = (*client)->patch(resources::kPods, ns, name, PatchType::Json, patch.dump());
     if (!patched) {
       return false;
     }
-    const ObjectReference pod{.apiVersion = "v1", .kind = "Pod", .ns = ns, .name = name};
+    ObjectReference pod;
+    pod.apiVersion = "v1";
+    pod.kind = "Pod";
+    pod.ns = ns;
+    pod.name = name;
     return (*client)
         ->create(resources::kEvents, ns,
                  buildEvent(pod, EventType::Normal, "BenchCeiling", "the bare client's write",

@@ -522,8 +522,7 @@ TEST_CASE("webhook at cluster scale: 50,000 cached pods, 10,000 released", "[ben
       "| the API server's ceiling for the release's writes: a bare client, %d writers, "
       "--kube-api-qps %d, a pod PATCH and an Event for each of %d pods | %.1f s (%.0f pods/s); "
       "%d failed |\n",
-      kReleaseWriters, qps, ceiling.pods, ceiling.seconds, ceiling.podsPerSecond(),
-      ceiling.failed);
+      kReleaseWriters, qps, ceiling.pods, ceiling.seconds, ceiling.podsPerSecond(), ceiling.failed);
   say("the API server's ceiling measured");
 
   const StepProfile release0 = readProfile(admitting, leader);
@@ -616,8 +615,7 @@ TEST_CASE("webhook at cluster scale: 50,000 cached pods, 10,000 released", "[ben
                     100 * perSecond / (qps / 2.0)),
              section);
   summaryRow("release rate against the API server's ceiling for its writes, same run (goal >= 90%)",
-             format("%.0f%% (%.0f / %.0f pods/s)", 100 * share, perSecond,
-                    ceiling.podsPerSecond()),
+             format("%.0f%% (%.0f / %.0f pods/s)", 100 * share, perSecond, ceiling.podsPerSecond()),
              section);
   summaryRow("pod create p99 at scale, ours less a plain pod's, same seconds (goal <= +2 ms)",
              format("%+.1f ms", admissionOverhead), section);

@@ -6,8 +6,8 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <stop_token>
 #include <set>
+#include <stop_token>
 #include <string>
 
 #include "common/base/error.h"
