@@ -2,7 +2,7 @@
 
 #include "backend-shim/backend/config.h"
 #include "backend-shim/options.h"
-#include "common/kube/resource.h"
+#include "common/kube/api/resource.h"
 #include "common/telemetry/log.h"
 
 namespace gvirtus::backend_shim {

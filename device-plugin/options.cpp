@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "common/contract/gvirtus_properties.h"
-#include "common/kube/object_names.h"
+#include "common/kube/api/object_names.h"
 
 namespace gvirtus::device_plugin {
 namespace {

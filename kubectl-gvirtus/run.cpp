@@ -4,8 +4,8 @@
 #include <iostream>
 #include <memory>
 
+#include "common/kube/access/config.h"
 #include "common/kube/client.h"
-#include "common/kube/config.h"
 #include "common/process/flags.h"
 #include "kubectl-gvirtus/cluster_view.h"
 #include "kubectl-gvirtus/options.h"

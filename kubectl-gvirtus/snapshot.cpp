@@ -4,7 +4,7 @@
 
 #include "common/contract/dra_names.h"
 #include "common/contract/labels.h"
-#include "common/kube/resource.h"
+#include "common/kube/api/resource.h"
 
 namespace gvirtus::kubectl_gvirtus {
 namespace {

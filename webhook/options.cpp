@@ -6,7 +6,7 @@
 
 #include "common/base/strings.h"
 #include "common/contract/gvirtus_properties.h"
-#include "common/kube/object_names.h"
+#include "common/kube/api/object_names.h"
 #include "common/net/sockets.h"
 
 namespace gvirtus::webhook {

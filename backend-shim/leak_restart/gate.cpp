@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <random>
 
+#include "common/kube/api/resource.h"
 #include "common/kube/client.h"
-#include "common/kube/resource.h"
 #include "common/telemetry/log.h"
 
 namespace gvirtus::backend_shim {

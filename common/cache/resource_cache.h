@@ -16,8 +16,8 @@
 
 #include "common/base/error.h"
 #include "common/cache/object_cache.h"
+#include "common/kube/api/resource.h"
 #include "common/kube/client.h"
-#include "common/kube/resource.h"
 #include "common/time/clock.h"
 #include "common/time/duration.h"
 

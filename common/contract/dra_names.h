@@ -2,7 +2,7 @@
 
 #include <cstdint>
 
-#include "common/kube/resource.h"
+#include "common/kube/api/resource.h"
 
 // Names of the DRA driver gpu.gvirtus.io (docs/dra.md) that the webhook, which publishes the
 // devices, and the device plugin, which prepares the claims allocated from them, share.

@@ -6,7 +6,7 @@
 
 #include "common/base/json_access.h"
 #include "common/controller/leader_election.h"
-#include "common/kube/resource.h"
+#include "common/kube/api/resource.h"
 #include "common/telemetry/log.h"
 
 namespace gvirtus {

@@ -5,7 +5,7 @@
 #include <random>
 #include <utility>
 
-#include "common/kube/resource.h"
+#include "common/kube/api/resource.h"
 #include "common/telemetry/log.h"
 
 namespace gvirtus {

@@ -12,9 +12,9 @@
 
 #include "common/base/json_access.h"
 #include "common/base/strings.h"
+#include "common/kube/access/server_url.h"
 #include "common/kube/client_impl.h"
 #include "common/kube/request_cancellation.h"
-#include "common/kube/server_url.h"
 #include "common/kube/status.h"
 #include "common/telemetry/log.h"
 #include "common/time/backoff.h"

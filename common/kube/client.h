@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "common/base/error.h"
-#include "common/kube/config.h"
-#include "common/kube/resource.h"
+#include "common/kube/access/config.h"
+#include "common/kube/api/resource.h"
 #include "common/time/clock.h"
 #include "common/time/duration.h"
 

@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "common/base/error.h"
+#include "common/kube/access/config.h"
+#include "common/kube/access/server_url.h"
+#include "common/kube/access/token_source.h"
 #include "common/kube/client.h"
-#include "common/kube/config.h"
-#include "common/kube/server_url.h"
-#include "common/kube/token_source.h"
 #include "common/time/duration.h"
 #include "common/time/rate_limiter.h"
 #include "common/tls/openssl_util.h"

@@ -1,6 +1,6 @@
 #include "common/kube/connect.h"
 
-#include "common/kube/config.h"
+#include "common/kube/access/config.h"
 
 namespace gvirtus {
 

@@ -11,8 +11,8 @@
 
 #include "backend-shim/peer_guard_test_support.h"
 #include "backend-shim/shim_test_support.h"
+#include "common/kube/api/resource.h"
 #include "common/kube/client.h"
-#include "common/kube/resource.h"
 #include "support/child_process.h"
 #include "support/cluster_env.h"
 

@@ -9,8 +9,8 @@
 #include "backend-shim/fake_pod_api.h"
 #include "backend-shim/leak_restart/gate.h"
 #include "backend-shim/shim_test_support.h"
+#include "common/kube/access/config.h"
 #include "common/kube/client.h"
-#include "common/kube/config.h"
 #include "support/cluster_env.h"
 
 using namespace gvirtus::backend_shim;

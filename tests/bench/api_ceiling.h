@@ -15,9 +15,9 @@
 #include "bench/cluster_bench.h"
 #include "bench/percentile.h"
 #include "common/controller/event_recorder.h"
+#include "common/kube/access/config.h"
+#include "common/kube/api/resource.h"
 #include "common/kube/client.h"
-#include "common/kube/config.h"
-#include "common/kube/resource.h"
 #include "support/cluster_env.h"
 
 namespace gvirtus::bench {

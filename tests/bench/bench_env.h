@@ -10,8 +10,8 @@
 #include <string>
 
 #include "common/base/base64.h"
+#include "common/kube/access/config.h"
 #include "common/kube/client.h"
-#include "common/kube/config.h"
 #include "support/cluster_env.h"
 
 namespace gvirtus::bench {

@@ -29,8 +29,8 @@
 #include "bench/load_generator.h"
 #include "bench/process_stats.h"
 #include "common/cache/resource_cache.h"
+#include "common/kube/access/config.h"
 #include "common/kube/client.h"
-#include "common/kube/config.h"
 #include "support/cluster_env.h"
 #include "webhook/cluster_fixtures.h"
 

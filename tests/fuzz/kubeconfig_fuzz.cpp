@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "common/kube/config.h"
+#include "common/kube/access/config.h"
 #include "common/telemetry/log.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -18,9 +18,9 @@
 #include <thread>
 #include <vector>
 
+#include "common/kube/access/config.h"
+#include "common/kube/api/resource.h"
 #include "common/kube/client.h"
-#include "common/kube/config.h"
-#include "common/kube/resource.h"
 #include "support/cluster_env.h"
 
 namespace gvirtus::integration {

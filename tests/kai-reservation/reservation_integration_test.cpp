@@ -7,7 +7,7 @@
 #include <csignal>
 
 #include "common/base/json_access.h"
-#include "common/kube/resource.h"
+#include "common/kube/api/resource.h"
 #include "support/child_process.h"
 #include "support/cluster_env.h"
 

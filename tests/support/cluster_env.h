@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/kube/access/config.h"
 #include "common/kube/client.h"
-#include "common/kube/config.h"
 #include "support/child_process.h"
 #include "support/eventually.h"
 

@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "common/base/base64.h"
-#include "common/kube/config.h"
+#include "common/kube/access/config.h"
 #include "common/tls/certificates.h"
 #include "support/eventually.h"
 #include "support/tls_test_server.h"

@@ -21,7 +21,7 @@
 #include <string>
 #include <thread>
 
-#include "common/kube/config.h"
+#include "common/kube/access/config.h"
 #include "common/tls/certificates.h"
 #include "support/eventually.h"
 

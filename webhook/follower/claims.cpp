@@ -6,7 +6,7 @@
 
 #include "common/base/json_access.h"
 #include "common/contract/pod_status.h"
-#include "common/kube/resource.h"
+#include "common/kube/api/resource.h"
 #include "common/time/time_text.h"
 #include "webhook/follower/follower.h"
 

@@ -4,7 +4,7 @@
 
 #include "common/base/json_access.h"
 #include "common/contract/dra_names.h"
-#include "common/kube/resource.h"
+#include "common/kube/api/resource.h"
 #include "common/telemetry/log.h"
 #include "common/time/time_text.h"
 #include "webhook/base/metrics.h"

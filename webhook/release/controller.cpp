@@ -5,7 +5,7 @@
 
 #include "common/base/json_access.h"
 #include "common/contract/backend_requirements.h"
-#include "common/kube/resource.h"
+#include "common/kube/api/resource.h"
 #include "common/telemetry/log.h"
 #include "webhook/base/metrics.h"
 #include "webhook/base/names.h"

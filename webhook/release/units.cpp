@@ -5,7 +5,7 @@
 #include <tuple>
 
 #include "common/base/json_access.h"
-#include "common/kube/resource.h"
+#include "common/kube/api/resource.h"
 #include "webhook/base/names.h"
 #include "webhook/pods/pod_fields.h"
 #include "webhook/pods/pod_wiring.h"

@@ -1,4 +1,4 @@
-#include "common/kube/config.h"
+#include "common/kube/access/config.h"
 
 #include <yaml-cpp/yaml.h>
 

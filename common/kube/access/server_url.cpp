@@ -1,4 +1,4 @@
-#include "common/kube/server_url.h"
+#include "common/kube/access/server_url.h"
 
 namespace gvirtus::kube_detail {
 

@@ -1,4 +1,4 @@
-#include "common/kube/token_source.h"
+#include "common/kube/access/token_source.h"
 
 #include <fstream>
 #include <sstream>

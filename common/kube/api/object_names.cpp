@@ -1,4 +1,4 @@
-#include "common/kube/object_names.h"
+#include "common/kube/api/object_names.h"
 
 #include <string>
 

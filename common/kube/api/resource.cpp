@@ -1,4 +1,4 @@
-#include "common/kube/resource.h"
+#include "common/kube/api/resource.h"
 
 #include "common/base/strings.h"
 
