@@ -491,11 +491,11 @@ say "KAI queues: a queue listed in ConfigMap $ns/gvirtus-kai-queues is only for 
 Q=gvirtus-kai-queues
 k create configmap gvirtus-kai-queues -n "$ns" --from-literal=team-other=other-ns,second-ns \
   --from-literal="team-own=$tenant_ns" >/dev/null
-# labelled NAME QUEUE: a ConfigMap of the tenant's labelled with a KAI queue (KAI reads the
-# label of a workload's top owner, whatever its kind).
+# labelled NAME QUEUE [KEY]: a ConfigMap of the tenant's labelled with a KAI queue (KAI reads
+# the label of a workload's top owner, whatever its kind), under KEY (default KAI's).
 labelled() {
   printf '{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "%s", "namespace": "%s",' "$1" "$tenant_ns"
-  printf ' "labels": {"kai.scheduler/queue": "%s"}}}' "$2"
+  printf ' "labels": {"%s": "%s"}}}' "${3:-kai.scheduler/queue}" "$2"
 }
 deployment() {
   cat <<JSON
@@ -523,6 +523,19 @@ allowed "an object labelled its own namespace's queue" "$tenant" create -f - <<<
 allowed "a Deployment labelled a queue no namespace owns" "$tenant" create -f - <<<"$(deployment open team-open)"
 refused "relabel its own object to another namespace's queue" $Q "KAI queue team-other" "$tenant" \
   label configmap own -n "$tenant_ns" kai.scheduler/queue=team-other --overwrite
+# A KAI installed with --queue-label-key=example.com/queue: the operator names the key.
+k patch configmap gvirtus-kai-queues -n "$ns" --type=merge \
+  -p '{"data": {"QUEUE_LABEL_KEY": "example.com/queue"}}' >/dev/null
+for _ in $(seq 1 60); do
+  out=$(as "$tenant" create --dry-run=server -f - <<<"$(labelled probe team-other example.com/queue)" 2>&1 || true)
+  grep -q "ValidatingAdmissionPolicy '$Q'" <<<"$out" && break
+  sleep 0.5
+done
+refused "an object labelled another namespace's queue under the key KAI was given" $Q \
+  "KAI queue team-other is only for" "$tenant" \
+  create -f - <<<"$(labelled foreign-key team-other example.com/queue)"
+allowed "the same queue under kai.scheduler/queue, which that KAI does not read" "$tenant" \
+  create -f - <<<"$(labelled default-key team-other)"
 k delete configmap gvirtus-kai-queues -n "$ns" >/dev/null
 
 say "the DaemonSet pods still run (kwok's status updates pass the policies)"
