@@ -4,6 +4,7 @@
 
 #include "common/base/json_access.h"
 #include "common/contract/labels.h"
+#include "common/contract/scheduling_gate.h"
 #include "common/time/time_text.h"
 
 namespace gvirtus::kubectl_gvirtus {
@@ -31,12 +32,7 @@ std::chrono::seconds since(std::optional<TimePoint> then, TimePoint now) {
 }
 
 bool isGated(const json& pod) {
-  const json* gates = memberAt(pod, {"spec", "schedulingGates"});
-  if (gates == nullptr || !gates->is_array()) {
-    return false;
-  }
-  return std::any_of(gates->begin(), gates->end(),
-                     [](const json& g) { return stringAt(g, {"name"}) == names::kSchedulingGate; });
+  return carriesBackendGate(pod);
 }
 
 bool isDeleting(const json& pod) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/base/json_access.h"
+#include "common/contract/scheduling_gate.h"
 #include "webhook/base/names.h"
 #include "webhook/pods/pod_wiring.h"
 
@@ -35,14 +36,7 @@ void markClaimant(json& pod) {
       metadata.erase(annotations);
     }
   }
-  json& spec = pod["spec"];
-  if (auto gates = spec.find("schedulingGates"); gates != spec.end() && gates->is_array()) {
-    std::erase_if(gates->get_ref<json::array_t&>(),
-                  [](const json& gate) { return stringAt(gate, {"name"}) == kSchedulingGate; });
-    if (gates->empty()) {
-      spec.erase(gates);
-    }
-  }
+  removeBackendGate(pod, true);
 }
 
 // One container's limit or request of a resource.

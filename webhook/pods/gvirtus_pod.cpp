@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/base/json_access.h"
+#include "common/contract/scheduling_gate.h"
 #include "webhook/base/names.h"
 
 namespace gvirtus::webhook {
@@ -71,7 +72,7 @@ GvirtusPod GvirtusPod::from(const json& kept, StringPool* pool) {
       pod.owners = *owners;
     }
   }
-  pod.gated = memberAt(kept, {"spec", "schedulingGates"}) != nullptr;
+  pod.gated = carriesBackendGate(kept);
   pod.phase = stringOr(memberAt(kept, {"status", "phase"}));
   pod.podIP = stringOr(memberAt(kept, {"status", "podIP"}));
   if (const json* ips = memberAt(kept, {"status", "podIPs"})) {
@@ -108,7 +109,7 @@ json GvirtusPod::document() const {
   }
   json kept = {{"metadata", std::move(metadata)}};
   if (gated) {
-    kept["spec"]["schedulingGates"] = json::array({{{"name", std::string(kSchedulingGate)}}});
+    addBackendGate(kept);
   }
   put(kept["status"], "phase", phase);
   put(kept["status"], "podIP", podIP);

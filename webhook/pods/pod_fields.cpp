@@ -2,6 +2,7 @@
 
 #include "common/base/json_access.h"
 #include "common/contract/pod_origin.h"
+#include "common/contract/scheduling_gate.h"
 #include "common/net/ipv4_resolver.h"
 #include "webhook/base/names.h"
 #include "webhook/pods/backend_loss.h"
@@ -47,14 +48,8 @@ json frontendFields(json pod) {
   }
   // Of the scheduling gates only ours, and only while the pod carries it (a waiting pod is
   // no peer of its backend yet): most pods are released and keep none.
-  if (const json* gates = memberAt(pod, {"spec", "schedulingGates"});
-      gates != nullptr && gates->is_array()) {
-    for (const auto& gate : *gates) {
-      if (stringAt(gate, {"name"}) == kSchedulingGate) {
-        kept["spec"]["schedulingGates"] = json::array({{{"name", std::string(kSchedulingGate)}}});
-        break;
-      }
-    }
+  if (carriesBackendGate(pod)) {
+    addBackendGate(kept);
   }
   for (const char* key : {"phase", "podIP"}) {
     if (const json* value = memberAt(pod, {"status", key})) {

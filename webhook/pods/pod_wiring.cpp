@@ -5,6 +5,7 @@
 #include "common/base/json_access.h"
 #include "common/base/strings.h"
 #include "common/contract/quantity.h"
+#include "common/contract/scheduling_gate.h"
 #include "webhook/base/names.h"
 
 namespace gvirtus::webhook {
@@ -268,16 +269,7 @@ void assignBackend(json& pod, const Assignment& assignment) {
     annotations[kAssignedByAnnotation] = assignment.assignedBy;
   }
 
-  if (const json* gates = memberAt(pod, {"spec", "schedulingGates"});
-      findNamed(gates, kSchedulingGate)) {
-    json remaining = json::array();
-    for (const auto& gate : *gates) {
-      if (stringOf(member(gate, "name")) != kSchedulingGate) {
-        remaining.push_back(gate);
-      }
-    }
-    pod["spec"]["schedulingGates"] = std::move(remaining);
-  }
+  removeBackendGate(pod, false);
 
   if (!assignment.preferredZone.empty()) {
     const json term = {{"weight", 100},
@@ -296,19 +288,13 @@ void assignBackend(json& pod, const Assignment& assignment) {
 
 void markWaiting(json& pod) {
   objectAt(pod, {"metadata", "annotations"})[kBackendStatusAnnotation] = kBackendStatusWaiting;
-  if (!backendGateIndex(pod)) {
-    arrayAt(pod, {"spec", "schedulingGates"}).push_back({{"name", kSchedulingGate}});
-  }
-}
-
-std::optional<size_t> backendGateIndex(const json& pod) {
-  return findNamed(memberAt(pod, {"spec", "schedulingGates"}), kSchedulingGate);
+  addBackendGate(pod);
 }
 
 bool isWaiting(const json& pod) {
   const json* metadata = member(pod, "metadata");
   return metadata != nullptr && member(*metadata, "deletionTimestamp") == nullptr &&
-         backendGateIndex(pod).has_value();
+         carriesBackendGate(pod);
 }
 
 bool gatedByWebhook(const json& pod) {

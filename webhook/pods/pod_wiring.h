@@ -71,9 +71,6 @@ void assignBackend(nlohmann::json& pod, const Assignment& assignment);
 // gvirtus.io/backend-status: waiting.
 void markWaiting(nlohmann::json& pod);
 
-// The index of the scheduling gate gvirtus.io/backend in the pod's spec.schedulingGates.
-std::optional<size_t> backendGateIndex(const nlohmann::json& pod);
-
 // A pod waits while it carries the gate gvirtus.io/backend and is not being deleted.
 bool isWaiting(const nlohmann::json& pod);
 

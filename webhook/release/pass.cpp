@@ -8,6 +8,7 @@
 #include "common/base/parallel.h"
 #include "common/cache/object_cache.h"
 #include "common/contract/backend_requirements.h"
+#include "common/contract/scheduling_gate.h"
 #include "common/time/time_text.h"
 #include "webhook/base/names.h"
 #include "webhook/placement/assigner.h"
