@@ -506,12 +506,17 @@ deployment() {
                        "spec": {"containers": [{"name": "app", "image": "example.com/app:1"}]}}}}
 JSON
 }
-# A new parameter is in force within seconds: until the answer names the policy, asked again.
-for _ in $(seq 1 60); do
-  out=$(as "$tenant" create --dry-run=server -f - <<<"$(labelled probe team-other)" 2>&1 || true)
-  grep -q "ValidatingAdmissionPolicy '$Q'" <<<"$out" && break
-  sleep 0.5
-done
+# in_force LABELLED-ARGS...: a new parameter is in force within seconds: until the policy
+# refuses the tenant's object labelled so, asked again.
+in_force() {
+  local out
+  for _ in $(seq 1 60); do
+    out=$(as "$tenant" create --dry-run=server -f - <<<"$(labelled "$@")" 2>&1 || true)
+    grep -q "ValidatingAdmissionPolicy '$Q'" <<<"$out" && return 0
+    sleep 0.5
+  done
+}
+in_force probe team-other
 refused "an object labelled another namespace's queue" $Q \
   "KAI queue team-other is only for namespace.s. other-ns,second-ns, not $tenant_ns" "$tenant" \
   create -f - <<<"$(labelled foreign team-other)"
@@ -526,11 +531,7 @@ refused "relabel its own object to another namespace's queue" $Q "KAI queue team
 # A KAI installed with --queue-label-key=example.com/queue: the operator names the key.
 k patch configmap gvirtus-kai-queues -n "$ns" --type=merge \
   -p '{"data": {"QUEUE_LABEL_KEY": "example.com/queue"}}' >/dev/null
-for _ in $(seq 1 60); do
-  out=$(as "$tenant" create --dry-run=server -f - <<<"$(labelled probe team-other example.com/queue)" 2>&1 || true)
-  grep -q "ValidatingAdmissionPolicy '$Q'" <<<"$out" && break
-  sleep 0.5
-done
+in_force probe team-other example.com/queue
 refused "an object labelled another namespace's queue under the key KAI was given" $Q \
   "KAI queue team-other is only for" "$tenant" \
   create -f - <<<"$(labelled foreign-key team-other example.com/queue)"
