@@ -34,7 +34,11 @@ spec:
       -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}')
     sleep 0.1
   done
-  [ ${#seen[@]} = "$pods" ] || { say "only ${#seen[@]} of $pods $kind pods ran"; exit 1; }
+  if [ ${#seen[@]} != "$pods" ]; then
+    say "only ${#seen[@]} of $pods $kind pods ran within 180 s"
+    # With may_fall_short=1 (a batch whose shortfall is a figure), the ones that ran.
+    [ "${may_fall_short:-0}" = 1 ] || exit 1
+  fi
   printf '%s\n' "${seen[@]}"
 }
 
@@ -88,7 +92,9 @@ YAML
   kubectl -n gvirtus-system rollout status deployment/gvirtus-webhook --timeout=180s >/dev/null
   conditioned() { [ "$(devices_conditioned)" != 0 ]; }
   if wait_until 120 "the devices published with binding conditions" conditioned; then
-    bound=$(run_batch bound ', gvirtus.io/dra: "true"' \
+    # kube-scheduler 1.37.2 counts a waiting claim's memory twice (docs/dra.md): some may
+    # wait minutes; how many ran within 180 s is part of the figure.
+    bound=$(may_fall_short=1 run_batch bound ', gvirtus.io/dra: "true"' \
       ', resourceClaims: [{name: gpu, resourceClaimTemplateName: gpu}]' ', resources: {claims: [{name: gpu}]}')
     kubectl -n "$ns" delete pods -l bench=bound --wait=true >/dev/null
   fi
@@ -103,7 +109,8 @@ YAML
     "GVirtuS (DRA claim)" "$p50d" "$p95d" "extended resource" "$p50e" "$p95e"
   if [ -n "$bound" ]; then
     p50b=$(percentile 50 <<<"$bound") p95b=$(percentile 95 <<<"$bound")
-    printf '  %-26s p50 %6s ms   p95 %6s ms\n' "DRA claim, binding cond." "$p50b" "$p95b"
+    printf '  %-26s p50 %6s ms   p95 %6s ms   (%d of %d ran within 180 s)\n' \
+      "DRA claim, binding cond." "$p50b" "$p95b" "$(grep -c . <<<"$bound")" "$pods"
   fi
   awk -v a="$p50g" -v b="$p50p" -v c="$p95g" -v d="$p95p" \
     'BEGIN {printf "  ratio GVirtuS/plain: p50 %.2fx, p95 %.2fx\n", a / b, c / d}'
