@@ -17,7 +17,8 @@
 # Environment:
 #   BENCH_PODS (default 20)              pods per create batch
 #   BENCH_LOST_FRONTENDS (default 10)    frontends when every backend pod is deleted
-#   BENCH_LOST_NODE_FRONTENDS (default 20)  frontends when a backend's node is killed
+#   BENCH_LOST_NODE_FRONTENDS (default 12)  frontends when a backend's node is killed (the
+#                                        other backend must have room for all: 16 sessions)
 #   BENCH_ROUNDS, BENCH_SESSIONS (2000, 20)  CUDA-path calls and sessions
 #   BENCH_HEARTBEAT_FACTOR (default 1)   kwokctl's heartbeat factor: 1 gives upstream's
 #                                        --node-monitor-grace-period (40 s); the end-to-end
@@ -77,5 +78,5 @@ section cuda-path cuda_path "${BENCH_ROUNDS:-2000}" "${BENCH_SESSIONS:-20}"
 section lost-pods lost_pods "${BENCH_LOST_FRONTENDS:-10}"
 section race downward_race "${BENCH_RACES:-10}"
 # Last: the killed node stays down until the cluster is removed.
-section lost-node lost_node "${BENCH_LOST_NODE_FRONTENDS:-20}"
+section lost-node lost_node "${BENCH_LOST_NODE_FRONTENDS:-12}"
 kubectl delete namespace $ns --wait=false >/dev/null

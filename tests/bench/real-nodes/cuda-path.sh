@@ -4,7 +4,8 @@
 # length-prefixed routine name and a 100-500 byte buffer, answered in full by the stand-in
 # backend) from a GVirtuS pod on fe-a to its backend, through the shim's session check and
 # its own session process, with the NetworkPolicy agent on; against the same calls between
-# the two nodes' host networks, to the same stand-in binary on the same backend node.
+# the two nodes' host networks, to the same stand-in binary on the same backend node; and,
+# between them, plain pods on the same two nodes (the pod network without our wiring).
 #   cuda_path ROUNDS SESSIONS
 
 # probe_pod NAME NODE IMAGE HOSTNET LABELS COMMAND...: runs COMMAND in a pod of its own on
@@ -35,6 +36,28 @@ YAML
   kubectl -n "$ns" logs "$name"
 }
 
+# standin_backend NAME NODE IMAGE HOSTNET PORT: the stand-in backend alone in a pod of its
+# own on NODE (its host network with HOSTNET true), serving PORT; returns once it listens.
+standin_backend() {
+  local name=$1 node=$2 image=$3 host_network=$4 port=$5
+  kubectl apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: $name, namespace: $ns, labels: {bench: cuda-path}}
+spec:
+  hostNetwork: $host_network
+  nodeSelector: {kubernetes.io/hostname: $node}
+  tolerations: [{operator: Exists}]
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: backend
+      image: $image
+      command: [sh, -c, 'printf "{\"port\": \"$port\"}" >/tmp/p.json && exec /usr/local/gvirtus/bin/gvirtus-backend /tmp/p.json']
+YAML
+  serving() { kubectl -n "$ns" logs "$1" 2>/dev/null | grep -q "echo server on port $2"; }
+  wait_until 120 "the stand-in backend $name on $node" serving "$name" "$port"
+}
+
 # figure LOG KEY FIELD: the number after FIELD on the line of LOG starting with KEY.
 figure() { awk -v k="$2" -v f="$3" '$1 == k {for (i = 2; i < NF; i++) if ($i == f) print $(i + 1)}' <<<"$1"; }
 
@@ -49,24 +72,15 @@ cuda_path() {
   [ -n "$backend_ip" ] || { say "no address for the backend pod $backend_pod's node"; return 1; }
   image=$(kubectl -n gvirtus-system get pod "${backend_pod##*/}" -o jsonpath='{.spec.containers[0].image}')
   say "CUDA path: the same calls between the host networks of fe-a and $backend_node ($backend_ip:$port)"
-  kubectl apply -f - >/dev/null <<YAML
-apiVersion: v1
-kind: Pod
-metadata: {name: cuda-host-backend, namespace: $ns, labels: {bench: cuda-path}}
-spec:
-  hostNetwork: true
-  nodeSelector: {kubernetes.io/hostname: $backend_node}
-  tolerations: [{operator: Exists}]
-  terminationGracePeriodSeconds: 1
-  containers:
-    - name: backend
-      image: $image
-      command: [sh, -c, 'printf "{\"port\": \"$port\"}" >/tmp/p.json && exec /usr/local/gvirtus/bin/gvirtus-backend /tmp/p.json']
-YAML
-  serving() { kubectl -n "$ns" logs cuda-host-backend 2>/dev/null | grep -q "echo server on port $port"; }
-  wait_until 120 "the stand-in backend on $backend_node's host network" serving || return 1
+  local plain_log plain_ip
+  standin_backend cuda-host-backend "$backend_node" "$image" true $port || return 1
   host_log=$(probe_pod cuda-host fe-a "$E2E_TEST_IMAGE" true '' \
     round-trip-probe "$backend_ip" "$port" "$rounds" "$sessions") || return 1
+  say "CUDA path: the same calls between plain pods on fe-a and $backend_node"
+  standin_backend cuda-plain-backend "$backend_node" "$image" false $port || return 1
+  plain_ip=$(kubectl -n "$ns" get pod cuda-plain-backend -o jsonpath='{.status.podIP}')
+  plain_log=$(probe_pod cuda-plain fe-a "$E2E_TEST_IMAGE" false '' \
+    round-trip-probe "$plain_ip" "$port" "$rounds" "$sessions") || return 1
   kubectl -n "$ns" delete pods -l bench=cuda-path --wait=false >/dev/null
   printf '\nCUDA path: fe-a -> %s, %d calls of 100-500 bytes on one session; %d sessions set up\n' \
     "$backend_node" "$rounds" "$sessions"
@@ -75,10 +89,16 @@ YAML
     "GVirtuS pod -> backend pod (our wiring)" "$(figure "$pod_log" round_trip_us p50)" \
     "$(figure "$pod_log" round_trip_us p99)" "$(figure "$pod_log" setup_us p50)" \
     "$(figure "$pod_log" setup_us p99)" \
+    "plain pod -> plain pod (no GVirtuS)" "$(figure "$plain_log" round_trip_us p50)" \
+    "$(figure "$plain_log" round_trip_us p99)" "$(figure "$plain_log" setup_us p50)" \
+    "$(figure "$plain_log" setup_us p99)" \
     "host network -> host network" "$(figure "$host_log" round_trip_us p50)" \
     "$(figure "$host_log" round_trip_us p99)" "$(figure "$host_log" setup_us p50)" \
     "$(figure "$host_log" setup_us p99)"
   awk -v a="$(figure "$pod_log" round_trip_us p50)" -v b="$(figure "$host_log" round_trip_us p50)" \
     -v c="$(figure "$pod_log" round_trip_us p99)" -v d="$(figure "$host_log" round_trip_us p99)" \
     'BEGIN {printf "  ratio pod path/host path, calls: p50 %.2fx, p99 %.2fx (goal p50 at most 1.10x)\n", a / b, c / d}'
+  awk -v a="$(figure "$pod_log" round_trip_us p50)" -v b="$(figure "$plain_log" round_trip_us p50)" \
+    -v c="$(figure "$pod_log" setup_us p50)" -v d="$(figure "$plain_log" setup_us p50)" \
+    'BEGIN {printf "  ratio pod path/plain pods: calls p50 %.2fx; setup p50 %.2fx\n", a / b, c / d}'
 }
